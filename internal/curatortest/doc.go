@@ -1,0 +1,43 @@
+// Package curatortest runs small Apache Curator programs next to Go tests, to
+// check that this library and Curator 5.x exclude each other on the same
+// znodes (the wire contract in DESIGN.md).
+//
+// The Java sources in java/ are embedded; the first Start in a test binary
+// finds java, javac and the Curator jars (FindInstall: $CURATORTEST_CLASSPATH
+// or Debian's /usr/share/java, as installed by InstallCommand) and compiles
+// them with javac into a directory under os.TempDir keyed by a hash of the
+// sources, javac and the class path, shared by test binaries. When something
+// is missing the test fails (it does not skip) with an error naming
+// InstallCommand.
+//
+// Each program is a child process speaking a line protocol: commands on stdin
+// ("acquire", "release", "cycles N /counter", "start", "close", "status",
+// "participants", "quit"), events and replies on stdout ("READY",
+// "ACQUIRED <node> <seq>", "RELEASED", "COUNT n", "LEADER <path>",
+// "NOTLEADER", "STATUS ...", "PARTICIPANTS ...", "CLOSED", "ERR ..."). The Go
+// side keeps every line with the time it was read; Process.Expect takes the
+// earliest line not yet taken that starts with a given word, waiting under a
+// context, and fails on an "ERR" line. Mutex and Latch wrap the two programs:
+//
+//   - CuratorMutex: an InterProcessMutex on a full server path, with a loop
+//     mode that increments a counter znode under the lock without version
+//     checks (only the lock keeps increments from being lost);
+//   - CuratorLatch: a LeaderLatch with a participant id, printing LEADER and
+//     NOTLEADER transitions from its listener.
+//
+// Paths given to the programs are full server paths: Go sessions in tests use
+// a zktest namespace (session.WithNamespace(ns.Root)), so the Java side gets
+// ns.Root + path.
+//
+// # Process lifetime
+//
+// Every JVM runs in its own process group with a parent-death signal
+// (SIGKILL), started from a goroutine locked to its OS thread that lives as
+// long as the JVM (Linux sends the signal when the creating thread exits). At
+// t.Cleanup its stdin is closed, the program closes its Curator client (so
+// its session and ephemeral nodes go at once) and exits; after a few seconds
+// the group is killed. When the test failed, the cleanup logs the program's
+// last stdout lines and the tail of its stderr (Curator's log).
+//
+// The package is Linux-only, as zktest is.
+package curatortest
