@@ -1,0 +1,231 @@
+package zktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Ensemble is a ZooKeeper ensemble of 3 or 5 members (QuorumPeerMain) on
+// 127.0.0.1, each with its own client, quorum and election port and data
+// directory. It is safe for concurrent use.
+type Ensemble struct {
+	cfg     config
+	dir     string
+	members []*Server
+	stop    sync.Once
+}
+
+// StartEnsemble starts an ensemble of n members (3 or 5; any n >= 1 works)
+// and blocks until every member has a Mode and exactly one is leader, or the
+// start timeout passes. On a port clash it retries with new ports. Stop must
+// be called.
+func StartEnsemble(n int, opts ...Option) (*Ensemble, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("zktest: ensemble of %d members", n)
+	}
+	cfg := buildConfig(opts)
+	inst, err := cfg.findInstall()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "zktest-ensemble-")
+	if err != nil {
+		return nil, fmt.Errorf("zktest: %w", err)
+	}
+	var last error
+	for attempt := 0; attempt < portAttempts; attempt++ {
+		e, err := tryEnsemble(cfg, inst, dir, n)
+		if err == nil {
+			return e, nil
+		}
+		last = err
+		if !errors.Is(err, errPortClash) {
+			break
+		}
+	}
+	_ = os.RemoveAll(dir)
+	return nil, last
+}
+
+func tryEnsemble(cfg config, inst *Install, dir string, n int) (*Ensemble, error) {
+	ports, err := freePorts(3 * n)
+	if err != nil {
+		return nil, err
+	}
+	e := &Ensemble{cfg: cfg, dir: dir}
+	var peers []string
+	for i := 0; i < n; i++ {
+		peers = append(peers, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", i+1, ports[3*i+1], ports[3*i+2]))
+	}
+	for i := 0; i < n; i++ {
+		mdir := filepath.Join(dir, fmt.Sprintf("member-%d", i+1))
+		_ = os.RemoveAll(mdir)
+		s, err := newServer(cfg, inst, mdir, true, quorumMain, ports[3*i], i+1, fmt.Sprintf("member-%d", i+1))
+		if err != nil {
+			return nil, err
+		}
+		if err := s.writeConfig(peers); err != nil {
+			return nil, err
+		}
+		e.members = append(e.members, s)
+	}
+	fail := func(err error) (*Ensemble, error) {
+		for _, m := range e.members {
+			_ = m.Kill()
+		}
+		return nil, err
+	}
+	for _, m := range e.members {
+		if err := m.startProc(); err != nil {
+			return fail(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.startTimeout)
+	defer cancel()
+	for _, m := range e.members {
+		if err := m.waitReady(ctx); err != nil {
+			return fail(err)
+		}
+	}
+	if err := e.WaitReady(ctx); err != nil {
+		return fail(err)
+	}
+	return e, nil
+}
+
+// StartEnsembleT is StartEnsemble for a test: it fails the test on error and
+// stops the ensemble in t.Cleanup, printing every member's log tail if the
+// test failed.
+func StartEnsembleT(t testing.TB, n int, opts ...Option) *Ensemble {
+	t.Helper()
+	e, err := StartEnsemble(n, opts...)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, m := range e.members {
+				t.Logf("%s: log tail:\n%s", m, m.LogTail(30))
+			}
+		}
+		if err := e.Stop(); err != nil {
+			t.Errorf("zktest: stop ensemble: %v", err)
+		}
+	})
+	return e
+}
+
+// Size returns the number of members.
+func (e *Ensemble) Size() int { return len(e.members) }
+
+// Member returns member i (0-based; its ZooKeeper myid is i+1). Kill,
+// Restart, Freeze and Thaw act on that member alone; Stop also removes its
+// data directory, after which it cannot be restarted.
+func (e *Ensemble) Member(i int) *Server { return e.members[i] }
+
+// Servers returns every member's client address, in member order.
+func (e *Ensemble) Servers() []string {
+	out := make([]string, len(e.members))
+	for i, m := range e.members {
+		out[i] = m.Addr()
+	}
+	return out
+}
+
+// ConnectString returns the members' addresses joined by commas.
+func (e *Ensemble) ConnectString() string { return strings.Join(e.Servers(), ",") }
+
+// Leader returns the index of the member whose srvr Mode is "leader". Members
+// that are killed or frozen are skipped. It fails if no member, or more than
+// one, says it leads.
+func (e *Ensemble) Leader() (int, error) {
+	modes := e.modes(context.Background())
+	leader, count := -1, 0
+	for i, m := range modes {
+		if m == "leader" {
+			leader = i
+			count++
+		}
+	}
+	if count != 1 {
+		return -1, fmt.Errorf("zktest: %d leaders (modes %q)", count, modes)
+	}
+	return leader, nil
+}
+
+// modes asks every running, unfrozen member for its Mode ("" when it does not
+// serve or does not answer within a second, "-" when killed or frozen).
+func (e *Ensemble) modes(ctx context.Context) []string {
+	out := make([]string, len(e.members))
+	var wg sync.WaitGroup
+	for i, m := range e.members {
+		if !m.Running() || m.Frozen() {
+			out[i] = "-"
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			if st, err := Srvr(cctx, m.Addr()); err == nil {
+				out[i] = st.Mode
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// WaitReady blocks until every running, unfrozen member reports a Mode and
+// exactly one of them is leader, or ctx ends.
+func (e *Ensemble) WaitReady(ctx context.Context) error {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	var modes []string
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("zktest: ensemble not ready (modes %q): %w", modes, ctx.Err())
+		case <-t.C:
+		}
+		modes = e.modes(ctx)
+		ok, leaders := true, 0
+		for _, m := range modes {
+			switch m {
+			case "":
+				ok = false
+			case "leader":
+				leaders++
+			}
+		}
+		if ok && leaders == 1 {
+			return nil
+		}
+		t.Reset(readyPoll)
+	}
+}
+
+// Stop kills every member and removes the ensemble's directory. It is
+// idempotent.
+func (e *Ensemble) Stop() error {
+	var errs []error
+	for _, m := range e.members {
+		if err := m.Stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	e.stop.Do(func() {
+		if err := os.RemoveAll(e.dir); err != nil {
+			errs = append(errs, fmt.Errorf("zktest: %w", err))
+		}
+	})
+	return errors.Join(errs...)
+}

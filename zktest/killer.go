@@ -1,0 +1,213 @@
+package zktest
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// SessionCreds are what it takes to attach to a ZooKeeper session: its id,
+// password and negotiated timeout.
+type SessionCreds struct {
+	ID       int64
+	Password []byte
+	Timeout  time.Duration
+}
+
+// String returns the session id in hex, as server logs print it.
+func (c SessionCreds) String() string { return fmt.Sprintf("0x%x", c.ID) }
+
+// Tap wraps a dialer and records the session credentials in every
+// ConnectResponse read through it (go-zookeeper has no password accessor). It
+// does not alter the byte stream. It is safe for concurrent use.
+type Tap struct {
+	base zk.Dialer
+
+	mu       sync.Mutex
+	sessions []SessionCreds
+}
+
+// NewTap returns a Tap over net.DialTimeout.
+func NewTap() *Tap { return NewTapWith(net.DialTimeout) }
+
+// NewTapWith returns a Tap over base (for example a TLS dialer).
+func NewTapWith(base zk.Dialer) *Tap { return &Tap{base: base} }
+
+// Dialer returns the wrapping dialer, for zk.WithDialer or session.WithDialer.
+func (t *Tap) Dialer() zk.Dialer {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		c, err := t.base(network, address, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &tapConn{Conn: c, tap: t}, nil
+	}
+}
+
+// Last returns the credentials of the most recent session established
+// through the tap; false if there was none.
+func (t *Tap) Last() (SessionCreds, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.sessions) == 0 {
+		return SessionCreds{}, false
+	}
+	return t.sessions[len(t.sessions)-1], true
+}
+
+// Sessions returns every session seen, oldest first, one entry per id.
+func (t *Tap) Sessions() []SessionCreds {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]SessionCreds(nil), t.sessions...)
+}
+
+func (t *Tap) record(c SessionCreds) {
+	if c.ID == 0 { // the server refused the session (expired)
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i, s := range t.sessions {
+		if s.ID == c.ID {
+			// move to the end: it is the most recent
+			t.sessions = append(t.sessions[:i], t.sessions[i+1:]...)
+			break
+		}
+	}
+	t.sessions = append(t.sessions, c)
+}
+
+// tapConn copies the first server frame it reads aside and parses it.
+type tapConn struct {
+	net.Conn
+	tap *Tap
+
+	mu   sync.Mutex
+	done bool
+	buf  []byte
+}
+
+func (c *tapConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.mu.Lock()
+		if !c.done {
+			c.buf = append(c.buf, b[:n]...)
+			if len(c.buf) >= 4 {
+				l := int(int32(binary.BigEndian.Uint32(c.buf)))
+				if l < 0 || l > maxFrame {
+					c.done, c.buf = true, nil
+				} else if len(c.buf) >= 4+l {
+					if creds, perr := parseConnectResponse(c.buf[4 : 4+l]); perr == nil {
+						c.tap.record(creds)
+					}
+					c.done, c.buf = true, nil
+				}
+			}
+		}
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+// ExpireSession ends the session creds at once: it attaches a second raw
+// connection to the session with its id and password, sends closeSession and
+// waits for the reply, so the server deletes the session's ephemeral nodes
+// before it returns. The victim's client learns of it (StateExpired) when it
+// reconnects. The servers are tried in order until one answers. A session
+// that is already gone gives nil. ctx bounds the whole call (10 s per server
+// without a deadline).
+func ExpireSession(ctx context.Context, servers []string, creds SessionCreds) error {
+	if creds.ID == 0 {
+		return errors.New("zktest: expire session: no session id")
+	}
+	if creds.Timeout <= 0 {
+		creds.Timeout = 10 * time.Second
+	}
+	var errs []error
+	for _, addr := range servers {
+		err := expireOn(ctx, addr, creds)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return fmt.Errorf("zktest: expire session %s: %w", creds, errors.Join(errs...))
+}
+
+// ExpireSessionT is ExpireSession for a test: it fails the test on error and
+// gives up after 20 s.
+func ExpireSessionT(t testing.TB, servers []string, creds SessionCreds) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := ExpireSession(ctx, servers, creds); err != nil {
+		t.Fatalf("%v", err)
+	}
+}
+
+func expireOn(ctx context.Context, addr string, creds SessionCreds) error {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(10 * time.Second)
+	}
+	d := net.Dialer{Deadline: deadline}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Now()) })
+	defer stop()
+	_ = c.SetDeadline(deadline)
+	if _, err := c.Write(connectRequest(creds)); err != nil {
+		return fmt.Errorf("%s: %w", addr, err)
+	}
+	f, err := readFrame(c)
+	if err != nil {
+		return fmt.Errorf("%s: connect response: %w", addr, err)
+	}
+	resp, err := parseConnectResponse(f[4:])
+	if err != nil {
+		return fmt.Errorf("%s: %w", addr, err)
+	}
+	if resp.ID == 0 || resp.Timeout == 0 {
+		return nil // already expired
+	}
+	const xid = 1
+	req := make([]byte, 12)
+	binary.BigEndian.PutUint32(req, 8)
+	binary.BigEndian.PutUint32(req[4:], xid)
+	op := OpCloseSession
+	binary.BigEndian.PutUint32(req[8:], uint32(op))
+	if _, err := c.Write(req); err != nil {
+		return fmt.Errorf("%s: close session: %w", addr, err)
+	}
+	for {
+		f, err := readFrame(c)
+		if err != nil {
+			return fmt.Errorf("%s: close session reply: %w", addr, err)
+		}
+		if len(f) < 20 {
+			return fmt.Errorf("%s: short reply", addr)
+		}
+		if int32(binary.BigEndian.Uint32(f[4:])) != xid {
+			continue // a watch event or the like
+		}
+		if code := int32(binary.BigEndian.Uint32(f[16:])); code != 0 {
+			return fmt.Errorf("%s: close session: server error %d", addr, code)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,339 @@
+package zktest
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/goleak"
+)
+
+// sharedServer is the package's shared server, set by Main.
+var sharedServer struct {
+	mu  sync.Mutex
+	srv *Server
+}
+
+// nsCounter makes namespace roots unique within a test binary.
+var nsCounter atomic.Int64
+
+// Main runs a test package against a shared ZooKeeper server; call it from
+// TestMain:
+//
+//	func TestMain(m *testing.M) { zktest.Main(m) }
+//
+// It parses flags, finds ZooKeeper (if it is missing it prints a message
+// naming InstallCommand and exits 1, or exits 0 with a SKIP note under
+// -short), starts the shared standalone server (see Shared), runs the tests,
+// stops the server (printing its log tail if tests failed) and, when the
+// tests passed, checks for leaked goroutines (goroutines alive before the
+// tests are ignored), exiting 1 on a leak. It never returns.
+func Main(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if _, err := FindInstall(); err != nil {
+		if testing.Short() {
+			fmt.Fprintf(os.Stderr, "SKIP: %v\n", err)
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+		return 1
+	}
+	ignore := goleak.IgnoreCurrent()
+	srv, err := StartServer()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: zktest: cannot start the shared ZooKeeper server: %v\n", err)
+		return 1
+	}
+	sharedServer.mu.Lock()
+	sharedServer.srv = srv
+	sharedServer.mu.Unlock()
+
+	code := m.Run()
+
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "zktest: shared %s, log tail:\n%s\n", srv, srv.LogTail(40))
+	}
+	sharedServer.mu.Lock()
+	sharedServer.srv = nil
+	sharedServer.mu.Unlock()
+	if err := srv.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "zktest: stopping the shared server: %v\n", err)
+	}
+	if code == 0 {
+		if err := goleak.Find(ignore); err != nil {
+			fmt.Fprintf(os.Stderr, "FAIL: zktest: goroutines leaked by the tests: %v\n", err)
+			return 1
+		}
+	}
+	return code
+}
+
+// Shared returns the package's shared standalone server started by Main. It
+// fails the test if TestMain does not call Main. Tests must not stop, kill or
+// freeze it (use StartServerT for destructive tests); they isolate their data
+// with NewNamespace.
+func Shared(t testing.TB) *Server {
+	t.Helper()
+	sharedServer.mu.Lock()
+	srv := sharedServer.srv
+	sharedServer.mu.Unlock()
+	if srv == nil {
+		t.Fatalf("zktest: no shared server: TestMain must call zktest.Main(m)")
+	}
+	return srv
+}
+
+// StartServerT starts a fresh standalone server for a destructive test; it is
+// stopped in t.Cleanup, which prints the tail of its log if the test failed.
+func StartServerT(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	s, err := StartServer(opts...)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s: log tail:\n%s", s, s.LogTail(50))
+		}
+		if err := s.Stop(); err != nil {
+			t.Errorf("zktest: stop %s: %v", s, err)
+		}
+	})
+	return s
+}
+
+// Namespace is a test's own root path on a server: "/zktest/<test name>-<n>".
+// Paths under Root belong to the test; Root and everything below it is
+// removed at the end of the test.
+type Namespace struct {
+	// Server is the server holding the namespace.
+	Server *Server
+	// Root is the namespace's absolute path, without a trailing slash.
+	Root string
+}
+
+// NewNamespace creates a unique persistent root "/zktest/<sanitised test
+// name>-<n>" on the shared server (see Shared) and removes it recursively in
+// t.Cleanup (cleanups run last-in first-out, so sessions the test closes in
+// its own cleanups are gone by then). If the test failed, the cleanup also
+// logs the tail of the server's log.
+func NewNamespace(t testing.TB) *Namespace {
+	t.Helper()
+	return NewNamespaceOn(t, Shared(t))
+}
+
+// NewNamespaceOn is NewNamespace on the given server.
+func NewNamespaceOn(t testing.TB, s *Server) *Namespace {
+	t.Helper()
+	ns := &Namespace{
+		Server: s,
+		Root:   fmt.Sprintf("/zktest/%s-%d", sanitize(t.Name()), nsCounter.Add(1)),
+	}
+	conn, err := dialRaw(s.Servers(), 10*time.Second, 10*time.Second, discardLogger{})
+	if err != nil {
+		t.Fatalf("zktest: namespace %s: %v", ns.Root, err)
+	}
+	defer conn.Close()
+	for _, p := range []string{"/zktest", ns.Root} {
+		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatalf("zktest: namespace: create %s: %v", p, err)
+		}
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s: log tail:\n%s", s, s.LogTail(30))
+		}
+		conn, err := dialRaw(s.Servers(), 10*time.Second, 5*time.Second, discardLogger{})
+		if err != nil {
+			t.Logf("zktest: namespace %s not removed: %v", ns.Root, err)
+			return
+		}
+		defer conn.Close()
+		var derr error
+		for i := 0; i < 5; i++ {
+			if derr = deleteTree(conn, ns.Root); derr == nil {
+				return
+			}
+		}
+		t.Logf("zktest: namespace %s not removed: %v", ns.Root, derr)
+	})
+	return ns
+}
+
+// Servers returns the addresses of the namespace's server.
+func (ns *Namespace) Servers() []string { return ns.Server.Servers() }
+
+// Path joins Root and p ("" or "/" give Root): ns.Path("a/b") is Root+"/a/b".
+func (ns *Namespace) Path(p string) string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return ns.Root
+	}
+	return ns.Root + "/" + p
+}
+
+// Conn returns a raw go-zookeeper connection to the namespace's server for
+// inspection and third-party actions (paths are absolute: use ns.Root). It
+// returns once the session is established and is closed in t.Cleanup.
+// go-zookeeper's log goes to t.Logf while the test runs.
+func (ns *Namespace) Conn(t testing.TB) *zk.Conn {
+	t.Helper()
+	return ConnT(t, ns.Servers(), 0)
+}
+
+// ConnT connects a raw go-zookeeper client to servers with the given session
+// timeout (0 means 10 s), waits for its session and closes it in t.Cleanup. opts are go-zookeeper options such as
+// zk.WithDialer(tap.Dialer()). go-zookeeper's log goes to t.Logf while the test
+// runs.
+func ConnT(t testing.TB, servers []string, sessionTimeout time.Duration, opts ...func(*zk.Conn)) *zk.Conn {
+	t.Helper()
+	if sessionTimeout <= 0 {
+		sessionTimeout = 10 * time.Second
+	}
+	lg := ZKLogger(t)
+	conn, err := dialRaw(servers, sessionTimeout, 20*time.Second, lg, opts...)
+	if err != nil {
+		t.Fatalf("zktest: connect %v: %v", servers, err)
+	}
+	t.Cleanup(conn.Close)
+	return conn
+}
+
+// dialRaw connects and waits for StateHasSession.
+func dialRaw(servers []string, sessionTimeout, wait time.Duration, lg zk.Logger, opts ...func(*zk.Conn)) (*zk.Conn, error) {
+	conn, events, err := zk.Connect(servers, sessionTimeout, connOptions(zk.WithLogger(lg), opts)...)
+	if err != nil {
+		return nil, err
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case ev := <-events:
+			if ev.State == zk.StateHasSession {
+				return conn, nil
+			}
+		case <-t.C:
+			conn.Close()
+			return nil, fmt.Errorf("zktest: no session with %v within %v", servers, wait)
+		}
+	}
+}
+
+// connOptions turns plain functions into go-zookeeper's unexported option
+// type (zk.WithDialer(...) and friends are assignable to func(*zk.Conn)).
+func connOptions[T ~func(*zk.Conn)](first T, rest []func(*zk.Conn)) []T {
+	out := []T{first}
+	for _, o := range rest {
+		out = append(out, T(o))
+	}
+	return out
+}
+
+func deleteTree(conn *zk.Conn, p string) error {
+	children, _, err := conn.Children(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, c := range children {
+		if err := deleteTree(conn, p+"/"+c); err != nil {
+			return err
+		}
+	}
+	err = conn.Delete(p, -1)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	return err
+}
+
+func sanitize(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
+		default:
+			b[i] = '_'
+		}
+	}
+	if len(b) > 100 {
+		b = b[:100]
+	}
+	return string(b)
+}
+
+// Eventually polls cond every 10 ms until it returns true, and fails the test
+// with t.Fatalf and msgAndArgs (a format string and its arguments) if that
+// does not happen within timeout. Call it only from the test's goroutine.
+func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msgAndArgs ...any) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("zktest: condition not met within %v: %s", timeout, formatMsg(msgAndArgs))
+		}
+		<-tick.C
+	}
+}
+
+func formatMsg(msgAndArgs []any) string {
+	if len(msgAndArgs) == 0 {
+		return "(no message)"
+	}
+	if f, ok := msgAndArgs[0].(string); ok {
+		return fmt.Sprintf(f, msgAndArgs[1:]...)
+	}
+	return fmt.Sprint(msgAndArgs...)
+}
+
+// ZKLogger returns a go-zookeeper logger that writes to t.Logf while the test
+// runs and discards messages after it ends (t.Logf would panic then).
+func ZKLogger(t testing.TB) zk.Logger {
+	l := &tLogger{t: t}
+	t.Cleanup(func() {
+		l.mu.Lock()
+		l.done = true
+		l.mu.Unlock()
+	})
+	return l
+}
+
+type tLogger struct {
+	mu   sync.Mutex
+	t    testing.TB
+	done bool
+}
+
+func (l *tLogger) Printf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.t.Helper()
+		l.t.Logf("zk: "+format, args...)
+	}
+}
+
+type discardLogger struct{}
+
+func (discardLogger) Printf(string, ...any) {}
