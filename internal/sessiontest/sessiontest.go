@@ -1,0 +1,211 @@
+// Package sessiontest connects session.Sessions to zktest servers for tests.
+// It is test support for the library's own packages (recipes, mutex, leader,
+// ...): every helper takes a testing.TB, must be called from the test's
+// goroutine, fails the test on error and closes what it opened in t.Cleanup.
+//
+// Typical use:
+//
+//	func TestMain(m *testing.M) { zktest.Main(m) }
+//
+//	func TestX(t *testing.T) {
+//		ns := zktest.NewNamespace(t)
+//		s, proxy := sessiontest.ConnectProxy(t, ns) // namespace ns.Root, 2 s session timeout
+//		rec := sessiontest.Record(t, s)             // every transition from now on
+//		proxy.Cut()
+//		rec.Wait(t, 10*time.Second, session.Suspended)
+//		rec.Wait(t, 10*time.Second, session.Reconnected)
+//
+//		s2, tap := sessiontest.ConnectTap(t, ns) // through a session tap
+//		sessiontest.Expire(t, s2, tap)           // the server ends s2's session now
+//	}
+//
+// Paths: with Connect the Session's namespace is ns.Root, so s.Path("/lock")
+// is ns.Root+"/lock", the same node as ns.Path("lock") for a raw ns.Conn(t).
+package sessiontest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/session"
+	"github.com/zkrecipes/zkrecipes/zktest"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest"
+)
+
+// SessionTimeout is the session timeout the helpers ask for unless the
+// options given override it (zktest servers accept down to 500 ms).
+const SessionTimeout = 2 * time.Second
+
+// ConnectTimeout bounds how long the helpers wait for the first session.
+const ConnectTimeout = 20 * time.Second
+
+// Connect connects a Session to ns's server with namespace ns.Root, session
+// timeout SessionTimeout and a zaptest logger at info level; opts come after
+// those, so they win. The Session is closed in t.Cleanup.
+func Connect(t testing.TB, ns *zktest.Namespace, opts ...session.Option) *session.Session {
+	t.Helper()
+	return ConnectTo(t, ns.Servers(), ns.Root, opts...)
+}
+
+// ConnectTo connects a Session to servers with the given namespace ("" for
+// none), as Connect does.
+func ConnectTo(t testing.TB, servers []string, namespace string, opts ...session.Option) *session.Session {
+	t.Helper()
+	all := append([]session.Option{
+		session.WithNamespace(namespace),
+		session.WithSessionTimeout(SessionTimeout),
+		session.WithLogger(zaptest.NewLogger(t, zaptest.Level(zapcore.InfoLevel))),
+	}, opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), ConnectTimeout)
+	defer cancel()
+	s, err := session.Connect(ctx, servers, all...)
+	if err != nil {
+		t.Fatalf("sessiontest: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// ConnectProxy starts a proxy in front of ns's server (closed in t.Cleanup,
+// after the Session) and connects a Session through it, as Connect does.
+func ConnectProxy(t testing.TB, ns *zktest.Namespace, opts ...session.Option) (*session.Session, *zktest.Proxy) {
+	t.Helper()
+	p := ns.Proxy(t)
+	return ConnectTo(t, p.Servers(), ns.Root, opts...), p
+}
+
+// ConnectTap connects a Session to ns's server through a zktest.Tap, which
+// records the session credentials that Expire needs.
+func ConnectTap(t testing.TB, ns *zktest.Namespace, opts ...session.Option) (*session.Session, *zktest.Tap) {
+	t.Helper()
+	tap := zktest.NewTap()
+	opts = append([]session.Option{session.WithDialer(tap.Dialer())}, opts...)
+	return ConnectTo(t, ns.Servers(), ns.Root, opts...), tap
+}
+
+// ConnectProxyTap connects a Session through a proxy in front of ns's server
+// and through a Tap.
+func ConnectProxyTap(t testing.TB, ns *zktest.Namespace, opts ...session.Option) (*session.Session, *zktest.Proxy, *zktest.Tap) {
+	t.Helper()
+	p := ns.Proxy(t)
+	tap := zktest.NewTap()
+	opts = append([]session.Option{session.WithDialer(tap.Dialer())}, opts...)
+	return ConnectTo(t, p.Servers(), ns.Root, opts...), p, tap
+}
+
+// Expire ends s's current ZooKeeper session on the server at once
+// (zktest.ExpireSession with the credentials tap saw). servers default to
+// s.Servers(); pass the real servers when s connects through a proxy that is
+// partitioned. s learns of it (Lost) when it next reconnects: to make that
+// immediate, cut its connection (Proxy.Cut) afterwards.
+func Expire(t testing.TB, s *session.Session, tap *zktest.Tap, servers ...string) zktest.SessionCreds {
+	t.Helper()
+	id := s.Epoch().SessionID()
+	var creds zktest.SessionCreds
+	found := false
+	for _, c := range tap.Sessions() {
+		if c.ID == id {
+			creds, found = c, true
+		}
+	}
+	if !found {
+		t.Fatalf("sessiontest: the tap did not see session 0x%x", id)
+	}
+	if len(servers) == 0 {
+		servers = s.Servers()
+	}
+	zktest.ExpireSessionT(t, servers, creds)
+	return creds
+}
+
+// Recorder collects every transition of a Session from a Subscription.
+// It is safe for concurrent use.
+type Recorder struct {
+	sub  *session.Subscription
+	done chan struct{}
+
+	mu     sync.Mutex
+	events []session.Event
+	cursor int
+	more   chan struct{}
+}
+
+// Record subscribes to s and records every transition until t.Cleanup.
+func Record(t testing.TB, s *session.Session) *Recorder {
+	r := &Recorder{sub: s.Subscribe(), done: make(chan struct{}), more: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		for ev := range r.sub.C() {
+			r.mu.Lock()
+			r.events = append(r.events, ev)
+			close(r.more)
+			r.more = make(chan struct{})
+			r.mu.Unlock()
+		}
+	}()
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// Initial returns the subscription's initial state.
+func (r *Recorder) Initial() session.Event { return r.sub.Initial() }
+
+// Stop ends the recording and waits for its goroutine. Idempotent.
+func (r *Recorder) Stop() {
+	r.sub.Close()
+	<-r.done
+}
+
+// Events returns the transitions recorded so far.
+func (r *Recorder) Events() []session.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]session.Event(nil), r.events...)
+}
+
+// States returns the states recorded so far.
+func (r *Recorder) States() []session.State {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]session.State, len(r.events))
+	for i, ev := range r.events {
+		out[i] = ev.State
+	}
+	return out
+}
+
+// Wait waits for the next transition to state st after the one the previous
+// Wait returned (earlier transitions to other states are skipped) and returns
+// it; it fails the test after timeout.
+func (r *Recorder) Wait(t testing.TB, timeout time.Duration, st session.State) session.Event {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		r.mu.Lock()
+		for ; r.cursor < len(r.events); r.cursor++ {
+			if ev := r.events[r.cursor]; ev.State == st {
+				r.cursor++
+				r.mu.Unlock()
+				return ev
+			}
+		}
+		more := r.more
+		r.mu.Unlock()
+		select {
+		case <-more:
+		case <-r.done:
+			r.mu.Lock()
+			n := len(r.events)
+			r.mu.Unlock()
+			if r.cursor >= n {
+				t.Fatalf("sessiontest: subscription ended before %v; recorded %v", st, r.States())
+			}
+		case <-deadline.C:
+			t.Fatalf("sessiontest: no %v within %v; recorded %v", st, timeout, r.States())
+		}
+	}
+}

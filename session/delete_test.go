@@ -1,0 +1,175 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/session"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// A guaranteed delete queued while the connection is down happens once the
+// same session is back.
+func TestGuaranteedDeleteAcrossDisconnect(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	p := ns.Proxy(t)
+	logOpt, logs := observed(t)
+	s := sessiontest.ConnectTo(t, times3(p.Addr()), ns.Root, session.WithSessionTimeout(4*time.Second), logOpt)
+	rec := sessiontest.Record(t, s)
+	raw := ns.Conn(t)
+	ctx := ctxT(t, wait)
+	ep := s.Epoch()
+	node, _, err := s.CreateEphemeral(ctx, ep, ns.Root+"/n", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Partition()
+	rec.Wait(t, wait, session.Suspended)
+	s.GuaranteedDelete(ep, node, -1)
+	if ok, _, err := raw.Exists(node); err != nil || !ok {
+		t.Fatalf("node gone while partitioned: %v %v", ok, err)
+	}
+	p.Heal()
+	rc := rec.Wait(t, wait, session.Reconnected)
+	if rc.Epoch != ep {
+		t.Fatalf("new epoch %v", rc.Epoch)
+	}
+	zktest.Eventually(t, wait, func() bool {
+		ok, _, err := raw.Exists(node)
+		return err == nil && !ok
+	}, "node not deleted after reconnect")
+	zktest.Eventually(t, wait, func() bool { return logged(logs, "guaranteed delete done", "path", node) },
+		"no log of the delete")
+}
+
+// A guaranteed delete for a session that is gone is dropped: the server
+// removed the session's ephemerals itself.
+func TestGuaranteedDeleteDroppedOnNewSession(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	p := ns.Proxy(t)
+	tap := zktest.NewTap()
+	logOpt, logs := observed(t)
+	s := sessiontest.ConnectTo(t, times3(p.Addr()), ns.Root, session.WithDialer(tap.Dialer()), logOpt)
+	rec := sessiontest.Record(t, s)
+	raw := ns.Conn(t)
+	ctx := ctxT(t, wait)
+	ep := s.Epoch()
+	node, _, err := s.CreateEphemeral(ctx, ep, ns.Root+"/n", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Partition()
+	rec.Wait(t, wait, session.Suspended)
+	s.GuaranteedDelete(ep, node, -1)
+	sessiontest.Expire(t, s, tap, ns.Servers()...)
+	p.Heal()
+	rec.Wait(t, wait, session.Lost)
+	rc := rec.Wait(t, wait, session.Reconnected)
+	if rc.SessionID == ep.SessionID() {
+		t.Fatal("same session after expiry")
+	}
+	zktest.Eventually(t, wait, func() bool {
+		return logged(logs, "guaranteed delete dropped: session changed, the server removes its ephemerals", "path", node)
+	}, "delete not dropped")
+	if ok, _, err := raw.Exists(node); err != nil || ok {
+		t.Fatalf("node of the expired session: %v %v", ok, err)
+	}
+}
+
+// Close lets the queue drain before it closes the connection.
+func TestCloseDrainsGuaranteedDeletes(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	s := sessiontest.Connect(t, ns)
+	raw := ns.Conn(t)
+	var nodes []string
+	for i := 0; i < 5; i++ {
+		// Persistent nodes: only the queue can remove them.
+		p, err := raw.Create(fmt.Sprintf("%s/p%d", ns.Root, i), nil, 0, zk.WorldACL(zk.PermAll))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, p)
+		s.GuaranteedDelete(s.Epoch(), p, -1)
+	}
+	s.Close()
+	for _, p := range nodes {
+		if ok, _, err := raw.Exists(p); err != nil || ok {
+			t.Fatalf("%s after Close: %v %v", p, ok, err)
+		}
+	}
+	s.GuaranteedDelete(s.Epoch(), nodes[0], -1) // after Close: dropped, no panic
+}
+
+// The local timer declares Lost; then the SAME session comes back (a
+// standalone server restart revives its sessions). The next Reconnected is a
+// new epoch; the old epoch's nodes still exist under the same session id and
+// a guaranteed delete for the old epoch still removes them.
+func TestSameSessionAfterLocalLost(t *testing.T) {
+	srv := zktest.StartServerT(t)
+	s := sessiontest.ConnectTo(t, srv.Servers(), "", session.WithSessionTimeout(4*time.Second))
+	rec := sessiontest.Record(t, s)
+	ctx := ctxT(t, wait)
+	ep := s.Epoch()
+	lease := s.LeaseContext()
+	node, _, err := s.CreateEphemeral(ctx, ep, "/old", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	rec.Wait(t, wait, session.Suspended)
+	lost := rec.Wait(t, wait, session.Lost)
+	if lost.Epoch != ep || !errors.Is(ep.Err(), session.ErrLost) {
+		t.Fatalf("Lost %v %v", lost.Epoch, ep.Err())
+	}
+	s.GuaranteedDelete(ep, node, -1)
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	rc := rec.Wait(t, wait, session.Reconnected)
+	if rc.SessionID != ep.SessionID() {
+		t.Skipf("the server did not revive session 0x%x (got 0x%x); nothing to check", ep.SessionID(), rc.SessionID)
+	}
+	if rc.Epoch == ep || rc.Epoch.Seq() != 2 || ep.Err() == nil || rc.Epoch.Err() != nil {
+		t.Fatalf("same session back: epoch %v (old %v, err %v)", rc.Epoch, ep, ep.Err())
+	}
+	if !errors.Is(context.Cause(lease), session.ErrSuspended) {
+		t.Fatalf("old lease %v", context.Cause(lease))
+	}
+	if err := s.Retry(ctx, ep, func(*zk.Conn) error { return nil }); !errors.Is(err, session.ErrLost) {
+		t.Fatalf("Retry on the old epoch: %v", err)
+	}
+	zktest.Eventually(t, wait, func() bool {
+		ok, _, err := s.Conn().Exists(node)
+		return err == nil && !ok
+	}, "the old epoch's node was not deleted")
+	t.Logf("states %v; epochs %v -> %v", rec.States(), ep, rc.Epoch)
+}
+
+// A create that finishes after its caller gave up is undone.
+func TestAbandonedCreateUndone(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	p := ns.Proxy(t)
+	logOpt, logs := observed(t)
+	s := sessiontest.ConnectTo(t, p.Servers(), ns.Root, session.WithSessionTimeout(4*time.Second), logOpt)
+	raw := ns.Conn(t)
+	p.SetLatency(300 * time.Millisecond)
+	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, _, err := s.CreateEphemeral(short, s.Epoch(), ns.Root+"/late", nil, 0)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v", err)
+	}
+	zktest.Eventually(t, wait, func() bool {
+		return logged(logs, "create finished after the caller gave up; node deleted", "node", ns.Root+"/late")
+	}, "late create not undone")
+	if ok, _, err := raw.Exists(ns.Root + "/late"); err != nil || ok {
+		t.Fatalf("stray node: %v %v", ok, err)
+	}
+}

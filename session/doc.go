@@ -1,0 +1,125 @@
+// Package session owns the one *zk.Conn of a process (or of a tenant) and
+// turns go-zookeeper's late and lossy view of the connection into Curator's
+// connection states, session epochs and lease contexts that recipes can trust.
+//
+// # States
+//
+// Connect returns once the first ZooKeeper session exists. From then on the
+// Session moves between these states; every transition is delivered, in
+// order, to every Subscription:
+//
+//	Connect --(first session)--> Connected
+//	                                 |
+//	                                 | connection down
+//	                                 v
+//	    +----------------------> Suspended --(same session back)--> Reconnected
+//	    |                            |                                ^    |
+//	    |                            | expired, session id changed,   |    |
+//	    |                            | or down for the session        |    |
+//	    |                            | timeout (local timer)          |    |
+//	    |                            v                                |    |
+//	    |                          Lost ---(a session, new Epoch)-----+    |
+//	    |                                                                  |
+//	    +-------------------------(connection down)------------------------+
+//
+//	any state --(Close)--> Closed (final)
+//
+// (When go-zookeeper comes back from Suspended with a new session id before
+// the local timer fired, the Session reports Lost and Reconnected at once.)
+//
+//   - Connected: the first session is up.
+//   - Suspended: the connection is down. The session may still be alive, but
+//     the server may expire it at any moment: it does so one session timeout
+//     after it last heard from us, and go-zookeeper notices the silence only
+//     after ⅔ of the timeout.
+//   - Reconnected: the connection is back. After Suspended it is the same
+//     session and the same Epoch; after Lost it is a new Epoch.
+//   - Lost: the session is over. Declared on go-zookeeper's StateExpired, when
+//     the session id changes, and by a local timer when the connection has
+//     been down for the negotiated session timeout, counted from when the
+//     server was last heard from: go-zookeeper learns of an expiry only when
+//     it reconnects, which during a long partition is never. After Lost,
+//     go-zookeeper opens a new session by itself when it can, reported as
+//     Reconnected.
+//   - ReadOnly: reserved; go-zookeeper v1.0.4 never asks for read-only mode.
+//   - Closed: Close was called.
+//
+// # Epochs
+//
+// An Epoch is one ZooKeeper session as this Session saw it; a new one begins
+// at Connected and at every Reconnected after Lost. Recipes record the epoch
+// when they create an ephemeral node and bind later work on it to that epoch
+// (Retry, CreateEphemeral, GuaranteedDelete): nothing runs across a session
+// loss. If the local timer declared Lost and the SAME session id comes back
+// (the server had not expired it yet), the next Reconnected still begins a
+// new Epoch: the old epoch stays over, because its holders were already told
+// they lost. The old epoch's ephemeral nodes then still exist, owned by the
+// same session id; recipes must not adopt them and should delete them
+// (GuaranteedDelete does, since it is keyed by session id, not by epoch).
+//
+// go-zookeeper may send a request queued during a partition on the NEW
+// session after the old one expired, where it succeeds. CreateEphemeral
+// detects this (the node's ephemeralOwner is not the epoch's session) and
+// deletes the node; its caller gets ErrSessionChanged, or ErrLost if the epoch
+// ended while it waited (the node is then deleted in the background).
+//
+// # What a lock holder should do
+//
+// Recipes take LeaseContext when they acquire and end the lease when it is
+// canceled; context.Cause says why. Under the two loss policies:
+//
+//	state        Standard (default)                 SessionOnly
+//	Connected    holding                            holding
+//	Suspended    lease ends (ErrSuspended): stop    still holding; the session
+//	             guarded work now, before the       may expire while we are cut
+//	             server can expire the session      off, so another process may
+//	             and let another process in         acquire before we learn it
+//	Reconnected  leases taken earlier stay ended;   same session: still holding;
+//	             acquire again                      new session: leases ended
+//	Lost         lease ends (ErrLost), if not yet   lease ends (ErrLost)
+//	Closed       lease ends (ErrClosed)             lease ends (ErrClosed)
+//
+// WaitLease returns a connected epoch together with its lease context, taken
+// at the same instant; recipes take it before they create their node.
+//
+// # Operations bound to an epoch
+//
+//   - Retry(ctx, ep, op) waits for the connection on ep before each attempt,
+//     retries connection-level errors with backoff, and stops with ErrLost
+//     once ep is over: nothing is retried across a session loss.
+//   - CreateEphemeral(ctx, ep, ...) creates an ephemeral node and verifies its
+//     ephemeralOwner; a create that ran on another session, or finished after
+//     its caller gave up, is deleted again.
+//   - GuaranteedDelete(ep, path, version) deletes in the background, across
+//     disconnects, while ep's session id lives.
+//
+// # Namespace, ACL, credentials
+//
+// WithNamespace sets a chroot: Path("/x") returns namespace+"/x", and every
+// ZooKeeper call, EnsureContainers included, uses such full paths. EnsureContainers creates the
+// namespace's own nodes as persistent nodes (a container namespace root
+// could be reaped between uses, which is harmless but noisy) and every node
+// below it as a container node, with the ACL given by WithACL (default
+// zk.WorldACL(zk.PermAll)). Credentials given with WithDigestAuth or WithAuth
+// are added when the first session is established; go-zookeeper sends them
+// again on every connection, including those that open a new session.
+//
+// # Limits inherited from go-zookeeper
+//
+//   - A call in flight cannot be interrupted by a context; go-zookeeper fails
+//     it when the connection drops (after ⅔ of the session timeout of silence).
+//   - With a single server address go-zookeeper pauses one second before each
+//     reconnect, so with session timeouts under about 3 s a short cut can
+//     outlast the local timer and end in Lost.
+//   - Closing while the connection is down takes about a second (zk.Conn.Close
+//     waits that long for the reply to its close request).
+//
+// # Goroutines
+//
+// A Session runs a state goroutine, a guaranteed-delete goroutine, one
+// goroutine per Subscription, and one per CreateEphemeral in flight, plus
+// go-zookeeper's own. Close returns after all of them have exited. The event
+// callback only records the event and wakes the state goroutine, so it never
+// blocks go-zookeeper. Logging goes to the injected zap logger (nop by
+// default); go-zookeeper's own log lines go to it at debug level.
+package session

@@ -1,0 +1,226 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/session"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+func TestBadConnectInputs(t *testing.T) {
+	ok := []string{"127.0.0.1:1"}
+	cases := []struct {
+		name    string
+		servers []string
+		opts    []session.Option
+		want    error
+		text    string
+	}{
+		{"nil servers", nil, nil, session.ErrNoServers, "empty"},
+		{"empty servers", []string{}, nil, session.ErrNoServers, "empty"},
+		{"blank servers", []string{"", " , "}, nil, session.ErrNoServers, "empty"},
+		{"chroot in server", []string{"127.0.0.1:2181/app"}, nil, session.ErrBadOption, "WithNamespace"},
+		{"zero timeout", ok, []session.Option{session.WithSessionTimeout(0)}, session.ErrBadOption, "session timeout"},
+		{"negative timeout", ok, []session.Option{session.WithSessionTimeout(-time.Second)}, session.ErrBadOption, "session timeout"},
+		{"sub-ms timeout", ok, []session.Option{session.WithSessionTimeout(time.Microsecond)}, session.ErrBadOption, "session timeout"},
+		{"nil logger", ok, []session.Option{session.WithLogger(nil)}, session.ErrBadOption, "nil logger"},
+		{"nil dialer", ok, []session.Option{session.WithDialer(nil)}, session.ErrBadOption, "nil dialer"},
+		{"nil option", ok, []session.Option{nil}, session.ErrBadOption, "nil option"},
+		{"empty digest user", ok, []session.Option{session.WithDigestAuth("", "x")}, session.ErrBadOption, "digest user"},
+		{"colon digest user", ok, []session.Option{session.WithDigestAuth("a:b", "x")}, session.ErrBadOption, "digest user"},
+		{"empty auth scheme", ok, []session.Option{session.WithAuth("", nil)}, session.ErrBadOption, "scheme"},
+		{"empty ACL", ok, []session.Option{session.WithACL(nil)}, session.ErrBadOption, "ACL"},
+		{"relative namespace", ok, []session.Option{session.WithNamespace("app")}, session.ErrBadPath, "namespace"},
+		{"trailing slash namespace", ok, []session.Option{session.WithNamespace("/app/")}, session.ErrBadOption, "trailing"},
+		{"bad policy", ok, []session.Option{session.WithLossPolicy(7)}, session.ErrBadOption, "policy"},
+		{"nil retry", ok, []session.Option{session.WithRetry(nil)}, session.ErrBadOption, "retry"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := session.Connect(context.Background(), c.servers, c.opts...)
+			if s != nil {
+				s.Close()
+				t.Fatal("Connect succeeded")
+			}
+			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.text) {
+				t.Fatalf("err = %v, want %v mentioning %q", err, c.want, c.text)
+			}
+		})
+	}
+}
+
+func TestValidatePath(t *testing.T) {
+	cases := []struct {
+		path   string
+		reason string // "" = valid
+	}{
+		{"/a", ""},
+		{"/a/b-c_d.e/f", ""},
+		{"/.a/b..", ""},
+		{"/zk/é/日本", ""},
+		{"", "empty"},
+		{"a/b", "must start with '/'"},
+		{"/", "root"},
+		{"/a/", "trailing '/'"},
+		{"//a", "empty segment"},
+		{"/a//b", "empty segment"},
+		{"/a/./b", `"." segment`},
+		{"/a/..", `".." segment`},
+		{"/a\x00b", "NUL"},
+		{"/a\x01", "control character"},
+		{"/a\u0085", "control character"},
+		{"/a\ufff5", "ZooKeeper rejects"},
+		{"/a\xff", "UTF-8"},
+	}
+	for _, c := range cases {
+		err := session.ValidatePath(c.path)
+		switch {
+		case c.reason == "" && err != nil:
+			t.Errorf("ValidatePath(%q) = %v, want nil", c.path, err)
+		case c.reason != "" && (!errors.Is(err, session.ErrBadPath) || !strings.Contains(err.Error(), c.reason)):
+			t.Errorf("ValidatePath(%q) = %v, want ErrBadPath mentioning %q", c.path, err, c.reason)
+		}
+	}
+}
+
+func TestConnectNamesServersOnTimeout(t *testing.T) {
+	// A listener that accepts nothing useful: a closed port refuses at once.
+	srv := zktest.StartServerT(t)
+	addr := srv.Addr()
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	s, err := session.Connect(ctx, []string{addr})
+	if s != nil {
+		s.Close()
+		t.Fatal("Connect succeeded without a server")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("err = %v, want DeadlineExceeded naming %s", err, addr)
+	}
+	if !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("err = %v, want the last dial error", err)
+	}
+	t.Logf("Connect gave up after %v: %v", time.Since(start).Round(time.Millisecond), err)
+}
+
+func TestBadCallInputs(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	s := sessiontest.Connect(t, ns)
+	other := sessiontest.Connect(t, ns)
+	ctx := ctxT(t, 10*time.Second)
+	ep := s.Epoch()
+
+	if _, err := s.Path("locks"); !errors.Is(err, session.ErrBadPath) {
+		t.Errorf("Path(relative) = %v", err)
+	}
+	if _, err := s.Path("/../x"); !errors.Is(err, session.ErrBadPath) {
+		t.Errorf("Path(..) = %v", err)
+	}
+	if err := s.EnsureContainers(ctx, "/elsewhere"); !errors.Is(err, session.ErrBadPath) || !strings.Contains(err.Error(), "namespace") {
+		t.Errorf("EnsureContainers outside the namespace = %v", err)
+	}
+	dir := ns.Root + "/d"
+	if err := s.EnsureContainers(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.CreateEphemeral(ctx, nil, dir+"/x", nil, 0); !errors.Is(err, session.ErrBadEpoch) {
+		t.Errorf("nil epoch: %v", err)
+	}
+	if _, _, err := s.CreateEphemeral(ctx, other.Epoch(), dir+"/x", nil, 0); !errors.Is(err, session.ErrBadEpoch) {
+		t.Errorf("foreign epoch: %v", err)
+	}
+	if _, _, err := s.CreateEphemeral(ctx, ep, dir+"/x", nil, zk.FlagContainer); !errors.Is(err, session.ErrBadOption) {
+		t.Errorf("container flag: %v", err)
+	}
+	if _, _, err := s.CreateEphemeral(ctx, ep, dir+"/x/", nil, 0); !errors.Is(err, session.ErrBadPath) {
+		t.Errorf("bad path: %v", err)
+	}
+	if _, _, err := s.CreateEphemeral(ctx, ep, dir+"/missing/x", nil, 0); !errors.Is(err, zk.ErrNoNode) {
+		t.Errorf("missing parent: %v", err)
+	}
+	if err := s.Retry(ctx, nil, func(*zk.Conn) error { return nil }); !errors.Is(err, session.ErrBadEpoch) {
+		t.Errorf("Retry nil epoch: %v", err)
+	}
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, _, err := s.CreateEphemeral(canceled, ep, dir+"/x", nil, 0); !errors.Is(err, context.Canceled) {
+		t.Errorf("canceled ctx: %v", err)
+	}
+	// Never panics, never blocks.
+	s.GuaranteedDelete(nil, dir+"/x", -1)
+	s.GuaranteedDelete(ep, "bad", -1)
+	s.GuaranteedDelete(other.Epoch(), dir+"/x", -1)
+}
+
+func TestRetry(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	fast := session.WithRetry(func() backoff.BackOff { return backoff.NewConstantBackOff(5 * time.Millisecond) })
+	s := sessiontest.Connect(t, ns, fast)
+	ctx := ctxT(t, 10*time.Second)
+	ep := s.Epoch()
+
+	calls := 0
+	err := s.Retry(ctx, ep, func(*zk.Conn) error { calls++; return zk.ErrNoNode })
+	if !errors.Is(err, zk.ErrNoNode) || calls != 1 {
+		t.Errorf("permanent error: %v after %d calls", err, calls)
+	}
+	calls = 0
+	err = s.Retry(ctx, ep, func(*zk.Conn) error {
+		calls++
+		switch calls {
+		case 1:
+			return zk.ErrConnectionClosed
+		case 2:
+			return zk.ErrSessionMoved
+		case 3:
+			return zk.ErrNoServer
+		}
+		return nil
+	})
+	if err != nil || calls != 4 {
+		t.Errorf("retryable errors: %v after %d calls", err, calls)
+	}
+	calls = 0
+	stop := session.WithRetry(func() backoff.BackOff { return backoff.WithMaxRetries(&backoff.ZeroBackOff{}, 2) })
+	s2 := sessiontest.Connect(t, ns, stop)
+	err = s2.Retry(ctx, s2.Epoch(), func(*zk.Conn) error { calls++; return zk.ErrConnectionClosed })
+	if !errors.Is(err, zk.ErrConnectionClosed) || calls != 3 || !strings.Contains(err.Error(), "gave up") {
+		t.Errorf("backoff.Stop: %v after %d calls", err, calls)
+	}
+	calls = 0
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	err = s.Retry(short, ep, func(*zk.Conn) error { calls++; return zk.ErrConnectionClosed })
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, zk.ErrConnectionClosed) {
+		t.Errorf("ctx ends while retrying: %v after %d calls", err, calls)
+	}
+	err = s.Retry(ctx, ep, func(*zk.Conn) error { return zk.ErrSessionExpired })
+	if !errors.Is(err, session.ErrLost) || !errors.Is(err, zk.ErrSessionExpired) {
+		t.Errorf("session expired: %v", err)
+	}
+}
+
+// Credentials the server rejects make Connect fail and name the scheme.
+func TestConnectBadAuthScheme(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	ctx := ctxT(t, wait)
+	s, err := session.Connect(ctx, ns.Servers(), session.WithAuth("nosuchscheme", []byte("x")))
+	if s != nil {
+		s.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "nosuchscheme") {
+		t.Fatalf("err = %v", err)
+	}
+	t.Logf("%v", err)
+}

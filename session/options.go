@@ -1,0 +1,186 @@
+package session
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+)
+
+// DefaultSessionTimeout is the session timeout asked for when WithSessionTimeout
+// is not given. The server may negotiate it into its [2, 20] × tickTime range.
+const DefaultSessionTimeout = 10 * time.Second
+
+// Option configures Connect. An invalid value makes Connect fail with an error
+// wrapping ErrBadOption; options never log and ignore a bad value.
+type Option func(*config) error
+
+type authCred struct {
+	scheme string
+	auth   []byte
+}
+
+type config struct {
+	sessionTimeout time.Duration
+	logger         *zap.Logger
+	dialer         zk.Dialer
+	auth           []authCred
+	acl            []zk.ACL
+	namespace      string // "" or a valid path other than "/"
+	policy         LossPolicy
+	retry          func() backoff.BackOff
+}
+
+func defaultConfig() *config {
+	return &config{
+		sessionTimeout: DefaultSessionTimeout,
+		logger:         zap.NewNop(),
+		dialer:         net.DialTimeout,
+		acl:            zk.WorldACL(zk.PermAll),
+		policy:         Standard,
+		retry:          DefaultBackOff,
+	}
+}
+
+// DefaultBackOff is the retry policy used when WithRetry is not given:
+// exponential from 50 ms, factor 2, ±50 % jitter, capped at 2 s between
+// attempts, no elapsed-time limit (the caller's context bounds the retries).
+func DefaultBackOff() backoff.BackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 50 * time.Millisecond
+	b.Multiplier = 2
+	b.RandomizationFactor = 0.5
+	b.MaxInterval = 2 * time.Second
+	b.MaxElapsedTime = 0
+	b.Reset()
+	return b
+}
+
+func badOption(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrBadOption}, args...)...)
+}
+
+// WithSessionTimeout sets the session timeout asked of the server (default
+// DefaultSessionTimeout). The server negotiates it into [2, 20] × its tickTime;
+// the Session uses the negotiated value for its local loss timer. It must be
+// at least one millisecond.
+func WithSessionTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Millisecond {
+			return badOption("session timeout %v: must be at least 1ms", d)
+		}
+		if d > time.Duration(1<<31-1)*time.Millisecond {
+			return badOption("session timeout %v: too large", d)
+		}
+		c.sessionTimeout = d
+		return nil
+	}
+}
+
+// WithLogger sets the logger (default zap.NewNop()). go-zookeeper's own log
+// lines are routed into it at debug level. A nil logger is an error.
+func WithLogger(l *zap.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return badOption("nil logger (use zap.NewNop() for none)")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithDialer sets the function that opens TCP connections to the servers
+// (default net.DialTimeout); use it for TLS or to put a test proxy in between.
+func WithDialer(d zk.Dialer) Option {
+	return func(c *config) error {
+		if d == nil {
+			return badOption("nil dialer")
+		}
+		c.dialer = d
+		return nil
+	}
+}
+
+// WithDigestAuth adds digest credentials ("user:password"). They are added
+// when the first session is established, and go-zookeeper sends them again on
+// every connection, including the ones that open a new session. Pair it with
+// WithACL(zk.DigestACL(perms, user, password)) to protect the recipes' nodes.
+func WithDigestAuth(user, password string) Option {
+	return func(c *config) error {
+		if user == "" || strings.Contains(user, ":") {
+			return badOption("digest user %q: must be non-empty and contain no ':'", user)
+		}
+		c.auth = append(c.auth, authCred{scheme: "digest", auth: []byte(user + ":" + password)})
+		return nil
+	}
+}
+
+// WithAuth adds credentials of any scheme (see zk.Conn.AddAuth); like
+// WithDigestAuth they are applied on every connection.
+func WithAuth(scheme string, auth []byte) Option {
+	return func(c *config) error {
+		if scheme == "" {
+			return badOption("empty auth scheme")
+		}
+		c.auth = append(c.auth, authCred{scheme: scheme, auth: append([]byte(nil), auth...)})
+		return nil
+	}
+}
+
+// WithACL sets the ACL of every node the Session and the recipes create
+// (default zk.WorldACL(zk.PermAll)). It must not be empty.
+func WithACL(acl []zk.ACL) Option {
+	return func(c *config) error {
+		if len(acl) == 0 {
+			return badOption("empty ACL")
+		}
+		c.acl = append([]zk.ACL(nil), acl...)
+		return nil
+	}
+}
+
+// WithNamespace sets a chroot under which every recipe path lives: Path("/x")
+// returns namespace + "/x". The namespace is a valid absolute path; "" or "/"
+// means none. Its nodes are created on demand (as persistent nodes) by
+// EnsureContainers.
+func WithNamespace(ns string) Option {
+	return func(c *config) error {
+		if ns == "" || ns == "/" {
+			c.namespace = ""
+			return nil
+		}
+		if err := ValidatePath(ns); err != nil {
+			return fmt.Errorf("%w: namespace: %w", ErrBadOption, err)
+		}
+		c.namespace = ns
+		return nil
+	}
+}
+
+// WithLossPolicy sets the loss policy (default Standard).
+func WithLossPolicy(p LossPolicy) Option {
+	return func(c *config) error {
+		if p != Standard && p != SessionOnly {
+			return badOption("unknown loss policy %d", int(p))
+		}
+		c.policy = p
+		return nil
+	}
+}
+
+// WithRetry sets the factory of the backoff used by Retry, EnsureContainers
+// and the guaranteed-delete queue (default DefaultBackOff). It is called once
+// per operation; returning backoff.Stop from NextBackOff ends the retries.
+func WithRetry(factory func() backoff.BackOff) Option {
+	return func(c *config) error {
+		if factory == nil {
+			return badOption("nil retry factory")
+		}
+		c.retry = factory
+		return nil
+	}
+}

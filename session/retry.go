@@ -1,0 +1,210 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+)
+
+// checkEpoch returns nil if ep is a live epoch of s.
+func (s *Session) checkEpoch(ep *Epoch) error {
+	if ep == nil {
+		return fmt.Errorf("%w: nil epoch", ErrBadEpoch)
+	}
+	if ep.s != s {
+		return fmt.Errorf("%w: %v belongs to another session", ErrBadEpoch, ep)
+	}
+	select {
+	case <-s.done:
+		return ErrClosed
+	default:
+	}
+	return ep.Err()
+}
+
+// waitUp blocks until the connection is up on ep (ep nil: on any live epoch),
+// ep ends, s closes or ctx ends.
+func (s *Session) waitUp(ctx context.Context, ep *Epoch) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		if s.closing {
+			s.mu.Unlock()
+			return ErrClosed
+		}
+		if ep != nil {
+			if err := ep.Err(); err != nil {
+				s.mu.Unlock()
+				return err
+			}
+			if s.connUp && s.epoch == ep {
+				s.mu.Unlock()
+				return nil
+			}
+		} else if s.connUp && s.epoch != nil && s.epoch.live() {
+			s.mu.Unlock()
+			return nil
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		var lost <-chan struct{}
+		if ep != nil {
+			lost = ep.Lost()
+		}
+		select {
+		case <-ch:
+		case <-lost:
+		case <-s.done:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// Retry runs op with the Session's connection until it succeeds or fails
+// permanently, within ctx and within the epoch ep:
+//
+//   - before each attempt it waits until the connection is up on ep (it never
+//     spins while the connection is down);
+//   - connection-level errors (zk.ErrConnectionClosed, zk.ErrNoServer,
+//     zk.ErrSessionMoved) are retried with the Session's backoff (WithRetry);
+//     every other error is permanent and returned as op returned it;
+//   - when ep ends it returns an error matching ErrLost (ErrClosed after
+//     Close), wrapping the last op error too if there was one; zk.ErrSessionExpired
+//     from op is reported the same way;
+//   - when ctx ends it returns ctx's error.
+//
+// go-zookeeper has no per-call context, so a call already in flight is not
+// interrupted by ctx; go-zookeeper fails in-flight calls with
+// zk.ErrConnectionClosed when the connection drops (at most about ⅔ of the
+// session timeout after the server went silent). Safe for concurrent use.
+func (s *Session) Retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) error) error {
+	if err := s.checkEpoch(ep); err != nil {
+		return err
+	}
+	b := s.cfg.retry()
+	for attempt := 1; ; attempt++ {
+		if err := s.waitUp(ctx, ep); err != nil {
+			return retryStopped(err, nil)
+		}
+		err := op(s.conn)
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, zk.ErrSessionExpired) {
+			return fmt.Errorf("session: retry: %w: %w", causeErr(ErrLost, ep.id), err)
+		}
+		if errors.Is(err, zk.ErrClosing) && s.isClosed() {
+			return fmt.Errorf("session: retry: %w: %w", ErrClosed, err)
+		}
+		if !retryable(err) {
+			return err
+		}
+		if e := s.checkEpoch(ep); e != nil {
+			return retryStopped(e, err)
+		}
+		d := b.NextBackOff()
+		if d == backoff.Stop {
+			return fmt.Errorf("session: retry: gave up after %d attempts: %w", attempt, err)
+		}
+		if ce := s.lg.Check(zap.DebugLevel, "retrying"); ce != nil {
+			ce.Write(zap.Int("attempt", attempt), zap.Duration("backoff", d), zap.Error(err), hexID(ep.id))
+		}
+		if e := s.sleep(ctx, d, ep); e != nil {
+			return retryStopped(e, err)
+		}
+	}
+}
+
+// retryStopped wraps why a retry loop stopped with the last op error, if any.
+func retryStopped(why, last error) error {
+	if why == ErrClosed {
+		why = fmt.Errorf("session: retry: %w", ErrClosed)
+	}
+	if last == nil {
+		return why
+	}
+	return fmt.Errorf("%w (last error: %w)", why, last)
+}
+
+func (s *Session) isClosed() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// EnsureContainers makes sure the full server path p (as returned by Path)
+// exists: the namespace's nodes are created as persistent nodes, every node
+// below the namespace (p included) as a container node, all with ACL(); nodes
+// that exist are left as they are. It retries connection-level errors like
+// Retry (across epochs: creating parents is idempotent) and creates again
+// when the server reaps a container in between. Errors wrap ErrBadPath for a
+// bad p or one outside the namespace, ctx's error, or ErrClosed.
+func (s *Session) EnsureContainers(ctx context.Context, p string) error {
+	if err := ValidatePath(p); err != nil {
+		return err
+	}
+	ns := s.cfg.namespace
+	if ns != "" && p != ns && !strings.HasPrefix(p, ns+"/") {
+		return fmt.Errorf("%w %q: not under the namespace %q (pass the result of Path)", ErrBadPath, p, ns)
+	}
+	b := s.cfg.retry()
+	for attempt := 1; ; attempt++ {
+		if err := s.waitUp(ctx, nil); err != nil {
+			return fmt.Errorf("session: ensure %s: %w", p, err)
+		}
+		err := s.ensureOnce(p, ns)
+		if err == nil {
+			return nil
+		}
+		if !retryable(err) && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrSessionExpired) {
+			return fmt.Errorf("session: ensure %s: %w", p, err)
+		}
+		d := b.NextBackOff()
+		if d == backoff.Stop {
+			return fmt.Errorf("session: ensure %s: gave up after %d attempts: %w", p, attempt, err)
+		}
+		if e := s.sleep(ctx, d, nil); e != nil {
+			return fmt.Errorf("session: ensure %s: %w (last error: %w)", p, e, err)
+		}
+	}
+}
+
+func (s *Session) ensureOnce(p, ns string) error {
+	ok, _, err := s.conn.Exists(p)
+	if err != nil || ok {
+		return err
+	}
+	for i := 1; i <= len(p); i++ {
+		if i < len(p) && p[i] != '/' {
+			continue
+		}
+		prefix := p[:i]
+		if len(prefix) <= len(ns) {
+			_, err = s.conn.Create(prefix, nil, zk.FlagPersistent, s.cfg.acl)
+		} else {
+			_, err = s.conn.CreateContainer(prefix, nil, zk.FlagContainer, s.cfg.acl)
+		}
+		if errors.Is(err, zk.ErrNoAuth) {
+			// The server checks the parent's ACL before existence: an existing
+			// node under a parent we may not write to is fine.
+			var ok bool
+			if ok, _, err = s.conn.Exists(prefix); err == nil && !ok {
+				err = zk.ErrNoAuth
+			}
+		}
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,600 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+)
+
+// Bounds used by Close.
+const (
+	// closeDrainTimeout bounds how long Close lets the guaranteed-delete queue
+	// drain before dropping what is left (with an error log).
+	closeDrainTimeout = 2 * time.Second
+	// closeSubscriberGrace bounds how long Close waits for subscribers to read
+	// their last events (Closed included) before it closes their channels.
+	closeSubscriberGrace = 500 * time.Millisecond
+	// closeZKTimeout bounds the wait for go-zookeeper's goroutines after its
+	// Close; they normally end at once because Close also closes the sockets.
+	closeZKTimeout = 10 * time.Second
+)
+
+// Session owns one *zk.Conn and turns go-zookeeper's connection events into
+// the states Connected, Suspended, Reconnected, Lost and Closed (see the
+// package documentation). It is safe for concurrent use.
+type Session struct {
+	cfg     *config
+	lg      *zap.Logger
+	servers []string
+	conn    *zk.Conn
+	zkDone  <-chan zk.Event // closed when go-zookeeper's main goroutine has exited
+	wire    *wire
+
+	kick  chan struct{} // wakes the state goroutine (1-buffered)
+	stop  chan struct{} // stops the state goroutine
+	done  chan struct{} // closed when Close begins
+	force chan struct{} // closed when Close stops waiting for subscribers
+
+	evMu    sync.Mutex
+	pending []zkEvent
+
+	mu        sync.Mutex
+	state     State // 0 until the first session
+	connUp    bool  // go-zookeeper has a session and has not disconnected since
+	downSince time.Time
+	epoch     *Epoch
+	seq       int64
+	timeout   time.Duration // negotiated session timeout of the current session
+	lease     context.Context
+	leaseStop context.CancelCauseFunc
+	changed   chan struct{} // closed and replaced at every transition
+	subs      map[*Subscription]struct{}
+	closing   bool
+	closedCtx context.Context
+
+	gdMu    sync.Mutex
+	gdItems []*gdItem
+	gdKick  chan struct{}
+	gdDone  chan struct{} // closed when the delete queue's goroutine exits
+
+	closeOnce sync.Once
+	wg        sync.WaitGroup // state goroutine and CreateEphemeral workers
+	subWG     sync.WaitGroup // subscription pumps
+}
+
+// zkEvent is a session event as recorded by the callback.
+type zkEvent struct {
+	state   zk.State
+	id      int64         // for StateHasSession: session id from the ConnectResponse
+	timeout time.Duration // for StateHasSession: negotiated timeout
+	at      time.Time
+	server  string
+}
+
+// Connect creates a Session: it starts go-zookeeper's connection to servers
+// (each "host:port"; a single comma-separated string is split) and blocks
+// until the first ZooKeeper session exists and the credentials are added.
+// ctx bounds only this wait; when it ends first, Connect closes everything it
+// started and returns an error that names the servers and wraps ctx's error
+// (and the last dial error, if any). An empty server list gives ErrNoServers;
+// a bad option ErrBadOption.
+func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o == nil {
+			return nil, badOption("nil option")
+		}
+		if err := o(cfg); err != nil {
+			return nil, err
+		}
+	}
+	srv, err := normalizeServers(servers)
+	if err != nil {
+		return nil, err
+	}
+	closedCtx, cancelClosed := context.WithCancelCause(context.Background())
+	cancelClosed(ErrClosed)
+	s := &Session{
+		cfg:       cfg,
+		lg:        cfg.logger,
+		servers:   srv,
+		wire:      newWire(cfg.dialer),
+		kick:      make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+		force:     make(chan struct{}),
+		changed:   make(chan struct{}),
+		subs:      make(map[*Subscription]struct{}),
+		closedCtx: closedCtx,
+		gdKick:    make(chan struct{}, 1),
+		gdDone:    make(chan struct{}),
+		timeout:   cfg.sessionTimeout,
+	}
+	// Until the first session the lease context is canceled: nothing is held.
+	s.lease = closedCtx
+	conn, events, err := zk.Connect(srv, cfg.sessionTimeout,
+		zk.WithEventCallback(s.onEvent),
+		zk.WithLogger(zkLogger{s.lg.Named("zk")}),
+		zk.WithDialer(s.wire.Dial))
+	if err != nil {
+		return nil, fmt.Errorf("session: connect to %s: %w", strings.Join(srv, ","), err)
+	}
+	s.conn = conn
+	// The channel is not read: go-zookeeper drops events when it is full, and
+	// the callback sees all of them. It is closed when go-zookeeper's main
+	// goroutine exits, which Close waits for.
+	s.zkDone = events
+	s.wg.Add(1)
+	go s.run()
+	go s.runDeletes()
+
+	if _, err := s.WaitConnected(ctx); err != nil {
+		s.Close()
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, s.connectError(err)
+	}
+	for _, cred := range cfg.auth {
+		if err := s.addAuth(ctx, cred); err != nil {
+			s.Close()
+			if ctx.Err() != nil {
+				return nil, s.connectError(ctx.Err())
+			}
+			return nil, fmt.Errorf("session: connect to %s: add %s credentials: %w", strings.Join(srv, ","), cred.scheme, err)
+		}
+	}
+	return s, nil
+}
+
+func (s *Session) connectError(err error) error {
+	msg := fmt.Sprintf("session: connect to %s: no session", strings.Join(s.servers, ","))
+	if derr := s.wire.dialError(); derr != nil {
+		return fmt.Errorf("%s (last dial error: %v): %w", msg, derr, err)
+	}
+	return fmt.Errorf("%s: %w", msg, err)
+}
+
+// addAuth adds credentials, retrying connection-level failures; go-zookeeper
+// remembers them only once the server accepted them, and sends them again on
+// every later connection.
+func (s *Session) addAuth(ctx context.Context, cred authCred) error {
+	b := s.cfg.retry()
+	for {
+		if _, err := s.WaitConnected(ctx); err != nil {
+			return err
+		}
+		err := s.conn.AddAuth(cred.scheme, cred.auth)
+		if err == nil || !retryable(err) {
+			return err
+		}
+		d := b.NextBackOff()
+		if d < 0 {
+			return err
+		}
+		if err := s.sleep(ctx, d, nil); err != nil {
+			return err
+		}
+	}
+}
+
+func normalizeServers(servers []string) ([]string, error) {
+	var out []string
+	for _, s := range servers {
+		for _, part := range strings.Split(s, ",") {
+			part = strings.TrimSpace(part)
+			if part == "" {
+				continue
+			}
+			if strings.Contains(part, "/") {
+				return nil, badOption("server %q: a chroot in the server list is not supported, use WithNamespace", part)
+			}
+			out = append(out, part)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: the server list %q is empty", ErrNoServers, servers)
+	}
+	return out, nil
+}
+
+// onEvent is go-zookeeper's event callback. It runs on go-zookeeper's
+// goroutine, so it only records the event and wakes the state goroutine.
+func (s *Session) onEvent(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return
+	}
+	e := zkEvent{state: ev.State, at: time.Now(), server: ev.Server}
+	if ev.State == zk.StateHasSession {
+		// authenticate() read the ConnectResponse through our wire just before
+		// emitting this event, so the sniffed values belong to this session.
+		if ci := s.wire.info.Load(); ci != nil {
+			e.id, e.timeout = ci.sessionID, ci.timeout
+		}
+	}
+	s.evMu.Lock()
+	s.pending = append(s.pending, e)
+	s.evMu.Unlock()
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run is the state goroutine: it applies recorded events in order and runs
+// the local loss timer.
+func (s *Session) run() {
+	defer s.wg.Done()
+	var timer *time.Timer
+	var timerC <-chan time.Time
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.kick:
+		case <-timerC:
+		}
+		s.evMu.Lock()
+		evs := s.pending
+		s.pending = nil
+		s.evMu.Unlock()
+		for _, ev := range evs {
+			s.handle(ev)
+		}
+		if timer != nil {
+			timer.Stop()
+			timer, timerC = nil, nil
+		}
+		if deadline, armed := s.lossDeadline(); armed {
+			if d := time.Until(deadline); d > 0 {
+				timer = time.NewTimer(d)
+				timerC = timer.C
+			} else {
+				s.localLoss(deadline)
+			}
+		}
+	}
+}
+
+// lossDeadline returns when the local timer declares the current epoch lost:
+// one negotiated session timeout after the server was last heard from (or
+// after the disconnect, whichever is earlier). The server expires a session
+// no earlier than one timeout after it last heard from the client, which is
+// before we last heard from it, so by then the session may be gone.
+func (s *Session) lossDeadline() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing || s.connUp || s.epoch == nil || !s.epoch.live() {
+		return time.Time{}, false
+	}
+	start := s.downSince
+	if heard := s.wire.lastHeard(); !heard.IsZero() && heard.Before(start) {
+		start = heard
+	}
+	return start.Add(s.timeout), true
+}
+
+func (s *Session) localLoss(deadline time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing || s.connUp || s.epoch == nil || !s.epoch.live() {
+		return
+	}
+	s.loseEpoch(time.Now(), "connection down for the session timeout",
+		zap.Duration("session_timeout", s.timeout), zap.Time("since", deadline.Add(-s.timeout)))
+}
+
+func (s *Session) handle(ev zkEvent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return
+	}
+	switch ev.state {
+	case zk.StateHasSession:
+		id := ev.id
+		if id == 0 {
+			id = s.conn.SessionID()
+		}
+		if ev.timeout > 0 {
+			s.timeout = ev.timeout
+		}
+		wasUp := s.connUp
+		s.connUp = true
+		switch {
+		case s.epoch == nil:
+			s.startEpoch(id)
+			s.emit(Connected, ev.at, "session established", zap.String("server", ev.server))
+		case s.epoch.live() && s.epoch.id == id:
+			if !wasUp {
+				s.startInterval()
+				s.emit(Reconnected, ev.at, "connection restored, same session", zap.String("server", ev.server))
+			}
+		case s.epoch.live():
+			s.loseEpoch(ev.at, "session id changed", zap.String("new_session_id", fmtID(id)))
+			s.startEpoch(id)
+			s.emit(Reconnected, ev.at, "new session", zap.String("server", ev.server))
+		default:
+			s.startEpoch(id)
+			s.emit(Reconnected, ev.at, "new session", zap.String("server", ev.server))
+		}
+	case zk.StateDisconnected:
+		if !s.connUp {
+			return
+		}
+		s.connUp = false
+		s.downSince = ev.at
+		if s.epoch != nil && s.epoch.live() {
+			s.leaseStop(causeErr(ErrSuspended, s.epoch.id))
+			s.emit(Suspended, ev.at, "connection lost, session may still be alive",
+				zap.Duration("session_timeout", s.timeout))
+		}
+	case zk.StateExpired:
+		s.connUp = false
+		if s.epoch != nil && s.epoch.live() {
+			s.loseEpoch(ev.at, "session expired")
+		}
+	case zk.StateAuthFailed:
+		s.lg.Warn("authentication failed", zap.String("server", ev.server))
+	case zk.StateConnectedReadOnly:
+		// go-zookeeper v1.0.4 never asks for read-only mode.
+		s.lg.Debug("read-only connection reported", zap.String("server", ev.server))
+	}
+}
+
+// startEpoch begins a new epoch and a new connected interval. s.mu held.
+func (s *Session) startEpoch(id int64) {
+	s.seq++
+	s.epoch = newEpoch(s, s.seq, id)
+	s.startInterval()
+}
+
+// startInterval begins a connected interval: the standard-policy lease
+// context, canceled at the next Suspended, Lost or Closed. s.mu held.
+func (s *Session) startInterval() {
+	s.lease, s.leaseStop = context.WithCancelCause(s.epoch.ctx)
+}
+
+// loseEpoch ends the current epoch with ErrLost and emits Lost. s.mu held.
+func (s *Session) loseEpoch(at time.Time, why string, fields ...zap.Field) {
+	ep := s.epoch
+	ep.cancel(causeErr(ErrLost, ep.id)) // also cancels the interval's lease context
+	s.lease = ep.ctx                    // leases taken now are lost already
+	s.emit(Lost, at, "session lost: "+why, fields...)
+}
+
+// emit records a transition and hands it to every subscriber. s.mu held.
+func (s *Session) emit(st State, at time.Time, msg string, fields ...zap.Field) {
+	s.state = st
+	ev := Event{State: st, At: at}
+	if s.epoch != nil {
+		ev.Epoch, ev.SessionID = s.epoch, s.epoch.id
+	}
+	for sub := range s.subs {
+		sub.push(ev)
+	}
+	close(s.changed)
+	s.changed = make(chan struct{})
+
+	fields = append(fields, zap.Stringer("state", st), hexID(ev.SessionID))
+	if ev.Epoch != nil {
+		fields = append(fields, zap.Int64("epoch", ev.Epoch.seq))
+	}
+	switch st {
+	case Suspended:
+		s.lg.Warn(msg, fields...)
+	default:
+		s.lg.Info(msg, fields...)
+	}
+}
+
+// Conn returns the raw connection, the same pointer for the Session's life.
+// Use full paths (see Path). Do not Close it; use Session.Close.
+func (s *Session) Conn() *zk.Conn { return s.conn }
+
+// Logger returns the Session's logger; recipes add their own name and fields.
+func (s *Session) Logger() *zap.Logger { return s.lg }
+
+// ACL returns the ACL for nodes that recipes create (a copy).
+func (s *Session) ACL() []zk.ACL { return append([]zk.ACL(nil), s.cfg.acl...) }
+
+// Policy returns the loss policy.
+func (s *Session) Policy() LossPolicy { return s.cfg.policy }
+
+// Servers returns the servers the Session connects to.
+func (s *Session) Servers() []string { return append([]string(nil), s.servers...) }
+
+// SessionTimeout returns the session timeout negotiated with the server for
+// the current session (the requested one until the first session).
+func (s *Session) SessionTimeout() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.timeout
+}
+
+// State returns the current state (the last transition delivered to
+// subscribers).
+func (s *Session) State() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state
+}
+
+// Epoch returns the current epoch: the live one, or after Lost the one that
+// was lost, until the next session begins a new one. Never nil after Connect
+// returns.
+func (s *Session) Epoch() *Epoch {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.epoch
+}
+
+// Done returns a channel that is closed when Close begins.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// LeaseContext returns the context for a lease taken now. Under Standard it is
+// canceled at the first Suspended, Lost or Closed after the current connected
+// interval began (cause ErrSuspended, ErrLost or ErrClosed); if the connection
+// is down now it is already canceled. Under SessionOnly it is canceled when
+// the current epoch ends (cause ErrLost or ErrClosed); if the session is lost
+// now it is already canceled. After Close it is canceled with ErrClosed.
+// Match the cause with errors.Is(context.Cause(ctx), ErrLost) and so on.
+func (s *Session) LeaseContext() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closing:
+		return s.closedCtx
+	case s.cfg.policy == SessionOnly:
+		return s.epoch.ctx
+	default:
+		return s.lease
+	}
+}
+
+// WaitConnected blocks until the connection is up on a live epoch (state
+// Connected or Reconnected) and returns that epoch. It returns ctx's error
+// (wrapped) when ctx ends first and ErrClosed after Close. Safe for concurrent
+// use.
+func (s *Session) WaitConnected(ctx context.Context) (*Epoch, error) {
+	ep, _, err := s.WaitLease(ctx)
+	return ep, err
+}
+
+// WaitLease is WaitConnected that also returns LeaseContext() taken at the
+// same instant, so the two agree: the context is live when WaitLease returns
+// and belongs to the returned epoch.
+func (s *Session) WaitLease(ctx context.Context) (*Epoch, context.Context, error) {
+	for {
+		s.mu.Lock()
+		if s.closing {
+			s.mu.Unlock()
+			return nil, nil, ErrClosed
+		}
+		if s.connUp && s.epoch != nil && s.epoch.live() {
+			ep, lease := s.epoch, s.lease
+			if s.cfg.policy == SessionOnly {
+				lease = ep.ctx
+			}
+			s.mu.Unlock()
+			return ep, lease, nil
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-s.done:
+		case <-ctx.Done():
+			return nil, nil, fmt.Errorf("session: waiting for a connection: %w", ctx.Err())
+		}
+	}
+}
+
+// Close ends the Session: it delivers Closed, cancels every epoch and lease
+// context with ErrClosed, lets the guaranteed-delete queue drain (at most
+// 2 s; what is left is logged and dropped), closes the connection (which ends
+// the ZooKeeper session, so its ephemeral nodes go), ends subscriptions, and
+// returns after every goroutine it started, go-zookeeper's included, has
+// exited. Idempotent; safe to call concurrently and while reconnecting.
+func (s *Session) Close() error {
+	s.closeOnce.Do(s.close)
+	return nil
+}
+
+func (s *Session) close() {
+	s.mu.Lock()
+	s.closing = true
+	close(s.done)
+	var id int64
+	if s.epoch != nil {
+		id = s.epoch.id
+		s.epoch.cancel(causeErr(ErrClosed, id))
+	}
+	if s.leaseStop != nil {
+		s.leaseStop(causeErr(ErrClosed, id))
+	}
+	s.emit(Closed, time.Now(), "session closing")
+	for sub := range s.subs {
+		sub.closeQueued()
+	}
+	s.mu.Unlock()
+
+	// The delete queue sees s.done, works until it is empty or its bound, and exits.
+	select {
+	case <-s.gdDone:
+	case <-time.After(closeDrainTimeout + 100*time.Millisecond):
+		// A delete is stuck in flight; closing the connection fails it.
+	}
+
+	// zk.Conn.Close sends closeSession (so the server drops our ephemerals
+	// at once) and waits up to a second for the reply; when the connection is
+	// down nobody answers and it takes that second. Closing the sockets then
+	// ends go-zookeeper's goroutines even if they wait on a silent server (a
+	// handshake waits up to 10 × ⅔ of the session timeout).
+	s.conn.Close()
+	s.wire.closeAll()
+	<-s.gdDone
+	select {
+	case <-drain(s.zkDone):
+	case <-time.After(closeZKTimeout):
+		s.lg.Error("go-zookeeper did not stop in time", zap.Duration("waited", closeZKTimeout))
+	}
+	close(s.stop)
+	s.wg.Wait()
+
+	subsDone := make(chan struct{})
+	go func() { s.subWG.Wait(); close(subsDone) }()
+	select {
+	case <-subsDone:
+	case <-time.After(closeSubscriberGrace):
+		close(s.force)
+		<-subsDone
+	}
+}
+
+// drain returns a channel closed once ch is closed, discarding its values.
+func drain(ch <-chan zk.Event) <-chan struct{} {
+	out := make(chan struct{})
+	go func() {
+		for range ch {
+		}
+		close(out)
+	}()
+	return out
+}
+
+// sleep waits d, or returns early with ctx's error, ErrClosed, or ep's error.
+func (s *Session) sleep(ctx context.Context, d time.Duration, ep *Epoch) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	var lost <-chan struct{}
+	if ep != nil {
+		lost = ep.Lost()
+	}
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.done:
+		return ErrClosed
+	case <-lost:
+		return ep.Err()
+	}
+}
+
+// retryable reports whether err is a connection-level error worth retrying.
+func retryable(err error) bool {
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrSessionMoved)
+}
