@@ -3,7 +3,11 @@ package session_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -223,4 +227,30 @@ func TestConnectBadAuthScheme(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	t.Logf("%v", err)
+}
+
+func TestIsConnectionError(t *testing.T) {
+	opErr := &net.OpError{Op: "write", Net: "tcp", Err: syscall.EPIPE}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{zk.ErrConnectionClosed, true},
+		{zk.ErrNoServer, true},
+		{zk.ErrSessionMoved, true},
+		{fmt.Errorf("wrapped: %w", zk.ErrConnectionClosed), true},
+		{opErr, true},
+		{io.EOF, true},
+		{syscall.ECONNRESET, true},
+		{zk.ErrNoNode, false},
+		{zk.ErrNodeExists, false},
+		{zk.ErrNoAuth, false},
+		{zk.ErrSessionExpired, false},
+		{context.Canceled, false},
+	} {
+		if got := session.IsConnectionError(tc.err); got != tc.want {
+			t.Errorf("IsConnectionError(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
 }

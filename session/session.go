@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -595,6 +598,22 @@ func (s *Session) sleep(ctx context.Context, d time.Duration, ep *Epoch) error {
 }
 
 // retryable reports whether err is a connection-level error worth retrying.
-func retryable(err error) bool {
-	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrSessionMoved)
+func retryable(err error) bool { return IsConnectionError(err) }
+
+// IsConnectionError reports whether err means "the connection failed, the
+// request may or may not have reached the server": zk.ErrConnectionClosed,
+// zk.ErrNoServer, zk.ErrSessionMoved, and the raw transport errors that
+// go-zookeeper v1.0.4 hands to a request when writing it to the socket fails
+// (a net.Error such as "broken pipe", io.EOF, ECONNRESET). Such errors are
+// retried within the session's epoch; every other error is permanent.
+func IsConnectionError(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrSessionMoved) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }

@@ -1,0 +1,58 @@
+package goid
+
+import (
+	"sync"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want uint64
+	}{
+		{"goroutine 1 [running]:\n", 1},
+		{"goroutine 18446744073709 [running]:", 18446744073709},
+		{"goroutine x [running]:", 0},
+		{"gorout", 0},
+		{"", 0},
+		{"thread 5 [running]", 0},
+	} {
+		if got := parse([]byte(tc.in)); got != tc.want {
+			t.Errorf("parse(%q) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestIDDistinctAndStable(t *testing.T) {
+	me := ID()
+	if me == 0 {
+		t.Fatal("ID() = 0")
+	}
+	if again := ID(); again != me {
+		t.Fatalf("ID() changed within one goroutine: %d then %d", me, again)
+	}
+	const n = 50
+	ids := make([]uint64, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			ids[i] = ID()
+		}(i)
+	}
+	wg.Wait()
+	seen := map[uint64]bool{me: true}
+	for _, id := range ids {
+		if id == 0 || seen[id] {
+			t.Fatalf("duplicate or zero id %d", id)
+		}
+		seen[id] = true
+	}
+}
+
+func BenchmarkID(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		ID()
+	}
+}

@@ -1,0 +1,563 @@
+package mutex_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/session"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// Benchmarks print figures; they assert nothing about time. Run e.g.
+//
+//	go test -run '^$' -bench . -benchtime 2000x ./mutex/
+//	go test -run '^$' -bench WaiterFootprint -benchtime 1x ./mutex/
+
+// counter counts the frames a client writes: go-zookeeper writes each
+// request (and each ping) with one Write call.
+type counter struct{ n atomic.Int64 }
+
+type countConn struct {
+	net.Conn
+	c *counter
+}
+
+func (c countConn) Write(b []byte) (int, error) {
+	c.c.n.Add(1)
+	return c.Conn.Write(b)
+}
+
+func (c *counter) dialer() zk.Dialer {
+	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		conn, err := net.DialTimeout(network, addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return countConn{conn, c}, nil
+	}
+}
+
+// BenchmarkUncontended: Lock + Unlock by one session, nobody else; reports
+// ZooKeeper requests per cycle (req/op) counted on the wire.
+func BenchmarkUncontended(b *testing.B) {
+	for _, watch := range []bool{false, true} {
+		b.Run(fmt.Sprintf("nodewatch=%v", watch), func(b *testing.B) {
+			ns := zktest.NewNamespace(b)
+			var cnt counter
+			s := sessiontest.Connect(b, ns, session.WithDialer(cnt.dialer()), session.WithSessionTimeout(20*time.Second))
+			m, err := mutex.New(s, lockPath, mutex.WithNodeWatch(watch))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close()
+			ctx := context.Background()
+			l, err := m.Lock(ctx) // creates the directory
+			if err != nil {
+				b.Fatal(err)
+			}
+			l.Unlock(ctx)
+			b.ResetTimer()
+			n0 := cnt.n.Load()
+			for i := 0; i < b.N; i++ {
+				l, err := m.Lock(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Unlock(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			m.Close() // joins the lease monitors, whose requests count too
+			b.ReportMetric(float64(cnt.n.Load()-n0)/float64(b.N), "req/op")
+		})
+	}
+}
+
+// BenchmarkRawCreateDeleteGet: the raw client's create (ephemeral sequential)
+// + getData + delete on the same server, sequentially: the reference the
+// issue sets for an uncontended cycle (3 requests, 3 round trips).
+func BenchmarkRawCreateDeleteGet(b *testing.B) {
+	ns := zktest.NewNamespace(b)
+	c := ns.Conn(b)
+	d := ns.Path("raw")
+	if _, err := c.Create(d, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		b.Fatal(err)
+	}
+	acl := zk.WorldACL(zk.PermAll)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p, err := c.Create(d+"/lock-", []byte("x"), zk.FlagEphemeralSequential, acl)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := c.Get(p); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Delete(p, -1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(3, "req/op")
+}
+
+// BenchmarkRawCreateDelete: two writes, the floor for a lock cycle.
+func BenchmarkRawCreateDelete(b *testing.B) {
+	ns := zktest.NewNamespace(b)
+	c := ns.Conn(b)
+	d := ns.Path("raw")
+	if _, err := c.Create(d, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		b.Fatal(err)
+	}
+	acl := zk.WorldACL(zk.PermAll)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p, err := c.Create(d+"/lock-", []byte("x"), zk.FlagEphemeralSequential, acl)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Delete(p, -1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(2, "req/op")
+}
+
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[int(float64(len(ds)-1)*p)]
+}
+
+func reportLatency(b *testing.B, ds []time.Duration) {
+	b.ReportMetric(float64(percentile(ds, 0.50).Microseconds()), "p50-µs")
+	b.ReportMetric(float64(percentile(ds, 0.99).Microseconds()), "p99-µs")
+}
+
+// BenchmarkContendedHandoff: 8 sessions lock and unlock in a loop; handoff =
+// from the holder's Unlock call to the next holder's Lock return.
+func BenchmarkContendedHandoff(b *testing.B) {
+	for _, watch := range []bool{false, true} {
+		b.Run(fmt.Sprintf("nodewatch=%v", watch), func(b *testing.B) {
+			const sessions = 8
+			ns := zktest.NewNamespace(b)
+			ctx := context.Background()
+			var ms []*mutex.NonReentrant
+			for i := 0; i < sessions; i++ {
+				s := sessiontest.Connect(b, ns, session.WithSessionTimeout(20*time.Second))
+				m, err := mutex.NewNonReentrant(s, lockPath, mutex.WithNodeWatch(watch))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer m.Close()
+				ms = append(ms, m)
+			}
+			var (
+				relStart atomic.Int64 // unix nanos of the last Unlock call, 0 if none
+				left     atomic.Int64
+				mu       sync.Mutex
+				hand     []time.Duration
+				wg       sync.WaitGroup
+			)
+			left.Store(int64(b.N))
+			b.ResetTimer()
+			for _, m := range ms {
+				wg.Add(1)
+				go func(m *mutex.NonReentrant) {
+					defer wg.Done()
+					for left.Add(-1) >= 0 {
+						l, err := m.Lock(ctx)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						if r := relStart.Swap(0); r != 0 {
+							d := time.Duration(time.Now().UnixNano() - r)
+							mu.Lock()
+							hand = append(hand, d)
+							mu.Unlock()
+						}
+						relStart.Store(time.Now().UnixNano())
+						if err := l.Unlock(ctx); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}(m)
+			}
+			wg.Wait()
+			b.StopTimer()
+			reportLatency(b, hand)
+		})
+	}
+}
+
+// BenchmarkRawHandoff: the raw client's floor for a handoff: A deletes a node
+// that B watches (GetW); B gets the notification and reads the children.
+// Timed from A's delete call to B's children reply.
+func BenchmarkRawHandoff(b *testing.B) {
+	ns := zktest.NewNamespace(b)
+	a, c := ns.Conn(b), ns.Conn(b)
+	d := ns.Path("raw")
+	acl := zk.WorldACL(zk.PermAll)
+	if _, err := a.Create(d, nil, 0, acl); err != nil {
+		b.Fatal(err)
+	}
+	ds := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		p, err := a.Create(d+"/lock-", nil, zk.FlagEphemeralSequential, acl)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _, ch, err := c.GetW(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		t0 := time.Now()
+		if err := a.Delete(p, -1); err != nil {
+			b.Fatal(err)
+		}
+		<-ch
+		if _, _, err := c.Children(d); err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(t0))
+	}
+	b.StopTimer()
+	reportLatency(b, ds)
+}
+
+// BenchmarkWaiterFootprint: 1,000 Locks waiting in one process (one session)
+// behind a holder; reports goroutines and heap and stack bytes per waiting
+// acquirer (the goroutine counted is the caller's own: the engine starts none
+// per waiter).
+// Run with -benchtime 1x.
+func BenchmarkWaiterFootprint(b *testing.B) {
+	const waiters = 1000
+	for i := 0; i < b.N; i++ {
+		ns := zktest.NewNamespace(b)
+		raw := ns.Conn(b)
+		s := sessiontest.Connect(b, ns, session.WithSessionTimeout(20*time.Second))
+		m, err := mutex.NewNonReentrant(s, lockPath)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		hl, err := m.Lock(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		g0 := runtime.NumGoroutine()
+		var wg sync.WaitGroup
+		for j := 0; j < waiters; j++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if l, err := m.Lock(ctx); err == nil {
+					l.Unlock(context.Background())
+				}
+			}()
+		}
+		zktest.Eventually(b, time.Minute, func() bool {
+			k, _, err := raw.Children(ns.Path(lockPath))
+			return err == nil && len(k) == waiters+1
+		}, "waiters not queued")
+		// Let the waiters settle in their wait (the last few may still be
+		// between their watch and their select).
+		zktest.Eventually(b, time.Minute, func() bool {
+			m, err := zktest.Mntr(ctx, ns.Server.Addr())
+			return err == nil && m["zk_watch_count"] != "" && atoi(m["zk_watch_count"]) >= waiters
+		}, "waiters not watching")
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		g1 := runtime.NumGoroutine()
+		b.ReportMetric(float64(g1-g0)/waiters, "goroutines/waiter")
+		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/waiters, "heap-B/waiter")
+		b.ReportMetric(float64(int64(after.StackInuse)-int64(before.StackInuse))/waiters, "stack-B/waiter")
+		cancel()
+		wg.Wait()
+		hl.Unlock(context.Background())
+		m.Close()
+	}
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// BenchmarkUncontendedVsRaw interleaves, in every iteration, one Lock+Unlock
+// cycle, one raw create+getData+delete and one raw create+delete (same
+// server, each client its own session), so that machine noise hits all
+// alike; it reports the mean of each and the ratios.
+func BenchmarkUncontendedVsRaw(b *testing.B) {
+	for _, watch := range []bool{false, true} {
+		b.Run(fmt.Sprintf("nodewatch=%v", watch), func(b *testing.B) {
+			ns := zktest.NewNamespace(b)
+			s := sessiontest.Connect(b, ns, session.WithSessionTimeout(20*time.Second))
+			m, err := mutex.New(s, lockPath, mutex.WithNodeWatch(watch))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close()
+			c := ns.Conn(b)
+			d := ns.Path("raw")
+			acl := zk.WorldACL(zk.PermAll)
+			if _, err := c.Create(d, nil, 0, acl); err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			var ours, raw3, raw2 time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				l, err := m.Lock(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Unlock(ctx); err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				p, err := c.Create(d+"/lock-", []byte("x"), zk.FlagEphemeralSequential, acl)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, _, err := c.Get(p); err != nil {
+					b.Fatal(err)
+				}
+				if err := c.Delete(p, -1); err != nil {
+					b.Fatal(err)
+				}
+				t2 := time.Now()
+				p, err = c.Create(d+"/lock-", []byte("x"), zk.FlagEphemeralSequential, acl)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := c.Delete(p, -1); err != nil {
+					b.Fatal(err)
+				}
+				t3 := time.Now()
+				ours += t1.Sub(t0)
+				raw3 += t2.Sub(t1)
+				raw2 += t3.Sub(t2)
+			}
+			b.StopTimer()
+			n := float64(b.N)
+			b.ReportMetric(float64(ours.Microseconds())/n, "lock-µs")
+			b.ReportMetric(float64(raw3.Microseconds())/n, "raw-create+get+delete-µs")
+			b.ReportMetric(float64(raw2.Microseconds())/n, "raw-create+delete-µs")
+			b.ReportMetric(float64(ours)/float64(raw3), "x-raw3")
+			b.ReportMetric(float64(ours)/float64(raw2), "x-raw2")
+		})
+	}
+}
+
+// contend runs n lock/unlock cycles spread over the lockers (one goroutine
+// each) and returns the handoff times: from a holder's unlock call to the
+// next holder's lock return.
+func contend(n int, lock []func() (func() error, error)) ([]time.Duration, error) {
+	var (
+		relStart atomic.Int64
+		left     atomic.Int64
+		mu       sync.Mutex
+		hand     []time.Duration
+		wg       sync.WaitGroup
+		errMu    sync.Mutex
+		first    error
+	)
+	left.Store(int64(n))
+	for _, lk := range lock {
+		wg.Add(1)
+		go func(lk func() (func() error, error)) {
+			defer wg.Done()
+			fail := func(err error) {
+				errMu.Lock()
+				if first == nil {
+					first = err
+				}
+				errMu.Unlock()
+			}
+			for left.Add(-1) >= 0 {
+				unlock, err := lk()
+				if err != nil {
+					fail(err)
+					return
+				}
+				if r := relStart.Swap(0); r != 0 {
+					d := time.Duration(time.Now().UnixNano() - r)
+					mu.Lock()
+					hand = append(hand, d)
+					mu.Unlock()
+				}
+				relStart.Store(time.Now().UnixNano())
+				if err := unlock(); err != nil {
+					fail(err)
+					return
+				}
+			}
+		}(lk)
+	}
+	wg.Wait()
+	return hand, first
+}
+
+// BenchmarkHandoffVsRaw alternates rounds of 200 contended cycles (8, then
+// 2 sessions) with this package's NonReentrant and with a minimal raw-client
+// lock on the same server, plus rounds of the raw floor (one client deletes
+// a node another watches; that one reads the children), so that machine
+// noise and JIT warm-up hit all alike. b.N is the number of rounds of each.
+func BenchmarkHandoffVsRaw(b *testing.B) {
+	for _, sessions := range []int{8, 2} {
+		for _, watch := range []bool{false, true} {
+			b.Run(fmt.Sprintf("sessions=%d/nodewatch=%v", sessions, watch), func(b *testing.B) {
+				benchHandoffVsRaw(b, sessions, watch)
+			})
+		}
+	}
+}
+
+// benchHandoffVsRaw is BenchmarkHandoffVsRaw for one setting. With two
+// sessions every waiter is second in line, where the engine takes over on the
+// deletion notice alone when the node watch is on (no children read).
+func benchHandoffVsRaw(b *testing.B, sessions int, watch bool) {
+	{
+		{
+			const cycles = 200
+			ns := zktest.NewNamespace(b)
+			ctx := context.Background()
+			acl := zk.WorldACL(zk.PermAll)
+			d := ns.Path("raw")
+			var ours, raws []func() (func() error, error)
+			var conns []*zk.Conn
+			for i := 0; i < sessions; i++ {
+				s := sessiontest.Connect(b, ns, session.WithSessionTimeout(20*time.Second))
+				m, err := mutex.NewNonReentrant(s, lockPath, mutex.WithNodeWatch(watch))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer m.Close()
+				ours = append(ours, func() (func() error, error) {
+					l, err := m.Lock(ctx)
+					if err != nil {
+						return nil, err
+					}
+					return func() error { return l.Unlock(ctx) }, nil
+				})
+				c := ns.Conn(b)
+				conns = append(conns, c)
+				raws = append(raws, func() (func() error, error) {
+					p, err := rawLock(c, d)
+					if err != nil {
+						return nil, err
+					}
+					return func() error { return c.Delete(p, -1) }, nil
+				})
+			}
+			if _, err := conns[0].Create(d, nil, 0, acl); err != nil {
+				b.Fatal(err)
+			}
+			var oursD, rawD, floorD []time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				h, err := contend(cycles, ours)
+				if err != nil {
+					b.Fatal(err)
+				}
+				oursD = append(oursD, h...)
+				h, err = contend(cycles, raws)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rawD = append(rawD, h...)
+				for j := 0; j < cycles/4; j++ {
+					p, err := conns[0].Create(d+"/floor-", nil, zk.FlagEphemeralSequential, acl)
+					if err != nil {
+						b.Fatal(err)
+					}
+					_, _, ch, err := conns[1].GetW(p)
+					if err != nil {
+						b.Fatal(err)
+					}
+					t0 := time.Now()
+					if err := conns[0].Delete(p, -1); err != nil {
+						b.Fatal(err)
+					}
+					<-ch
+					if _, _, err := conns[1].Children(d); err != nil {
+						b.Fatal(err)
+					}
+					floorD = append(floorD, time.Since(t0))
+				}
+			}
+			b.StopTimer()
+			po, pr, pf := percentile(oursD, 0.5), percentile(rawD, 0.5), percentile(floorD, 0.5)
+			b.ReportMetric(float64(po.Microseconds()), "p50-µs")
+			b.ReportMetric(float64(percentile(oursD, 0.99).Microseconds()), "p99-µs")
+			b.ReportMetric(float64(pr.Microseconds()), "raw-lock-p50-µs")
+			b.ReportMetric(float64(pf.Microseconds()), "delete+children-p50-µs")
+			b.ReportMetric(float64(po)/float64(pr), "x-raw-lock")
+			b.ReportMetric(float64(po)/float64(pf), "x-delete+children")
+		}
+	}
+}
+
+// rawLock is a minimal fair lock with the raw client (no error recovery).
+func rawLock(c *zk.Conn, d string) (string, error) {
+	p, err := c.Create(d+"/lock-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		return "", err
+	}
+	me := p[len(d)+1:]
+	for {
+		kids, _, err := c.Children(d)
+		if err != nil {
+			return "", err
+		}
+		var locks []string
+		for _, k := range kids {
+			if len(k) == len(me) && k[:5] == "lock-" {
+				locks = append(locks, k)
+			}
+		}
+		sort.Strings(locks) // same-length names: sequence order
+		i := sort.SearchStrings(locks, me)
+		if i == 0 {
+			return p, nil
+		}
+		_, _, ch, err := c.GetW(d + "/" + locks[i-1])
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		<-ch
+	}
+}

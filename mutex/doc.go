@@ -1,0 +1,79 @@
+// Package mutex provides distributed locks on ZooKeeper, built on the
+// recipes engine and wire-compatible with Apache Curator 5.x:
+//
+//   - Mutex: fair and reentrant per goroutine (Curator's InterProcessMutex);
+//   - NonReentrant: fair, not tied to goroutines, its lease may be unlocked
+//     from anywhere (Curator's InterProcessSemaphoreMutex semantics, on the
+//     Mutex's node layout so that it excludes InterProcessMutex holders);
+//   - NonFair: one ephemeral node with a fixed name (not in Curator);
+//   - Multi: several locks taken all-or-nothing (InterProcessMultiLock).
+//
+// # Znodes
+//
+// Mutex and NonReentrant queue EPHEMERAL_SEQUENTIAL nodes in the lock
+// directory (created as a container node, so it disappears when empty):
+//
+//	<path>/_c_<uuid>-lock-<seq>     data: participant id (default LocalID())
+//
+// exactly as InterProcessMutex does; children that are not "lock-" nodes are
+// ignored. NonFair uses one EPHEMERAL node:
+//
+//	<path>/lock                     data: "<uuid> <participant id>"
+//
+// # Algorithm
+//
+// A fair Lock creates its node and, pipelined on the same connection, lists
+// the directory; the node first in sequence order holds the lock; every other
+// node sets a data watch on its immediate predecessor only, so a release
+// wakes exactly one waiter (no herd effect). An uncontended Lock and Unlock
+// cost three requests in two round trips: the create (sent as a multi that
+// also returns the fencing token, see package recipes), the children read
+// pipelined behind it, and the delete. With the node watch (WithNodeWatch,
+// default on) a lease that lives longer than a round trip also sets a data
+// watch on its own node: one more request, and one more watch notification
+// at its release. After a connection error during the create, the node is
+// found by its UUID and adopted only if its owner is our live session
+// (Curator's protected mode, without its CURATOR-498 hole).
+//
+// # Loss
+//
+// A Lock returns a *Lease whose Done channel closes when the lock is lost.
+// Under the session's standard loss policy (the default) the lease ends as
+// soon as the connection is suspended: from then on the server may expire the
+// session at any moment and give the lock to someone else, so the holder is
+// told before anyone else can acquire. Under the session-only policy
+// (session.WithLossPolicy(session.SessionOnly)) a lease survives a short
+// disconnect and ends only when the session is lost. That policy accepts a
+// window in which two processes may both hold the lock: a holder cut off
+// from the server keeps its lease until the session's local timer declares
+// the session lost, one session timeout after it last heard from the server;
+// the server may expire the session one session timeout after it last heard
+// from the holder, and hand the lock to the next waiter. While the holder's
+// process runs, the overlap is short, about the network delay between them;
+// it grows by any time the holder's process is paused (GC, SIGSTOP, a
+// suspended VM), since a paused process runs no timer. Pass the fencing token
+// (Token, the node's czxid) to the guarded resource.
+//
+// With the node watch, a lease also ends with ErrLockLost when someone
+// deletes the lock node. Whenever a lease ends other than by Unlock, its node
+// is deleted so that it does not block others.
+//
+// # Reentrancy
+//
+// Mutex is reentrant per goroutine: nested Locks by the holding goroutine
+// return at once, each needs its own Unlock, and the node goes at the last
+// one; an Unlock from another goroutine returns ErrNotOwner. NonReentrant and
+// NonFair are not reentrant and their leases may be unlocked from any
+// goroutine; a second Lock while this process holds the lock queues behind
+// the holder and waits (until the lease is unlocked or ctx ends).
+//
+// # Cancellation
+//
+// ctx is the only bound on a wait. A canceled or failed Lock deletes its node
+// (detached, bounded by WithCleanupTimeout; while the connection is down the
+// delete goes to the session's guaranteed-delete queue, or for NonFair's node,
+// which must be checked before it is deleted, to a background goroutine that
+// Close waits for) and returns an error
+// matching context.Canceled or context.DeadlineExceeded; a lock won just as
+// ctx ended is released, not leaked.
+package mutex

@@ -1,0 +1,39 @@
+package mutex
+
+import (
+	"errors"
+
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// Sentinel errors. Errors returned by this package wrap them with the lock's
+// path; match them with errors.Is. Session and ZooKeeper sentinels
+// (session.ErrLost, session.ErrSuspended, zk.ErrNoAuth, ...) stay reachable.
+var (
+	// ErrLocked is returned by TryLock when another participant (or, for the
+	// non-reentrant kinds, another handle) holds the lock.
+	ErrLocked = errors.New("mutex: held by another session")
+	// ErrNotOwner is returned by Lease.Unlock of a reentrant Mutex called
+	// from a goroutine other than the one that locked it.
+	ErrNotOwner = errors.New("mutex: released by a goroutine that does not hold it")
+	// ErrClosed is returned by calls after Close and by Locks waiting when
+	// Close was called; it is also the cause of leases ended by Close.
+	ErrClosed = errors.New("mutex: closed")
+	// ErrBadOption is returned by constructors for an invalid option.
+	ErrBadOption = errors.New("mutex: bad option")
+	// ErrNoLocks is returned by NewMulti without locks or with a nil one.
+	ErrNoLocks = errors.New("mutex: multi-lock needs at least one lock, none nil")
+
+	// ErrReleased is the cause of a lease ended by its last Unlock (the
+	// engine's recipes.ErrReleased).
+	ErrReleased = recipes.ErrReleased
+	// ErrLockLost is the cause of a lease whose node was deleted by someone
+	// else (recipes.ErrLockLost).
+	ErrLockLost = recipes.ErrLockLost
+	// ErrBadPath is returned by constructors for an invalid lock path
+	// (recipes.ErrBadPath; session.ErrBadPath matches too).
+	ErrBadPath = recipes.ErrBadPath
+	// ErrNilSession is returned by constructors given a nil session
+	// (recipes.ErrNilSession).
+	ErrNilSession = recipes.ErrNilSession
+)

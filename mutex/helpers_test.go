@@ -1,0 +1,98 @@
+package mutex_test
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/session"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+const lockPath = "/locks/a"
+
+// wait is how long a test waits for something that should happen promptly.
+const wait = 15 * time.Second
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func newMutex(t testing.TB, s *session.Session, opts ...mutex.Option) *mutex.Mutex {
+	t.Helper()
+	m, err := mutex.New(s, lockPath, opts...)
+	if err != nil {
+		t.Fatalf("mutex.New: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// kids lists the lock directory through a raw connection (sorted by name).
+func kids(t testing.TB, c *zk.Conn, ns *zktest.Namespace) []string {
+	t.Helper()
+	k, _, err := c.Children(ns.Path(lockPath))
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("children: %v", err)
+	}
+	sort.Strings(k)
+	return k
+}
+
+// lockKids lists the "lock-" nodes in sequence order.
+func lockKids(t testing.TB, c *zk.Conn, ns *zktest.Namespace) []string {
+	t.Helper()
+	var out []string
+	for _, k := range kids(t, c, ns) {
+		if strings.Contains(k, "lock-") {
+			out = append(out, k)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return seqOf(out[i]) < seqOf(out[j]) })
+	return out
+}
+
+func seqOf(name string) string { return name[strings.LastIndex(name, "lock-")+5:] }
+
+// waitKids waits until the lock directory has n "lock-" nodes.
+func waitKids(t testing.TB, c *zk.Conn, ns *zktest.Namespace, n int) []string {
+	t.Helper()
+	var k []string
+	zktest.Eventually(t, wait, func() bool {
+		k = lockKids(t, c, ns)
+		return len(k) == n
+	}, "want %d lock nodes", n)
+	return k
+}
+
+// waitDone waits for a lease to end and returns its cause.
+func waitDone(t testing.TB, l interface {
+	Done() <-chan struct{}
+	Err() error
+}, d time.Duration) error {
+	t.Helper()
+	select {
+	case <-l.Done():
+		return l.Err()
+	case <-time.After(d):
+		t.Fatalf("lease did not end within %v", d)
+		return nil
+	}
+}
+
+func connect(t testing.TB, ns *zktest.Namespace, opts ...session.Option) *session.Session {
+	t.Helper()
+	return sessiontest.Connect(t, ns, opts...)
+}

@@ -1,0 +1,91 @@
+package mutex
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/zkrecipes/zkrecipes/internal/goid"
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// Lease is the handle returned by a successful Lock or TryLock. It tells the
+// holder when the lock is lost: Done is closed when ownership ends, Err says
+// why (ErrReleased; session.ErrSuspended under the standard loss policy;
+// session.ErrLost; session.ErrClosed; ErrLockLost when someone else deleted
+// our node; ErrClosed when the lock was closed), and Context is canceled with
+// that cause, so guarded work can simply run under it. Token is a fencing
+// token for the resource the lock guards.
+//
+// For a reentrant Mutex, each Lock returns its own handle, and the handles of
+// one goroutine's nested holds share one lock node (and Done, Err, Context,
+// Token): the lock is released at the last Unlock. A Lease is safe for
+// concurrent use.
+type Lease struct {
+	l     *recipes.Lease
+	path  string
+	re    *recipes.Reentrant // reentrant Mutex: Unlock must come from owner
+	owner uint64
+
+	unlocked atomic.Bool
+	once     sync.Once
+	err      error
+}
+
+// Done returns a channel that is closed when ownership of the lock ends.
+func (l *Lease) Done() <-chan struct{} { return l.l.Done() }
+
+// Err returns nil while the lock is held, then why ownership ended.
+func (l *Lease) Err() error { return l.l.Err() }
+
+// Context returns a context canceled when ownership ends, with
+// context.Cause(ctx) == Err().
+func (l *Lease) Context() context.Context { return l.l.Context() }
+
+// Token returns the fencing token: the czxid of the lock node. Tokens of
+// successive holders grow, across the whole ensemble, so a resource that
+// remembers the highest token it has seen can refuse a stale holder.
+func (l *Lease) Token() int64 { return l.l.Token() }
+
+// Path returns the full server path of the lock node.
+func (l *Lease) Path() string { return l.l.Path() }
+
+// Node returns the name of the lock node.
+func (l *Lease) Node() string { return l.l.Node() }
+
+// SessionID returns the ZooKeeper session id that owns the lock node.
+func (l *Lease) SessionID() int64 { return l.l.Epoch().SessionID() }
+
+// ID returns the participant id stored in the lock node.
+func (l *Lease) ID() string { return l.l.ID() }
+
+// Unlock gives up this hold. For a reentrant Mutex it must be called by the
+// goroutine that locked (else ErrNotOwner and nothing changes), and the lock
+// node is deleted at the goroutine's last Unlock. For the other kinds any
+// goroutine may call it. The node is deleted within ctx, or handed to the
+// session's guaranteed-delete queue if the connection is down or ctx ends, so
+// it never stays behind. Unlock after the lease was lost returns nil (the
+// engine already removed the node). Idempotent per handle.
+func (l *Lease) Unlock(ctx context.Context) error {
+	if l.re != nil {
+		if goid.ID() != l.owner {
+			return fmt.Errorf("mutex %s: %w", l.path, ErrNotOwner)
+		}
+		if !l.unlocked.CompareAndSwap(false, true) {
+			return nil
+		}
+		last, err := l.re.Exit(l.l)
+		if err != nil {
+			return fmt.Errorf("mutex %s: %w", l.path, ErrNotOwner)
+		}
+		if !last {
+			return nil
+		}
+	}
+	l.once.Do(func() { l.err = l.l.Release(ctx) })
+	return l.err
+}
+
+// Release is Unlock (for symmetry with the other recipes' leases).
+func (l *Lease) Release(ctx context.Context) error { return l.Unlock(ctx) }

@@ -1,0 +1,525 @@
+package mutex_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/session"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// lockResult is a Lock outcome stamped with a global event number.
+type lockResult struct {
+	l   *mutex.Lease
+	err error
+	n   int64
+}
+
+// async is a Lock running in its own goroutine, which also does the Unlock
+// (a reentrant Mutex must be unlocked by the goroutine that locked it).
+type async struct {
+	res       chan lockResult
+	unlockReq chan struct{}
+	unlockErr chan error
+	stop      chan struct{}
+}
+
+// lockAsync runs lk.Lock(ctx) in a goroutine and stamps its return.
+func lockAsync(t testing.TB, ctx context.Context, lk mutex.Locker, clock *atomic.Int64) *async {
+	a := &async{res: make(chan lockResult, 1), unlockReq: make(chan struct{}), unlockErr: make(chan error, 1), stop: make(chan struct{})}
+	go func() {
+		l, err := lk.Lock(ctx)
+		a.res <- lockResult{l, err, clock.Add(1)}
+		if err != nil {
+			return
+		}
+		select {
+		case <-a.unlockReq:
+		case <-a.stop:
+		}
+		a.unlockErr <- l.Unlock(context.Background())
+	}()
+	t.Cleanup(func() { close(a.stop) })
+	return a
+}
+
+// result waits for the Lock's outcome.
+func (a *async) result(t testing.TB) lockResult {
+	t.Helper()
+	return recv(t, a.res, wait, "Lock result")
+}
+
+// unlock makes the locking goroutine unlock.
+func (a *async) unlock(t testing.TB) error {
+	t.Helper()
+	close(a.unlockReq)
+	return recv(t, a.unlockErr, wait, "Unlock result")
+}
+
+// doneAsync stamps the end of a lease.
+func doneAsync(l *mutex.Lease, clock *atomic.Int64) <-chan int64 {
+	ch := make(chan int64, 1)
+	go func() {
+		<-l.Done()
+		ch <- clock.Add(1)
+	}()
+	return ch
+}
+
+func recv[T any](t testing.TB, ch <-chan T, d time.Duration, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		t.Fatalf("no %s within %v", what, d)
+		var zero T
+		return zero
+	}
+}
+
+// kinds builds each lock kind of the package on a session.
+var kinds = []struct {
+	name string
+	make func(t testing.TB, s *session.Session, opts ...mutex.Option) mutex.Locker
+	fair bool
+}{
+	{"mutex", func(t testing.TB, s *session.Session, opts ...mutex.Option) mutex.Locker {
+		return newMutex(t, s, opts...)
+	}, true},
+	{"nonreentrant", func(t testing.TB, s *session.Session, opts ...mutex.Option) mutex.Locker {
+		m, err := mutex.NewNonReentrant(s, lockPath, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}, true},
+	{"nonfair", func(t testing.TB, s *session.Session, opts ...mutex.Option) mutex.Locker {
+		m, err := mutex.NewNonFair(s, lockPath, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}, false},
+}
+
+// TestHolderSessionKilled: standard policy; the holder's session is expired
+// on the server at once. Its lease must end before the waiter's Lock returns.
+func TestHolderSessionKilled(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			ns := zktest.NewNamespace(t)
+			hs, tap := sessiontest.ConnectTap(t, ns)
+			holder := k.make(t, hs)
+			waiter := k.make(t, connect(t, ns))
+			ctx := ctxT(t)
+			hl, err := holder.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var clock atomic.Int64
+			ended := doneAsync(hl, &clock)
+			got := lockAsync(t, ctx, waiter, &clock)
+			if k.fair {
+				waitKids(t, ns.Conn(t), ns, 2)
+			}
+			killed := time.Now()
+			sessiontest.Expire(t, hs, tap)
+			r := got.result(t)
+			if r.err != nil {
+				t.Fatalf("waiter Lock: %v", r.err)
+			}
+			defer got.unlock(t)
+			endN := recv(t, ended, wait, "holder lease end")
+			cause := hl.Err()
+			t.Logf("kill→holder end #%d (%v), waiter acquired #%d, %v after the kill", endN, cause, r.n, time.Since(killed))
+			if endN > r.n {
+				t.Fatalf("waiter acquired (#%d) before the holder's lease ended (#%d)", r.n, endN)
+			}
+			if !errors.Is(cause, session.ErrSuspended) && !errors.Is(cause, session.ErrLost) {
+				t.Fatalf("holder cause = %v", cause)
+			}
+			if err := hl.Unlock(ctx); err != nil {
+				t.Fatalf("Unlock of a lost lease: %v", err)
+			}
+		})
+	}
+}
+
+// TestHolderPartitioned: standard policy; the holder is partitioned past its
+// session timeout. Its lease ends (Suspended) before the server expires the
+// session and the waiter acquires.
+func TestHolderPartitioned(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			ns := zktest.NewNamespace(t)
+			hs, p := sessiontest.ConnectProxy(t, ns)
+			holder := k.make(t, hs)
+			waiter := k.make(t, connect(t, ns))
+			ctx := ctxT(t)
+			hl, err := holder.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var clock atomic.Int64
+			ended := doneAsync(hl, &clock)
+			got := lockAsync(t, ctx, waiter, &clock)
+			if k.fair {
+				waitKids(t, ns.Conn(t), ns, 2)
+			}
+			start := time.Now()
+			p.Partition()
+			defer p.Heal()
+			endN := recv(t, ended, wait, "holder lease end")
+			endAt := time.Since(start)
+			r := got.result(t)
+			if r.err != nil {
+				t.Fatalf("waiter Lock: %v", r.err)
+			}
+			defer got.unlock(t)
+			t.Logf("partition→holder end %v (%v), waiter acquired %v after the partition", endAt, hl.Err(), time.Since(start))
+			if endN > r.n {
+				t.Fatalf("waiter acquired before the holder's lease ended")
+			}
+			if !errors.Is(hl.Err(), session.ErrSuspended) {
+				t.Fatalf("holder cause = %v, want session.ErrSuspended", hl.Err())
+			}
+		})
+	}
+}
+
+// TestShortCutStandard: a short cut ends a standard-policy lease at
+// Suspended; its node is deleted once the connection is back, and someone
+// else can take the lock. A waiter, however, keeps its place across a cut.
+func TestShortCutStandard(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			ns := zktest.NewNamespace(t)
+			raw := ns.Conn(t)
+			hs, p := sessiontest.ConnectProxy(t, ns)
+			rec := sessiontest.Record(t, hs)
+			holder := k.make(t, hs)
+			other := k.make(t, connect(t, ns))
+			ctx := ctxT(t)
+			hl, err := holder.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Cut()
+			if err := waitDone(t, hl, wait); !errors.Is(err, session.ErrSuspended) {
+				t.Fatalf("cause = %v, want session.ErrSuspended", err)
+			}
+			rec.Wait(t, wait, session.Reconnected)
+			if hs.Epoch().SessionID() != hl.SessionID() {
+				t.Fatalf("short cut changed the session")
+			}
+			zktest.Eventually(t, wait, func() bool {
+				ok, _, err := raw.Exists(hl.Path())
+				return err == nil && !ok
+			}, "node of the ended lease not deleted")
+			ol, err := other.TryLock(ctx)
+			if err != nil {
+				t.Fatalf("TryLock after the lost lease: %v", err)
+			}
+			if err := hl.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+
+			// The cut session now waits behind other; a cut keeps its place.
+			got := lockAsync(t, ctx, holder, new(atomic.Int64))
+			if k.fair {
+				waitKids(t, raw, ns, 2)
+			}
+			p.Cut()
+			rec.Wait(t, wait, session.Reconnected)
+			if err := ol.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			r := got.result(t)
+			if r.err != nil {
+				t.Fatalf("waiter across a cut: %v", r.err)
+			}
+			if err := got.unlock(t); err != nil {
+				t.Fatal(err)
+			}
+			if k.fair {
+				waitKids(t, raw, ns, 0)
+			}
+		})
+	}
+}
+
+// TestShortCutSessionOnly: under the session-only policy a short cut keeps
+// the lease and the node; others still see the lock held.
+func TestShortCutSessionOnly(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			ns := zktest.NewNamespace(t)
+			raw := ns.Conn(t)
+			hs, p := sessiontest.ConnectProxy(t, ns, session.WithLossPolicy(session.SessionOnly))
+			rec := sessiontest.Record(t, hs)
+			holder := k.make(t, hs)
+			other := k.make(t, connect(t, ns))
+			ctx := ctxT(t)
+			hl, err := holder.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Cut()
+			rec.Wait(t, wait, session.Suspended)
+			if err := hl.Err(); err != nil {
+				t.Fatalf("lease ended at Suspended under SessionOnly: %v", err)
+			}
+			rec.Wait(t, wait, session.Reconnected)
+			if err := hl.Err(); err != nil {
+				t.Fatalf("lease ended across a short cut: %v", err)
+			}
+			if ok, _, err := raw.Exists(hl.Path()); err != nil || !ok {
+				t.Fatalf("node gone after a short cut: %v %v", ok, err)
+			}
+			if _, err := other.TryLock(ctx); !errors.Is(err, mutex.ErrLocked) {
+				t.Fatalf("other TryLock = %v, want ErrLocked", err)
+			}
+			if err := hl.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if ok, _, _ := raw.Exists(hl.Path()); ok {
+				t.Fatalf("node left after Unlock")
+			}
+		})
+	}
+}
+
+// TestThirdPartyDelete: someone deletes the holder's node. With the node
+// watch the holder's lease ends with ErrLockLost; in any case the next waiter
+// acquires.
+func TestThirdPartyDelete(t *testing.T) {
+	for _, watch := range []bool{true, false} {
+		for _, k := range kinds {
+			name := k.name + map[bool]string{true: "/nodewatch", false: "/nowatch"}[watch]
+			t.Run(name, func(t *testing.T) {
+				ns := zktest.NewNamespace(t)
+				raw := ns.Conn(t)
+				holder := k.make(t, connect(t, ns), mutex.WithNodeWatch(watch))
+				waiter := k.make(t, connect(t, ns), mutex.WithNodeWatch(watch))
+				ctx := ctxT(t)
+				hl, err := holder.Lock(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := lockAsync(t, ctx, waiter, new(atomic.Int64))
+				if k.fair {
+					waitKids(t, raw, ns, 2)
+				}
+				if err := raw.Delete(hl.Path(), -1); err != nil {
+					t.Fatal(err)
+				}
+				r := got.result(t)
+				if r.err != nil {
+					t.Fatal(r.err)
+				}
+				if watch {
+					if err := waitDone(t, hl, wait); !errors.Is(err, mutex.ErrLockLost) {
+						t.Fatalf("holder cause = %v, want ErrLockLost", err)
+					}
+				} else if hl.Err() != nil {
+					t.Logf("holder noticed without the node watch: %v", hl.Err())
+				}
+				// The old holder's Unlock must not touch the new holder's node.
+				if err := hl.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if ok, _, _ := raw.Exists(r.l.Path()); !ok {
+					t.Fatalf("new holder's node deleted by the old holder's Unlock")
+				}
+				if err := got.unlock(t); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
+}
+
+// TestGhostNode: the create's reply is lost (the proxy forwards the create,
+// swallows the reply and cuts the connection). The lock is acquired once,
+// with one node, which is gone after Unlock.
+func TestGhostNode(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			ns := zktest.NewNamespace(t)
+			raw := ns.Conn(t)
+			s, p := sessiontest.ConnectProxy(t, ns, session.WithLossPolicy(session.SessionOnly))
+			lk := k.make(t, s)
+			dir := ns.Path(lockPath) + "/"
+			var swallowed atomic.Int32
+			p.OnRequest(func(r zktest.Request) zktest.Action {
+				if (r.Op == zktest.OpCreate || r.Op == zktest.OpCreate2 || r.Op == zktest.OpMulti) && strings.HasPrefix(r.Path, dir) && swallowed.Add(1) == 1 {
+					return zktest.SwallowReply
+				}
+				return zktest.Forward
+			})
+			ctx := ctxT(t)
+			l, err := lk.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if swallowed.Load() != 1 {
+				t.Fatalf("creates seen: %d, want 1 (the ghost adopted, not created again)", swallowed.Load())
+			}
+			ks := kids(t, raw, ns)
+			if len(ks) != 1 || ks[0] != l.Node() {
+				t.Fatalf("nodes %q, lease %q", ks, l.Node())
+			}
+			_, st, err := raw.Get(l.Path())
+			if err != nil || st.EphemeralOwner != s.Epoch().SessionID() || st.Czxid != l.Token() {
+				t.Fatalf("node stat %+v, %v", st, err)
+			}
+			if err := l.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if ks := kids(t, raw, ns); len(ks) != 0 {
+				t.Fatalf("nodes left: %q", ks)
+			}
+		})
+	}
+}
+
+// TestSameSessionBackAfterLocalLoss: the session's local timer declares Lost
+// while the server is down, and the same session id comes back when it
+// restarts (a standalone server keeps its sessions). Nodes of the lost epoch
+// (a session-only holder's, a waiter's) are still there, owned by the live
+// session: the engine must delete them, or they block the lock forever.
+func TestSameSessionBackAfterLocalLoss(t *testing.T) {
+	srv := zktest.StartServerT(t)
+	ns := zktest.NewNamespaceOn(t, srv)
+	ctx := ctxT(t)
+	hs := sessiontest.Connect(t, ns, session.WithLossPolicy(session.SessionOnly))
+	ws := sessiontest.Connect(t, ns)
+	hrec, wrec := sessiontest.Record(t, hs), sessiontest.Record(t, ws)
+	holder := newMutex(t, hs)
+	waiter := newMutex(t, ws)
+	hl, err := holder.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := lockAsync(t, ctx, waiter, new(atomic.Int64))
+	raw := ns.Conn(t)
+	waitKids(t, raw, ns, 2)
+	hid, wid := hs.Epoch().SessionID(), ws.Epoch().SessionID()
+
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	hrec.Wait(t, wait, session.Lost)
+	wrec.Wait(t, wait, session.Lost)
+	if err := waitDone(t, hl, wait); !errors.Is(err, session.ErrLost) {
+		t.Fatalf("session-only holder: %v, want session.ErrLost", err)
+	}
+	if r := got.result(t); !errors.Is(r.err, session.ErrLost) {
+		t.Fatalf("waiter: %v, want session.ErrLost", r.err)
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	hrec.Wait(t, wait, session.Reconnected)
+	wrec.Wait(t, wait, session.Reconnected)
+	if hs.Epoch().SessionID() != hid || ws.Epoch().SessionID() != wid {
+		t.Skipf("the server did not keep the sessions (ids %x %x -> %x %x)", hid, wid, hs.Epoch().SessionID(), ws.Epoch().SessionID())
+	}
+	raw2 := ns.Conn(t)
+	zktest.Eventually(t, wait, func() bool {
+		k, _, err := raw2.Children(ns.Path(lockPath))
+		return err == nil && len(k) == 0
+	}, "nodes of the lost epoch left behind")
+	l, err := waiter.TryLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Unlock(ctx)
+}
+
+// TestLockWhileDisconnected: a Lock called while the connection is down
+// waits for it (within ctx), then acquires; nothing is created meanwhile.
+func TestLockWhileDisconnected(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			ns := zktest.NewNamespace(t)
+			raw := ns.Conn(t)
+			s, p := sessiontest.ConnectProxy(t, ns)
+			rec := sessiontest.Record(t, s)
+			lk := k.make(t, s)
+			ctx := ctxT(t)
+			p.Refuse(true)
+			p.Cut()
+			rec.Wait(t, wait, session.Suspended)
+			got := lockAsync(t, ctx, lk, new(atomic.Int64))
+			select {
+			case r := <-got.res:
+				t.Fatalf("Lock returned while disconnected: %v", r.err)
+			default:
+			}
+			if ks := kids(t, raw, ns); len(ks) != 0 {
+				t.Fatalf("nodes created while disconnected: %q", ks)
+			}
+			p.Refuse(false)
+			rec.Wait(t, wait, session.Reconnected)
+			r := got.result(t)
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if r.l.Err() != nil {
+				t.Fatalf("lease: %v", r.l.Err())
+			}
+			if err := got.unlock(t); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestCancelDuringLostCreate: the create's reply is lost and the connection
+// cannot come back; canceling the Lock returns at once (ctx is the only
+// bound), and the ghost node is deleted in the background once the
+// connection is back.
+func TestCancelDuringLostCreate(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			ns := zktest.NewNamespace(t)
+			raw := ns.Conn(t)
+			s, p := sessiontest.ConnectProxy(t, ns, session.WithLossPolicy(session.SessionOnly))
+			rec := sessiontest.Record(t, s)
+			lk := k.make(t, s)
+			dir := ns.Path(lockPath) + "/"
+			var swallowed atomic.Int32
+			p.OnRequest(func(r zktest.Request) zktest.Action {
+				if (r.Op == zktest.OpCreate || r.Op == zktest.OpMulti) && strings.HasPrefix(r.Path, dir) && swallowed.Add(1) == 1 {
+					p.Refuse(true)
+					return zktest.SwallowReply
+				}
+				return zktest.Forward
+			})
+			ctx, cancel := context.WithCancel(ctxT(t))
+			got := lockAsync(t, ctx, lk, new(atomic.Int64))
+			rec.Wait(t, wait, session.Suspended)
+			zktest.Eventually(t, wait, func() bool { return len(kids(t, raw, ns)) == 1 }, "ghost not created")
+			cancel()
+			start := time.Now()
+			r := got.result(t)
+			if !errors.Is(r.err, context.Canceled) {
+				t.Fatalf("Lock = %v, want context.Canceled", r.err)
+			}
+			t.Logf("Lock returned %v after the cancel (connection still down)", time.Since(start))
+			p.Refuse(false)
+			rec.Wait(t, wait, session.Reconnected)
+			zktest.Eventually(t, wait, func() bool { return len(kids(t, raw, ns)) == 0 }, "ghost node not deleted")
+		})
+	}
+}

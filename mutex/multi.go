@@ -1,0 +1,144 @@
+package mutex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// rollbackTimeout bounds the unlocks of a rolled-back multi-lock; what is not
+// deleted by then is left to the session's guaranteed-delete queue.
+const rollbackTimeout = 5 * time.Second
+
+// Multi holds several locks as one (Curator's InterProcessMultiLock): Lock
+// takes them all, in the order given, under one ctx, or none; the lease's
+// Unlock releases them in reverse order. Locks that share a session and those
+// on different sessions may be mixed. To avoid deadlocks between processes,
+// give the locks in the same order everywhere. A Multi is safe for concurrent
+// use (but see Mutex for the goroutine rules of reentrant locks: a multi-lock
+// holding a Mutex must be unlocked by the goroutine that locked it).
+type Multi struct {
+	locks []Locker
+}
+
+// NewMulti returns a multi-lock over locks (at least one, none nil).
+func NewMulti(locks ...Locker) (*Multi, error) {
+	if len(locks) == 0 {
+		return nil, ErrNoLocks
+	}
+	for i, l := range locks {
+		if l == nil {
+			return nil, fmt.Errorf("%w: lock %d is nil", ErrNoLocks, i)
+		}
+	}
+	return &Multi{locks: append([]Locker(nil), locks...)}, nil
+}
+
+// Lock takes every lock in order, blocking within ctx. If one fails (ctx
+// ends, a lock is closed, the session is lost, ...), the locks already taken
+// are unlocked in reverse order before Lock returns the error (which names
+// the lock that failed and wraps its error, e.g. context.Canceled).
+func (m *Multi) Lock(ctx context.Context) (*MultiLease, error) {
+	return m.lock(ctx, false)
+}
+
+// TryLock takes every lock only if none needs waiting; otherwise it rolls
+// back and returns an error matching ErrLocked.
+func (m *Multi) TryLock(ctx context.Context) (*MultiLease, error) {
+	return m.lock(ctx, true)
+}
+
+func (m *Multi) lock(ctx context.Context, try bool) (*MultiLease, error) {
+	held := make([]*Lease, 0, len(m.locks))
+	for _, lk := range m.locks {
+		var l *Lease
+		var err error
+		if try {
+			l, err = lk.TryLock(ctx)
+		} else {
+			l, err = lk.Lock(ctx)
+		}
+		if err == nil && l.Err() != nil {
+			// Lost before we even finished taking the others.
+			err = l.Err()
+			held = append(held, l)
+		}
+		if err != nil {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+			rerr := unlockReverse(rctx, held)
+			cancel()
+			err = fmt.Errorf("mutex: multi-lock %s: %w", lk.Path(), err)
+			if rerr != nil {
+				err = fmt.Errorf("%w (rollback: %w)", err, rerr)
+			}
+			return nil, err
+		}
+		held = append(held, l)
+	}
+	ml := &MultiLease{leases: held}
+	ml.ctx, ml.cancel = context.WithCancelCause(context.Background())
+	for _, l := range held {
+		l := l
+		ml.stops = append(ml.stops, context.AfterFunc(l.Context(), func() { ml.cancel(l.Err()) }))
+	}
+	return ml, nil
+}
+
+func unlockReverse(ctx context.Context, leases []*Lease) error {
+	var errs []error
+	for i := len(leases) - 1; i >= 0; i-- {
+		if err := leases[i].Unlock(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// MultiLease is the handle of a held multi-lock. Done is closed as soon as
+// any of its locks is lost (or at Unlock); Err is the first cause.
+type MultiLease struct {
+	leases []*Lease
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stops  []func() bool
+
+	once sync.Once
+}
+
+// Done returns a channel closed when any lock of the set ends.
+func (ml *MultiLease) Done() <-chan struct{} { return ml.ctx.Done() }
+
+// Err returns nil while every lock is held, then the cause of the first end.
+func (ml *MultiLease) Err() error {
+	if ml.ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(ml.ctx)
+}
+
+// Context returns a context canceled when any lock of the set ends, with
+// context.Cause(ctx) == Err().
+func (ml *MultiLease) Context() context.Context { return ml.ctx }
+
+// Leases returns the leases of the set, in locking order.
+func (ml *MultiLease) Leases() []*Lease { return append([]*Lease(nil), ml.leases...) }
+
+// Unlock releases every lock in reverse order (see Lease.Unlock) and returns
+// the errors joined. Idempotent; if a reentrant Mutex of the set refuses
+// (ErrNotOwner, called from another goroutine), the set stays held and Unlock
+// may be called again from the right goroutine.
+func (ml *MultiLease) Unlock(ctx context.Context) error {
+	err := unlockReverse(ctx, ml.leases)
+	if errors.Is(err, ErrNotOwner) {
+		return err
+	}
+	ml.once.Do(func() {
+		ml.cancel(ErrReleased)
+		for _, stop := range ml.stops {
+			stop()
+		}
+	})
+	return err
+}

@@ -1,0 +1,83 @@
+package mutex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/session"
+)
+
+// NonFairNode is the name of the non-fair lock's node in the lock directory:
+// "<path>/lock". It matches no fair-lock marker, so a fair lock on the same
+// path ignores it (the two kinds do not exclude each other).
+const NonFairNode = "lock"
+
+// NonFair is a non-fair distributed lock: one EPHEMERAL node with a fixed
+// name, "<path>/lock", whose data names the owner ("<uuid> <participant
+// id>", the uuid new at every Lock). Taking a free lock is one write (and a
+// read of the node's stat pipelined behind it). Waiters watch that node and
+// race to create it when it is deleted, so every release wakes every waiter
+// and the order is not first-come first-served; use Mutex for fairness. After
+// a connection error during the create, the owner recognises its node by its
+// data and its ephemeralOwner. Not part of Curator.
+//
+// It is not reentrant; its lease may be unlocked from any goroutine. A second
+// Lock while this process holds the lock waits like any other. A NonFair is
+// safe for concurrent use.
+type NonFair struct {
+	in   *recipes.Internals
+	path string
+	id   string
+}
+
+// NewNonFair returns a non-fair lock on path. It validates its arguments and
+// does no I/O.
+func NewNonFair(sess *session.Session, path string, opts ...Option) (*NonFair, error) {
+	c, err := buildConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	in, err := recipes.NewInternals(sess, path, c.internalsOptions()...)
+	if err != nil {
+		return nil, err
+	}
+	return &NonFair{in: in, path: path, id: c.id}, nil
+}
+
+// Path returns the lock's path as given to NewNonFair.
+func (m *NonFair) Path() string { return m.path }
+
+// Lock blocks until the lock is held or ctx ends; errors and cleanup are as
+// for Mutex.Lock.
+func (m *NonFair) Lock(ctx context.Context) (*Lease, error) {
+	l, err := m.in.AcquireFixed(ctx, NonFairNode, m.id)
+	if err != nil {
+		return nil, err
+	}
+	return &Lease{l: l, path: m.path}, nil
+}
+
+// TryLock takes the lock if it is free, else returns an error matching
+// ErrLocked.
+func (m *NonFair) TryLock(ctx context.Context) (*Lease, error) {
+	l, err := m.in.TryAcquireFixed(ctx, NonFairNode, m.id)
+	if errors.Is(err, recipes.ErrWouldBlock) {
+		return nil, fmt.Errorf("mutex %s: %w", m.path, ErrLocked)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Lease{l: l, path: m.path}, nil
+}
+
+// Holder returns the holder of the lock (its participant id, session and
+// token), or nil if it is free.
+func (m *NonFair) Holder(ctx context.Context) (*Participant, error) {
+	return m.in.FixedHolder(ctx, NonFairNode)
+}
+
+// Close ends the leases of this lock (cause ErrClosed), makes waiting Locks
+// return ErrClosed, and waits for its goroutines. Idempotent.
+func (m *NonFair) Close() error { return m.in.Close() }

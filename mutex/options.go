@@ -1,0 +1,140 @@
+package mutex
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// Option configures a lock constructor (New, NewNonReentrant, NewNonFair).
+type Option func(*config) error
+
+type config struct {
+	id        string
+	idSet     bool
+	nodeWatch bool
+	lg        *zap.Logger
+	cleanup   time.Duration
+}
+
+func buildConfig(opts []Option) (*config, error) {
+	c := &config{nodeWatch: true}
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil option", ErrBadOption)
+		}
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	if !c.idSet {
+		c.id = LocalID()
+	}
+	return c, nil
+}
+
+func (c *config) internalsOptions() []recipes.InternalsOption {
+	o := []recipes.InternalsOption{
+		recipes.WithName("mutex"),
+		recipes.WithNodeWatch(c.nodeWatch),
+		recipes.WithClosedError(ErrClosed),
+	}
+	if c.lg != nil {
+		o = append(o, recipes.WithLogger(c.lg))
+	}
+	if c.cleanup > 0 {
+		o = append(o, recipes.WithCleanupTimeout(c.cleanup))
+	}
+	return o
+}
+
+// WithID sets the participant id stored in our lock node (UTF-8; Curator
+// reads it as the node's data). Default: LocalID(), as Curator's default is
+// the local IP address as text.
+func WithID(id string) Option {
+	return func(c *config) error {
+		c.id, c.idSet = id, true
+		return nil
+	}
+}
+
+// WithNodeWatch says whether a held lease watches its own node, so that a
+// deletion by a third party (an operator, a cleanup job) ends the lease at
+// once with ErrLockLost (default true). It costs one request per lock cycle
+// and one extra watch notification per release; it adds no latency to Lock
+// (the watch is set after Lock returns). Without it, the holder learns of
+// such a deletion only when its session ends, while the next waiter already
+// holds the lock.
+func WithNodeWatch(on bool) Option {
+	return func(c *config) error {
+		c.nodeWatch = on
+		return nil
+	}
+}
+
+// WithLogger sets the logger (default: the session's logger, named "mutex").
+func WithLogger(lg *zap.Logger) Option {
+	return func(c *config) error {
+		if lg == nil {
+			return fmt.Errorf("%w: nil logger", ErrBadOption)
+		}
+		c.lg = lg
+		return nil
+	}
+}
+
+// WithCleanupTimeout bounds the detached delete of the node of a failed or
+// canceled Lock (default 5s); after it the delete is left to the session's
+// guaranteed-delete queue.
+func WithCleanupTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: cleanup timeout %v", ErrBadOption, d)
+		}
+		c.cleanup = d
+		return nil
+	}
+}
+
+// LocalID returns the default participant id: the first IPv4 (else IPv6)
+// address of an up, non-loopback network interface, as text; the host name
+// if there is none; "unknown" if that fails too.
+func LocalID() string {
+	ifaces, err := net.Interfaces()
+	if err == nil {
+		var v6 string
+		for _, ifc := range ifaces {
+			if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+				continue
+			}
+			addrs, err := ifc.Addrs()
+			if err != nil {
+				continue
+			}
+			for _, a := range addrs {
+				ipn, ok := a.(*net.IPNet)
+				if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() {
+					continue
+				}
+				if ip4 := ipn.IP.To4(); ip4 != nil {
+					return ip4.String()
+				}
+				if v6 == "" {
+					v6 = ipn.IP.String()
+				}
+			}
+		}
+		if v6 != "" {
+			return v6
+		}
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "unknown"
+}

@@ -1,0 +1,286 @@
+package mutex_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// TestReentrancy: three nested Locks by one goroutine share one node; an
+// Unlock from another goroutine is refused; the node goes at the last Unlock.
+func TestReentrancy(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	s := connect(t, ns)
+	m := newMutex(t, s)
+	other := newMutex(t, connect(t, ns))
+	ctx := ctxT(t)
+
+	l1, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l3, err := m.TryLock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.HeldByMe() {
+		t.Fatal("HeldByMe = false")
+	}
+	if ks := lockKids(t, raw, ns); len(ks) != 1 || l1.Node() != ks[0] || l2.Node() != ks[0] || l3.Node() != ks[0] {
+		t.Fatalf("nodes %q; leases %s %s %s", ks, l1.Node(), l2.Node(), l3.Node())
+	}
+	if l1.Token() != l3.Token() {
+		t.Fatal("nested holds have different tokens")
+	}
+
+	// Another goroutine of the same process neither re-enters nor unlocks.
+	type res struct {
+		held  bool
+		try   error
+		unl   error
+		inner error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		_, terr := m.TryLock(ctx)
+		ch <- res{held: m.HeldByMe(), try: terr, unl: l1.Unlock(ctx), inner: l3.Unlock(ctx)}
+	}()
+	r := <-ch
+	if r.held || !errors.Is(r.try, mutex.ErrLocked) {
+		t.Fatalf("other goroutine: HeldByMe=%v TryLock=%v", r.held, r.try)
+	}
+	if !errors.Is(r.unl, mutex.ErrNotOwner) || !errors.Is(r.inner, mutex.ErrNotOwner) {
+		t.Fatalf("Unlock from another goroutine = %v, %v; want ErrNotOwner", r.unl, r.inner)
+	}
+	if _, err := other.TryLock(ctx); !errors.Is(err, mutex.ErrLocked) {
+		t.Fatalf("other session TryLock = %v", err)
+	}
+
+	// Unlock in any order; the node goes at the last one.
+	for i, l := range []*mutex.Lease{l2, l3} {
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock %d: %v", i, err)
+		}
+		if err := l.Unlock(ctx); err != nil { // idempotent per handle
+			t.Fatalf("second Unlock %d: %v", i, err)
+		}
+		if l1.Err() != nil || len(lockKids(t, raw, ns)) != 1 {
+			t.Fatalf("lock released before the last Unlock")
+		}
+	}
+	if err := l1.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitDone(t, l1, wait); !errors.Is(err, mutex.ErrReleased) {
+		t.Fatalf("cause %v", err)
+	}
+	if ks := lockKids(t, raw, ns); len(ks) != 0 {
+		t.Fatalf("nodes left %q", ks)
+	}
+	if m.HeldByMe() {
+		t.Fatal("HeldByMe after last Unlock")
+	}
+}
+
+// TestReentryAfterLoss: a goroutine whose hold was lost gets an error from a
+// nested Lock until it unlocks the outer hold; then it can lock again.
+func TestReentryAfterLoss(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	m := newMutex(t, connect(t, ns))
+	ctx := ctxT(t)
+	l, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Delete(l.Path(), -1); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, l, wait)
+	if _, err := m.Lock(ctx); !errors.Is(err, mutex.ErrLockLost) {
+		t.Fatalf("nested Lock after loss = %v, want ErrLockLost", err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2.Unlock(ctx)
+}
+
+// TestNonReentrant: the handle may be unlocked from another goroutine; a
+// second Lock by the holder waits (queues behind itself) until the first
+// lease is unlocked or its ctx ends.
+func TestNonReentrant(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	m, err := mutex.NewNonReentrant(connect(t, ns), lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx := ctxT(t)
+	l1, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.TryLock(ctx); !errors.Is(err, mutex.ErrLocked) {
+		t.Fatalf("TryLock by the holder = %v, want ErrLocked", err)
+	}
+
+	// A second Lock by the same goroutine waits until ctx ends.
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err = m.Lock(short)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second Lock = %v, want DeadlineExceeded", err)
+	}
+	if ks := lockKids(t, raw, ns); len(ks) != 1 || ks[0] != l1.Node() {
+		t.Fatalf("nodes %q", ks)
+	}
+
+	// ... or until another goroutine unlocks the first lease.
+	got := lockAsync(t, ctx, m, new(atomic.Int64))
+	waitKids(t, raw, ns, 2)
+	unl := make(chan error, 1)
+	go func() { unl <- l1.Unlock(ctx) }()
+	if err := <-unl; err != nil {
+		t.Fatalf("Unlock from another goroutine: %v", err)
+	}
+	r := got.result(t)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if err := r.l.Unlock(ctx); err != nil { // any goroutine may unlock
+		t.Fatal(err)
+	}
+	waitKids(t, raw, ns, 0)
+}
+
+// TestExcludesAcrossKinds: Mutex and NonReentrant on one path exclude each
+// other (same node layout); NonFair uses its own node and ignores them.
+func TestExcludesAcrossKinds(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	ctx := ctxT(t)
+	m := newMutex(t, connect(t, ns))
+	nr, err := mutex.NewNonReentrant(connect(t, ns), lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nr.Close()
+	l, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nr.TryLock(ctx); !errors.Is(err, mutex.ErrLocked) {
+		t.Fatalf("NonReentrant TryLock while Mutex holds = %v", err)
+	}
+	ps, err := nr.Participants(ctx)
+	if err != nil || len(ps) != 1 || ps[0].Node != l.Node() {
+		t.Fatalf("Participants = %+v, %v", ps, err)
+	}
+	l.Unlock(ctx)
+}
+
+// TestMultiRollback: a multi-lock whose second lock is held elsewhere times
+// out and rolls the first back; once free it takes both, and releases them in
+// reverse order.
+func TestMultiRollback(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	ctx := ctxT(t)
+	s := connect(t, ns)
+	a, err := mutex.New(s, "/locks/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := mutex.NewNonReentrant(s, "/locks/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c, err := mutex.NewNonFair(s, "/locks/c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	blocker, err := mutex.NewNonReentrant(connect(t, ns), "/locks/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocker.Close()
+	bl, err := blocker.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ml, err := mutex.NewMulti(a, b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err = ml.Lock(short)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("multi Lock = %v, want DeadlineExceeded", err)
+	}
+	for _, p := range []string{"/locks/a", "/locks/c"} {
+		k, _, _ := raw.Children(ns.Path(p))
+		if len(k) != 0 {
+			t.Fatalf("%s not rolled back: %q", p, k)
+		}
+	}
+	if k, _, _ := raw.Children(ns.Path("/locks/b")); len(k) != 1 {
+		t.Fatalf("/locks/b: %q, want only the blocker's node", k)
+	}
+	if _, err := ml.TryLock(ctx); !errors.Is(err, mutex.ErrLocked) {
+		t.Fatalf("multi TryLock = %v, want ErrLocked", err)
+	}
+	if a.HeldByMe() {
+		t.Fatal("a still held after the rollback")
+	}
+
+	bl.Unlock(ctx)
+	mlease, err := ml.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mlease.Leases()) != 3 || mlease.Err() != nil {
+		t.Fatalf("leases %d, err %v", len(mlease.Leases()), mlease.Err())
+	}
+	// Losing one lock ends the set.
+	if err := raw.Delete(mlease.Leases()[1].Path(), -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitDone(t, mlease, wait); !errors.Is(err, mutex.ErrLockLost) {
+		t.Fatalf("multi cause = %v", err)
+	}
+	if err := mlease.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/locks/a", "/locks/b", "/locks/c"} {
+		k, _, _ := raw.Children(ns.Path(p))
+		if len(k) != 0 {
+			t.Fatalf("%s left: %q", p, k)
+		}
+	}
+	if _, err := mutex.NewMulti(); !errors.Is(err, mutex.ErrNoLocks) {
+		t.Fatalf("NewMulti() = %v", err)
+	}
+	if _, err := mutex.NewMulti(a, nil); !errors.Is(err, mutex.ErrNoLocks) {
+		t.Fatalf("NewMulti(a, nil) = %v", err)
+	}
+}

@@ -1,0 +1,88 @@
+// Package recipes is the engine shared by the ordered ZooKeeper recipes of
+// this module (mutex, rwlock, semaphore, leader): the Go counterpart of
+// Apache Curator's LockInternals, wire-compatible with it.
+//
+// # Znodes
+//
+// A recipe directory (created on demand as a container node, so an empty
+// directory disappears) holds one EPHEMERAL_SEQUENTIAL node per contender,
+// named as Curator's protected mode names them:
+//
+//	<dir>/_c_<uuid>-<marker><seq>
+//
+// where uuid is a random UUID in its 36-character dashed form, marker is the
+// Driver's marker ("lock-", "latch-", "lease-", "__READ__", "__WRIT__") and
+// seq the server's %010d sequence. The node's data is the participant id.
+// Children are sorted by the number after the marker occurring last in the
+// name, then by name; children that match no marker are ignored.
+//
+// # Algorithm
+//
+// Acquire waits for a connected session and captures its epoch and lease
+// context, then creates our node and, in parallel, lists the directory:
+// requests of one session are answered in order, so a list read after the
+// create contains our node (found by its UUID) and the first decision costs
+// no extra round trip (the list is read again when the read overtook the
+// create). The Driver decides on the sorted snapshot: held, or the name of
+// the child to wait for. A waiter sets a data watch (GetW) on that child only,
+// never on the directory, so a release wakes one waiter. The wait wakes on the
+// watch, on the end of the session epoch, on ctx and on Close. A woken waiter
+// normally reads the directory again; with a Monotone driver and the node
+// watch, a waiter whose last snapshot showed only the deleted child before it
+// takes over on the deletion notice alone (children sorting before ours were
+// all created before ours, so none can have appeared since).
+//
+// Before the read that decides, the engine captures the session's lease
+// context and never grants a lease while the connection is suspended or when
+// our node's owner is not the live session (the errors behind Curator's
+// CURATOR-604 and CURATOR-696).
+//
+// A create whose reply is lost (connection error) is recovered as Curator's
+// protected mode does: list the directory, find the child starting with
+// "_c_<uuid>-", adopt it only if its ephemeralOwner is our live session,
+// otherwise delete it and create again. A create that succeeded on a session
+// other than the one the attempt is bound to (go-zookeeper may send a queued
+// request on a new session) is detected without an extra request, by the
+// connection's session id after the reply, and undone.
+//
+// The fencing token is our node's czxid. go-zookeeper v1.0.4 has no create2
+// and does not expose a reply's zxid, so the create is sent as a multi: the
+// create and a setData of empty data on the recipe directory, one
+// transaction, whose setData Stat carries the transaction's zxid (the
+// directory's new mzxid), which is our node's czxid. This costs no extra
+// request; the directory's data version grows with every acquire (neither
+// this module nor Curator stores data there). If the directory holds data or
+// the session may not write it, the engine uses a plain create and reads the
+// token from our node (one more read). An uncontended acquire and release is
+// thus three requests in two round trips: the multi and the children read
+// (pipelined), and the delete.
+//
+// # Leases and loss
+//
+// A lease is derived from the session's lease context: under the standard
+// loss policy it ends at the first suspension of the connection
+// (session.ErrSuspended), under the session-only policy at the loss of the
+// session (session.ErrLost). One goroutine per held lease also ends it on
+// Close (ErrClosed) and, with WithNodeWatch (default on), when our node is
+// deleted by someone else (ErrLockLost): it keeps a data watch on our own
+// node, set asynchronously after the acquire returns. That watch costs one
+// request per cycle and one extra watch notification per release. When a
+// lease ends for any reason other than Release or ErrLockLost, the engine
+// deletes its node (through the session's guaranteed-delete queue while the
+// connection is down), so a holder told it lost the lock never keeps
+// blocking others.
+//
+// # Cancellation and cleanup
+//
+// A failed or canceled acquire deletes its node with a detached context
+// bounded by the cleanup timeout (WithCleanupTimeout) before it returns;
+// when the connection is down the delete goes to the session's
+// guaranteed-delete queue. If the recipe was won just as ctx ended, it is
+// released and the ctx error returned. Errors match context.Canceled or
+// context.DeadlineExceeded.
+//
+// # Reentrancy
+//
+// Reentrant keeps per-goroutine hold counts (keyed by goroutine id, as
+// Curator keys by thread) for the recipes that are reentrant.
+package recipes

@@ -1,0 +1,468 @@
+package recipes_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/session"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+const dir = "/r/dir"
+
+var lockDriver = recipes.StandardDriver{Name: "lock-", MaxLeases: 1}
+
+const wait = 15 * time.Second
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func newInternals(t testing.TB, s *session.Session, opts ...recipes.InternalsOption) *recipes.Internals {
+	t.Helper()
+	in, err := recipes.NewInternals(s, dir, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	return in
+}
+
+func children(t testing.TB, c *zk.Conn, ns *zktest.Namespace) []string {
+	t.Helper()
+	k, _, err := c.Children(ns.Path(dir))
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(k)
+	return k
+}
+
+func waitChildren(t testing.TB, c *zk.Conn, ns *zktest.Namespace, n int) {
+	t.Helper()
+	zktest.Eventually(t, wait, func() bool { return len(children(t, c, ns)) == n }, "want %d children", n)
+}
+
+// TestTokenIsCzxid: whether the token comes from the pipelined read (no child
+// changed after our create) or from a read of our node (contention), it is
+// the node's czxid; and leases see Context cause == Err.
+func TestTokenIsCzxid(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	ctx := ctxT(t)
+	const workers, cycles = 4, 15
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for i := 0; i < workers; i++ {
+		in := newInternals(t, sessiontest.Connect(t, ns), recipes.WithNodeWatch(i%2 == 0))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- func() error {
+				for j := 0; j < cycles; j++ {
+					l, err := in.Acquire(ctx, lockDriver, []byte("x"))
+					if err != nil {
+						return err
+					}
+					_, st, err := raw.Get(l.Path())
+					if err != nil {
+						return err
+					}
+					if st.Czxid != l.Token() {
+						return fmt.Errorf("token %d, czxid %d", l.Token(), st.Czxid)
+					}
+					if err := l.Release(ctx); err != nil {
+						return err
+					}
+					if context.Cause(l.Context()) != l.Err() || !errors.Is(l.Err(), recipes.ErrReleased) {
+						return fmt.Errorf("cause %v, Err %v", context.Cause(l.Context()), l.Err())
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestSemaphoreDriver: the engine with MaxLeases 3 lets three hold at once,
+// the fourth waits for the first.
+func TestSemaphoreDriver(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	ctx := ctxT(t)
+	in := newInternals(t, sessiontest.Connect(t, ns))
+	d := recipes.StandardDriver{Name: "lease-", MaxLeases: 3}
+	var ls []*recipes.Lease
+	for i := 0; i < 3; i++ {
+		l, err := in.TryAcquire(ctx, d, []byte(fmt.Sprint(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+	}
+	if _, err := in.TryAcquire(ctx, d, nil); !errors.Is(err, recipes.ErrWouldBlock) {
+		t.Fatalf("fourth TryAcquire = %v", err)
+	}
+	ps, err := in.Participants(ctx, d)
+	if err != nil || len(ps) != 3 {
+		t.Fatalf("Participants = %+v, %v", ps, err)
+	}
+	for i, p := range ps {
+		if p.ID != fmt.Sprint(i) || p.Node != ls[i].Node() || p.Seq != ls[i].Seq() || p.Czxid != ls[i].Token() || p.Marker != "lease-" {
+			t.Fatalf("participant %d = %+v", i, p)
+		}
+	}
+	done := make(chan *recipes.Lease, 1)
+	go func() {
+		l, err := in.Acquire(ctx, d, nil)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- l
+	}()
+	raw := ns.Conn(t)
+	waitChildren(t, raw, ns, 4)
+	ls[1].Release(ctx) // not the one it watches: it must not wake
+	select {
+	case <-done:
+		t.Fatal("fourth acquired... after the second released? it watches the first")
+	default:
+	}
+	ls[0].Release(ctx)
+	l := <-done
+	if l == nil {
+		t.FailNow()
+	}
+	for _, x := range []*recipes.Lease{l, ls[2]} {
+		x.Release(ctx)
+	}
+	waitChildren(t, raw, ns, 0)
+}
+
+// TestWaitingNodeDeleted: a third party deletes our node while we wait: the
+// acquire fails with ErrLockLost (with the node watch at once, without it
+// when the predecessor goes).
+func TestWaitingNodeDeleted(t *testing.T) {
+	for _, watch := range []bool{true, false} {
+		t.Run(fmt.Sprintf("nodewatch=%v", watch), func(t *testing.T) {
+			ns := zktest.NewNamespace(t)
+			raw := ns.Conn(t)
+			ctx := ctxT(t)
+			holder := newInternals(t, sessiontest.Connect(t, ns))
+			waiter := newInternals(t, sessiontest.Connect(t, ns), recipes.WithNodeWatch(watch))
+			hl, err := holder.Acquire(ctx, lockDriver, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := make(chan error, 1)
+			go func() {
+				l, err := waiter.Acquire(ctx, lockDriver, nil)
+				if err == nil {
+					l.Release(ctx)
+				}
+				res <- err
+			}()
+			waitChildren(t, raw, ns, 2)
+			ks := children(t, raw, ns)
+			for _, k := range ks {
+				if k != hl.Node() {
+					if err := raw.Delete(ns.Path(dir)+"/"+k, -1); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if !watch {
+				hl.Release(ctx)
+			}
+			select {
+			case err := <-res:
+				if !errors.Is(err, recipes.ErrLockLost) {
+					t.Fatalf("Acquire = %v, want ErrLockLost", err)
+				}
+			case <-time.After(wait):
+				t.Fatal("waiter did not notice")
+			}
+			hl.Release(ctx)
+		})
+	}
+}
+
+// TestSessionLostWhileWaiting: the waiter's session is expired: its acquire
+// fails with session.ErrLost and is not carried over to the new session.
+func TestSessionLostWhileWaiting(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	ctx := ctxT(t)
+	holder := newInternals(t, sessiontest.Connect(t, ns))
+	ws, p := sessiontest.ConnectProxy(t, ns)
+	waiter := newInternals(t, ws)
+	hl, err := holder.Acquire(ctx, lockDriver, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hl.Release(ctx)
+	res := make(chan error, 1)
+	go func() {
+		l, err := waiter.Acquire(ctx, lockDriver, nil)
+		if err == nil {
+			l.Release(ctx)
+		}
+		res <- err
+	}()
+	waitChildren(t, raw, ns, 2)
+	p.Partition()
+	defer p.Heal()
+	select {
+	case err := <-res:
+		if !errors.Is(err, session.ErrLost) {
+			t.Fatalf("Acquire = %v, want session.ErrLost", err)
+		}
+	case <-time.After(wait):
+		t.Fatal("waiter did not fail")
+	}
+	waitChildren(t, raw, ns, 1)
+}
+
+// driverErr fails every decision.
+type driverErr struct{ recipes.StandardDriver }
+
+var errDecide = errors.New("decide failed")
+
+func (driverErr) Decide([]recipes.Child, int) (bool, string, error) { return false, "", errDecide }
+
+// TestDriverErrorCleansUp: a Decide error ends the acquire and deletes the
+// node; bad drivers are refused before any I/O.
+func TestDriverErrorCleansUp(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	ctx := ctxT(t)
+	in := newInternals(t, sessiontest.Connect(t, ns))
+	if _, err := in.Acquire(ctx, driverErr{lockDriver}, nil); !errors.Is(err, errDecide) {
+		t.Fatalf("Acquire = %v", err)
+	}
+	if ks := children(t, raw, ns); len(ks) != 0 {
+		t.Fatalf("nodes left: %q", ks)
+	}
+	for _, d := range []recipes.Driver{nil, recipes.StandardDriver{}, recipes.StandardDriver{Name: "a/b"}} {
+		if _, err := in.Acquire(ctx, d, nil); !errors.Is(err, recipes.ErrBadDriver) {
+			t.Fatalf("Acquire(%v) = %v", d, err)
+		}
+	}
+	if _, err := recipes.NewInternals(nil, dir); !errors.Is(err, recipes.ErrNilSession) {
+		t.Fatalf("nil session: %v", err)
+	}
+}
+
+// TestGhostStandard: the ghost-node recovery under the standard policy (the
+// lease context is canceled by the cut; the engine waits for the
+// reconnection before it grants).
+func TestGhostStandard(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	ctx := ctxT(t)
+	s, p := sessiontest.ConnectProxy(t, ns)
+	in := newInternals(t, s)
+	prefix := ns.Path(dir) + "/"
+	var n atomic.Int32
+	p.OnRequest(func(r zktest.Request) zktest.Action {
+		if (r.Op == zktest.OpCreate || r.Op == zktest.OpMulti) && strings.HasPrefix(r.Path, prefix) && n.Add(1) == 1 {
+			return zktest.SwallowReply
+		}
+		return zktest.Forward
+	})
+	l, err := in.Acquire(ctx, lockDriver, []byte("g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Load() != 1 || len(children(t, raw, ns)) != 1 {
+		t.Fatalf("creates %d, nodes %q", n.Load(), children(t, raw, ns))
+	}
+	if l.Err() != nil {
+		t.Fatalf("lease ended: %v", l.Err())
+	}
+	l.Release(ctx)
+	waitChildren(t, raw, ns, 0)
+}
+
+// TestCloseEndsAndJoins: Close ends leases with ErrClosed, deletes their
+// nodes, and is idempotent.
+func TestCloseEndsAndJoins(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	ctx := ctxT(t)
+	in, err := recipes.NewInternals(sessiontest.Connect(t, ns), dir, recipes.WithClosedError(errors.New("mine: closed")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ls []*recipes.Lease
+	for i := 0; i < 3; i++ {
+		l, err := in.TryAcquire(ctx, recipes.StandardDriver{Name: "lease-", MaxLeases: 5}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+	}
+	in.Close()
+	in.Close()
+	for _, l := range ls {
+		select {
+		case <-l.Done():
+		default:
+			t.Fatal("lease not ended by Close")
+		}
+		if !errors.Is(l.Err(), recipes.ErrClosed) || !strings.Contains(l.Err().Error(), "mine: closed") {
+			t.Fatalf("cause %v", l.Err())
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ks := children(t, raw, ns); len(ks) != 0 {
+		t.Fatalf("nodes left: %q", ks)
+	}
+	if _, err := in.Acquire(ctx, lockDriver, nil); !errors.Is(err, recipes.ErrClosed) {
+		t.Fatalf("Acquire after Close = %v", err)
+	}
+}
+
+// TestPlainCreateAndDirData: without the multi-create (option, or a
+// directory holding data) the token is still the czxid and the directory's
+// data is never touched.
+func TestPlainCreateAndDirData(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    []recipes.InternalsOption
+		dirData []byte
+	}{
+		{"option", []recipes.InternalsOption{recipes.WithMultiCreate(false)}, nil},
+		{"dir-data", nil, []byte("keep me")},
+		{"multi", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := zktest.NewNamespace(t)
+			raw := ns.Conn(t)
+			ctx := ctxT(t)
+			if tc.dirData != nil {
+				for _, p := range []string{"/r", dir} {
+					if _, err := raw.Create(ns.Path(p), tc.dirData, 0, zk.WorldACL(zk.PermAll)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			in := newInternals(t, sessiontest.Connect(t, ns), tc.opts...)
+			for i := 0; i < 3; i++ {
+				l, err := in.Acquire(ctx, lockDriver, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, st, err := raw.Get(l.Path())
+				if err != nil || st.Czxid != l.Token() {
+					t.Fatalf("token %d, czxid %v %v", l.Token(), st, err)
+				}
+				l.Release(ctx)
+			}
+			data, st, err := raw.Get(ns.Path(dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantWrites := int32(3)
+			if tc.name != "multi" {
+				wantWrites = 0
+			}
+			if string(data) != string(tc.dirData) || st.Version != wantWrites {
+				t.Fatalf("directory data %q version %d, want %q version %d", data, st.Version, tc.dirData, wantWrites)
+			}
+		})
+	}
+}
+
+// TestHandoffRequests: with the node watch a waiter takes over on the
+// deletion notice alone (no children read); without it, it reads the
+// children once. Either way it sends nothing else.
+func TestHandoffRequests(t *testing.T) {
+	for _, watch := range []bool{true, false} {
+		t.Run(fmt.Sprintf("nodewatch=%v", watch), func(t *testing.T) {
+			ns := zktest.NewNamespace(t)
+			raw := ns.Conn(t)
+			ctx := ctxT(t)
+			holder := newInternals(t, sessiontest.Connect(t, ns))
+			ws, p := sessiontest.ConnectProxy(t, ns)
+			waiter := newInternals(t, ws, recipes.WithNodeWatch(watch))
+			hl, err := holder.Acquire(ctx, lockDriver, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var ops []int32
+			var armed atomic.Bool
+			p.OnRequest(func(r zktest.Request) zktest.Action {
+				if armed.Load() && r.Op != zktest.OpPing {
+					mu.Lock()
+					ops = append(ops, r.Op)
+					mu.Unlock()
+				}
+				return zktest.Forward
+			})
+			res := make(chan *recipes.Lease, 1)
+			go func() {
+				l, err := waiter.Acquire(ctx, lockDriver, nil)
+				if err != nil {
+					t.Error(err)
+				}
+				res <- l
+			}()
+			waitChildren(t, raw, ns, 2)
+			// Wait until the waiter is in its select (its last request sent).
+			// (the holder's own watch, the waiter's on it, and with the node
+			// watch the waiter's own).
+			want := 2
+			if watch {
+				want = 3
+			}
+			zktest.Eventually(t, wait, func() bool {
+				m, err := zktest.Mntr(ctx, ns.Server.Addr())
+				n, _ := strconv.Atoi(m["zk_watch_count"])
+				return err == nil && n >= want
+			}, "waiter not watching")
+			armed.Store(true)
+			hl.Release(ctx)
+			l := <-res
+			if l == nil {
+				t.FailNow()
+			}
+			mu.Lock()
+			got := append([]int32(nil), ops...)
+			mu.Unlock()
+			if watch && len(got) != 0 {
+				t.Fatalf("requests during the handoff: %v, want none", got)
+			}
+			if !watch && (len(got) != 1 || got[0] != zktest.OpGetChildren2) {
+				t.Fatalf("requests during the handoff: %v, want one children read", got)
+			}
+			l.Release(ctx)
+		})
+	}
+}

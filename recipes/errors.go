@@ -1,0 +1,34 @@
+package recipes
+
+import "errors"
+
+// Sentinel errors. Errors returned by this package wrap them with the path
+// (match with errors.Is); session's and go-zookeeper's sentinels
+// (session.ErrLost, zk.ErrNoAuth, ...) stay reachable through wrapping.
+var (
+	// ErrReleased is the cause of a lease ended by its own Release.
+	ErrReleased = errors.New("recipes: released")
+	// ErrLockLost means our node was deleted by someone else (an operator, a
+	// cleanup script) while we held or waited for the recipe. It is the cause
+	// of such a lease, and the error of such an acquire.
+	ErrLockLost = errors.New("recipes: node deleted by someone else")
+	// ErrWouldBlock is returned by TryAcquire when the recipe is not
+	// immediately held; the node it created is already deleted.
+	ErrWouldBlock = errors.New("recipes: would block")
+	// ErrClosed is returned by calls on a closed Internals, by acquires that
+	// were waiting when it was closed, and is the cause of leases Close ended.
+	ErrClosed = errors.New("recipes: closed")
+	// ErrBadPath is returned by NewInternals for an invalid recipe path (it
+	// also wraps session.ErrBadPath).
+	ErrBadPath = errors.New("recipes: bad path")
+	// ErrNilSession is returned by constructors given a nil *session.Session.
+	ErrNilSession = errors.New("recipes: nil session")
+	// ErrBadDriver is returned for a nil driver, an empty or invalid marker,
+	// or an invalid StandardDriver.MaxLeases.
+	ErrBadDriver = errors.New("recipes: bad driver")
+	// ErrBadOption is returned for an invalid option value.
+	ErrBadOption = errors.New("recipes: bad option")
+	// ErrNotOwner is returned by Reentrant.Exit when the calling goroutine
+	// does not hold the lease.
+	ErrNotOwner = errors.New("recipes: released by a goroutine that does not hold it")
+)

@@ -1,0 +1,383 @@
+package recipes
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+
+	"github.com/zkrecipes/zkrecipes/session"
+)
+
+// Fixed-node (non-fair) locks: one EPHEMERAL node with a fixed name in the
+// recipe directory; whoever creates it holds the lock. Not a Curator recipe.
+// The node's data is "<uuid> <participant id>", the uuid being new for every
+// acquire, so that after a connection error the creator recognises its node
+// by its data and its ephemeralOwner.
+
+// AcquireFixed takes the fixed-node lock <dir>/name: it creates the node
+// (one write when the lock is free) and, if the node exists, watches it (GetW)
+// and tries again once it is deleted. Every waiter is woken by a release and
+// the fastest wins: the lock is not fair, and a release wakes all waiters. id
+// is the participant id stored in the node. Blocking, errors and cleanup are
+// as for Acquire.
+func (in *Internals) AcquireFixed(ctx context.Context, name, id string) (*Lease, error) {
+	return in.acquireFixed(ctx, name, id, false)
+}
+
+// TryAcquireFixed is AcquireFixed without the wait: it returns an error
+// matching ErrWouldBlock if the node exists (held by someone else).
+func (in *Internals) TryAcquireFixed(ctx context.Context, name, id string) (*Lease, error) {
+	return in.acquireFixed(ctx, name, id, true)
+}
+
+// FixedHolder returns the holder of the fixed-node lock <dir>/name, or nil if
+// it is free. ctx bounds the requests.
+func (in *Internals) FixedHolder(ctx context.Context, name string) (*Participant, error) {
+	if err := checkFixedName(name); err != nil {
+		return nil, in.errf(err)
+	}
+	if !in.enter() {
+		return nil, in.closedErr()
+	}
+	defer in.wg.Done()
+	ep, err := in.sess.WaitConnected(ctx)
+	if err != nil {
+		return nil, in.errf(err)
+	}
+	var data []byte
+	var st *zk.Stat
+	err = in.retry(ctx, ep, func(c *zk.Conn) error {
+		var err error
+		data, st, err = c.Get(in.path + "/" + name)
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, in.errf(err)
+	}
+	_, pid := parseFixedData(data)
+	return &Participant{Node: name, ID: pid, Owner: st.EphemeralOwner, Czxid: st.Czxid}, nil
+}
+
+func checkFixedName(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+		return fmt.Errorf("%w: node name %q", ErrBadPath, name)
+	}
+	return nil
+}
+
+// parseFixedData splits "<uuid> <id>"; data in another format is all id.
+func parseFixedData(data []byte) (uuid, id string) {
+	s := string(data)
+	if len(s) > uuidLen && s[uuidLen] == ' ' && isUUID(s[:uuidLen]) {
+		return s[:uuidLen], s[uuidLen+1:]
+	}
+	return "", s
+}
+
+type getResult struct {
+	data []byte
+	stat *zk.Stat
+	ch   <-chan zk.Event
+	err  error
+}
+
+func (in *Internals) acquireFixed(ctx context.Context, name, id string, try bool) (*Lease, error) {
+	if ctx == nil {
+		return nil, in.errf(fmt.Errorf("%w: nil context", ErrBadOption))
+	}
+	if err := checkFixedName(name); err != nil {
+		return nil, in.errf(err)
+	}
+	if !in.enter() {
+		return nil, in.closedErr()
+	}
+	defer in.wg.Done()
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(in.ctx, func() { cancel(in.closedErr()) })
+	defer stop()
+	a := &attempt{in: in, ctx: actx, user: ctx, try: try, uuid: NewUUID()}
+	a.fixed = in.path + "/" + name
+	a.data = []byte(a.uuid + " " + id)
+	l, err := a.runFixed(name, id)
+	if err != nil {
+		return nil, err
+	}
+	l.id = id
+	return l, nil
+}
+
+func (a *attempt) runFixed(name, id string) (*Lease, error) {
+	in := a.in
+	conn := in.sess.Conn()
+	if err := a.connect(); err != nil {
+		return nil, a.fail(err)
+	}
+	if err := in.ensureDir(a.ctx); err != nil {
+		return nil, a.fail(err)
+	}
+	pipelined := true
+	for tries := 0; ; tries++ {
+		if err := a.ctx.Err(); err != nil {
+			return nil, a.fail(err)
+		}
+		if a.node == "" {
+			if err := a.recapture(); err != nil {
+				return nil, a.fail(err)
+			}
+			var got chan getResult
+			if pipelined {
+				// Read the node right behind the create (same connection, in
+				// order): the token comes back without an extra round trip.
+				pipelined = false
+				got = make(chan getResult, 1)
+				in.wg.Add(1)
+				go func() {
+					defer in.wg.Done()
+					runtime.Gosched()
+					var r getResult
+					if in.cfg.nodeWatch {
+						r.data, r.stat, r.ch, r.err = conn.GetW(a.fixed)
+					} else {
+						r.data, r.stat, r.err = conn.Get(a.fixed)
+					}
+					got <- r
+				}()
+			}
+			_, err := conn.Create(a.fixed, a.data, zk.FlagEphemeral, in.sess.ACL())
+			err = connErr(err)
+			switch {
+			case err == nil:
+				if a.in.sess.Conn().SessionID() != a.ep.SessionID() || a.ep.Err() != nil {
+					in.deleteForeign(a.user, a.fixed)
+					return nil, a.fail(fmt.Errorf("create ran on another session: %w", errSessionChanged(a.ep)))
+				}
+				a.node, a.name = a.fixed, name
+				if got != nil {
+					r := <-got
+					if r.err == nil && bytes.Equal(r.data, a.data) && r.stat.EphemeralOwner == a.ep.SessionID() {
+						a.czxid = r.stat.Czxid
+						a.self = r.ch
+					}
+				}
+			case errors.Is(err, zk.ErrNodeExists):
+				if got != nil {
+					<-got // a watch it may have set on the holder's node fires unread
+				}
+				held, err := a.fixedExists()
+				if err != nil {
+					return nil, a.fail(err)
+				}
+				if !held {
+					continue
+				}
+			case errors.Is(err, zk.ErrNoNode):
+				if got != nil {
+					<-got
+				}
+				in.dirReady.Store(false)
+				if err := in.ensureDir(a.ctx); err != nil {
+					return nil, a.fail(err)
+				}
+				continue
+			case connLevel(err):
+				if got != nil {
+					<-got
+				}
+				a.ghosts = true
+				held, err := a.fixedExists()
+				if err != nil {
+					return nil, a.fail(err)
+				}
+				if !held {
+					continue
+				}
+			case errors.Is(err, zk.ErrSessionExpired):
+				if got != nil {
+					<-got
+				}
+				return nil, a.fail(errSessionLost(err))
+			default:
+				if got != nil {
+					<-got
+				}
+				return nil, a.fail(err)
+			}
+		}
+		// We own the node.
+		if a.lctx.Err() != nil || a.ep.Err() != nil {
+			// Suspended since the lease context was captured: wait for the
+			// connection, then check that the node is still ours.
+			if err := a.recapture(); err != nil {
+				return nil, a.fail(err)
+			}
+			a.czxid, a.self = 0, nil
+		}
+		if err := a.ctx.Err(); err != nil {
+			return nil, a.fail(err)
+		}
+		if a.czxid == 0 {
+			if err := a.statSelf(in.cfg.nodeWatch); err != nil {
+				return nil, a.fail(err)
+			}
+			if a.lctx.Err() != nil || a.ep.Err() != nil {
+				continue
+			}
+		}
+		return in.grant(a)
+	}
+}
+
+// fixedExists handles an existing (or unknown) fixed node: it adopts the node
+// if it is ours (our data, our session) and reports held; deletes it if it is
+// ours on another session; otherwise waits for its deletion (or returns
+// ErrWouldBlock for a try). held == false means: try to create again.
+func (a *attempt) fixedExists() (held bool, err error) {
+	in := a.in
+	var data []byte
+	var st *zk.Stat
+	var ch <-chan zk.Event
+	err = in.retry(a.ctx, a.ep, func(c *zk.Conn) error {
+		var err error
+		data, st, ch, err = c.GetW(a.fixed)
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if bytes.Equal(data, a.data) {
+		if st.EphemeralOwner == a.ep.SessionID() && a.ep.Err() == nil {
+			a.node, a.name, a.czxid = a.fixed, a.fixed[strings.LastIndexByte(a.fixed, '/')+1:], st.Czxid
+			if in.cfg.nodeWatch {
+				a.self = ch
+			}
+			in.lg.Debug("adopted our node after a lost create reply", zap.String("node", a.name))
+			return true, nil
+		}
+		err := in.retry(a.ctx, a.ep, func(c *zk.Conn) error {
+			err := c.Delete(a.fixed, st.Version)
+			if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
+				return nil
+			}
+			return err
+		})
+		return false, err
+	}
+	if a.try {
+		return false, ErrWouldBlock
+	}
+	if ce := in.lg.Check(zap.DebugLevel, "waiting"); ce != nil {
+		ce.Write(zap.String("node", a.fixed))
+	}
+	select {
+	case <-ch:
+		return false, nil
+	case <-a.ep.Lost():
+		return false, a.ep.Err()
+	case <-a.ctx.Done():
+		return false, context.Cause(a.ctx)
+	}
+}
+
+// deleteOwned deletes the fixed node only while it is still ours (our data,
+// our session): unlike our sequential nodes, whose names are unique, the
+// fixed name may by now belong to the next holder. The check and the delete
+// are two requests; the delete is conditional on the version read, so only a
+// third party deleting our node and another participant recreating it
+// between the two (within one round trip) could fool it.
+//
+// After ep is over it checks on the current epoch: if our session id came
+// back (a Lost declared by the local timer), the node may still be there.
+func (in *Internals) deleteOwned(ctx context.Context, ep *session.Epoch, node string, data []byte) error {
+	on := ep
+	if ep.Err() != nil {
+		cur, err := in.sess.WaitConnected(ctx)
+		if err != nil {
+			return err
+		}
+		if cur.SessionID() != ep.SessionID() {
+			return nil // the server removed the ephemerals of ep's session
+		}
+		on = cur
+	}
+	return in.retry(ctx, on, func(c *zk.Conn) error {
+		for {
+			got, st, err := c.Get(node)
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if st.EphemeralOwner != ep.SessionID() || !bytes.Equal(got, data) {
+				return nil
+			}
+			err = c.Delete(node, st.Version)
+			if errors.Is(err, zk.ErrBadVersion) {
+				continue // changed under us: look again
+			}
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil
+			}
+			return err
+		}
+	})
+}
+
+// deleteOwnedPersist runs deleteOwned until it is done, our epoch ends (the
+// server then removes the node), or Close was called and the cleanup timeout
+// passed. A fixed node cannot go to the session's guaranteed-delete queue,
+// which deletes unconditionally.
+func (in *Internals) deleteOwnedPersist(ep *session.Epoch, node string, data []byte) error {
+	ctx, cancel := in.untilClosed()
+	defer cancel()
+	err := in.deleteOwned(ctx, ep, node, data)
+	switch {
+	case err == nil, errors.Is(err, session.ErrLost), errors.Is(err, session.ErrClosed):
+		return nil
+	case ctx.Err() != nil:
+		in.lg.Warn("closed while the connection was down: our lock node stays until our session ends or reconnects",
+			zap.String("node", node))
+		return nil
+	}
+	in.lg.Error("could not delete our lock node", zap.String("node", node), zap.Error(err))
+	return in.errf(err)
+}
+
+// sweepFixed deletes the fixed node if it carries our data (a create whose
+// reply was lost), best effort within ctx.
+func (in *Internals) sweepFixed(ctx context.Context, node string, data []byte) {
+	ep, err := in.sess.WaitConnected(ctx)
+	if err != nil {
+		return
+	}
+	_ = in.retry(ctx, ep, func(c *zk.Conn) error {
+		got, st, err := c.Get(node)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(got, data) {
+			return nil
+		}
+		err = c.Delete(node, st.Version)
+		if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
+			return nil
+		}
+		return err
+	})
+}

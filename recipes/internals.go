@@ -1,0 +1,1031 @@
+package recipes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+
+	"github.com/zkrecipes/zkrecipes/session"
+)
+
+// Internals is the engine behind every ordered-children recipe (Curator's
+// LockInternals): one per recipe instance and path. It creates protected
+// EPHEMERAL_SEQUENTIAL contender nodes in the recipe directory, decides with a
+// Driver on sorted snapshots of the directory, waits on the predecessor with
+// a data watch, cleans up after every failure, and hands out Leases that end
+// when ownership ends. It is safe for concurrent use; it keeps no per-goroutine
+// state (see Reentrant for that).
+type Internals struct {
+	sess *session.Session
+	path string // full server path of the recipe directory
+	cfg  config
+	lg   *zap.Logger
+
+	ctx    context.Context // canceled by Close
+	cancel context.CancelCauseFunc
+	wg     sync.WaitGroup // acquires in progress, lease monitors, helper goroutines
+
+	mu     sync.Mutex
+	closed bool
+	leases map[*Lease]struct{}
+
+	closeOnce sync.Once
+	dirReady  atomic.Bool // the directory was seen to exist (cache; redone on ErrNoNode)
+	noMulti   atomic.Bool // create with a plain create (see createNode)
+}
+
+// NewInternals returns the engine for the recipe directory path (a recipe
+// path, without the session's namespace; Path returns the full server path).
+// It validates its arguments and does no I/O.
+func NewInternals(sess *session.Session, path string, opts ...InternalsOption) (*Internals, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil option", ErrBadOption)
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if sess == nil {
+		return nil, fmt.Errorf("%s %s: %w", cfg.name, path, ErrNilSession)
+	}
+	full, err := sess.Path(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", cfg.name, ErrBadPath, err)
+	}
+	lg := cfg.lg
+	if lg == nil {
+		lg = sess.Logger().Named(cfg.name)
+	}
+	lg = lg.With(zap.String("path", full))
+	in := &Internals{sess: sess, path: full, cfg: cfg, lg: lg, leases: make(map[*Lease]struct{})}
+	in.noMulti.Store(cfg.plainCreate)
+	in.ctx, in.cancel = context.WithCancelCause(context.Background())
+	return in, nil
+}
+
+// Path returns the full server path of the recipe directory (namespace
+// included).
+func (in *Internals) Path() string { return in.path }
+
+// Session returns the session the engine uses.
+func (in *Internals) Session() *session.Session { return in.sess }
+
+// NodeWatch reports whether held leases watch their own node (WithNodeWatch).
+func (in *Internals) NodeWatch() bool { return in.cfg.nodeWatch }
+
+// Close ends every lease of this Internals (cause matching ErrClosed; their
+// nodes are deleted), makes waiting acquires return ErrClosed (after deleting
+// their nodes), and returns once every goroutine the engine started has
+// exited. Cleanup is bounded by the cleanup timeout; what cannot be deleted
+// then is left to the session's guaranteed-delete queue. Idempotent; later
+// calls return ErrClosed-matching errors. Returns nil.
+func (in *Internals) Close() error {
+	in.closeOnce.Do(func() {
+		in.mu.Lock()
+		in.closed = true
+		in.mu.Unlock()
+		in.cancel(in.closedErr())
+		in.wg.Wait()
+	})
+	return nil
+}
+
+// closedErr returns the error for use after Close: it matches ErrClosed and,
+// with WithClosedError, the recipe's own sentinel.
+func (in *Internals) closedErr() error {
+	if in.cfg.closedErr != nil {
+		return &multiErr{msg: fmt.Sprintf("%s %s: %v", in.cfg.name, in.path, in.cfg.closedErr), errs: []error{in.cfg.closedErr, ErrClosed}}
+	}
+	return in.errf(ErrClosed)
+}
+
+// errf wraps err with the recipe name and path.
+func (in *Internals) errf(err error) error {
+	return fmt.Errorf("%s %s: %w", in.cfg.name, in.path, err)
+}
+
+// multiErr is an error that matches several sentinels.
+type multiErr struct {
+	msg  string
+	errs []error
+}
+
+func (e *multiErr) Error() string   { return e.msg }
+func (e *multiErr) Unwrap() []error { return e.errs }
+
+// enter registers an operation for Close to wait for; false after Close.
+func (in *Internals) enter() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closed {
+		return false
+	}
+	in.wg.Add(1)
+	return true
+}
+
+// Acquire blocks until the recipe is held according to d, and returns the
+// lease. data is stored in our node (participant id). It blocks on the
+// connection (while the session is suspended), on the predecessor's deletion
+// and on ctx, the only bound. On every failure our node is deleted (detached,
+// bounded) before it returns. Errors: ctx's error (matching
+// context.Canceled/DeadlineExceeded; a lock won just as ctx ended is released
+// first), ErrClosed after Close, session.ErrLost or session.ErrClosed when the
+// session ended while waiting (a wait is never carried across a session
+// loss), ErrLockLost when our node was deleted by someone else while we
+// waited, ErrBadDriver, and ZooKeeper errors (zk.ErrNoAuth, ...). Safe for
+// concurrent use.
+func (in *Internals) Acquire(ctx context.Context, d Driver, data []byte) (*Lease, error) {
+	return in.acquire(ctx, d, data, false)
+}
+
+// TryAcquire is Acquire without the wait: it creates our node, reads the
+// directory once and returns the lease if d says it is held; otherwise it
+// deletes the node and returns an error matching ErrWouldBlock. ctx bounds
+// the requests (it still waits for a suspended connection within ctx).
+func (in *Internals) TryAcquire(ctx context.Context, d Driver, data []byte) (*Lease, error) {
+	return in.acquire(ctx, d, data, true)
+}
+
+func (in *Internals) acquire(ctx context.Context, d Driver, data []byte, try bool) (*Lease, error) {
+	if ctx == nil {
+		return nil, in.errf(fmt.Errorf("%w: nil context", ErrBadOption))
+	}
+	if err := checkDriver(d); err != nil {
+		return nil, in.errf(err)
+	}
+	if !in.enter() {
+		return nil, in.closedErr()
+	}
+	defer in.wg.Done()
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(in.ctx, func() { cancel(in.closedErr()) })
+	defer stop()
+	a := &attempt{in: in, d: d, data: data, ctx: actx, user: ctx, try: try}
+	return a.run()
+}
+
+// attempt is one acquire in progress.
+type attempt struct {
+	in   *Internals
+	d    Driver
+	data []byte
+	ctx  context.Context // user's ctx merged with Close
+	user context.Context
+	try  bool
+
+	uuid   string
+	ep     *session.Epoch
+	lctx   context.Context // lease context captured before the deciding read
+	node   string          // full path of our node once known
+	name   string          // its name
+	seq    int64
+	czxid  int64  // 0 until known
+	ghosts bool   // a create failed at connection level: a ghost may exist
+	fixed  string // full path of the fixed node (fixed-node locks only)
+
+	self    <-chan zk.Event // data watch on our own node, if armed
+	kids    []string        // snapshot to decide on, nil to read again
+	kidStat *zk.Stat
+	prev    []Child // the last snapshot decided on, up to ours (see keepPrefix)
+	gone    string  // the watched child, reported deleted by its watch
+}
+
+func (a *attempt) run() (*Lease, error) {
+	in := a.in
+	a.uuid = NewUUID()
+	if err := a.connect(); err != nil {
+		return nil, a.fail(err)
+	}
+	if err := in.ensureDir(a.ctx); err != nil {
+		return nil, a.fail(err)
+	}
+	if err := a.createAndList(); err != nil {
+		return nil, a.fail(err)
+	}
+	for {
+		if gone := a.gone; gone != "" {
+			a.gone = ""
+			if a.heldWithout(gone) {
+				l, retry, err := a.won()
+				if !retry {
+					return l, err
+				}
+			}
+		}
+		if a.kids == nil {
+			if err := a.readChildren(); err != nil {
+				return nil, a.fail(err)
+			}
+		}
+		sorted := SortChildren(a.kids, a.d.Markers())
+		a.kids, a.kidStat = nil, nil
+		self := indexOf(sorted, a.name)
+		a.keepPrefix(sorted, self)
+		if self < 0 {
+			if err := a.ep.Err(); err != nil {
+				return nil, a.fail(err)
+			}
+			a.node = "" // nothing to delete
+			return nil, a.fail(ErrLockLost)
+		}
+		held, watch, err := a.d.Decide(sorted, self)
+		if err != nil {
+			return nil, a.fail(err)
+		}
+		if held {
+			l, retry, err := a.won()
+			if !retry {
+				return l, err
+			}
+			continue
+		}
+		if a.try {
+			return nil, a.fail(ErrWouldBlock)
+		}
+		if err := a.wait(watch); err != nil {
+			return nil, a.fail(err)
+		}
+	}
+}
+
+// maxPrefix bounds the snapshot prefix a waiter keeps for heldWithout: a
+// waiter further back cannot take over on one deletion anyway, and keeping
+// whole snapshots would cost every waiter memory in the queue's length.
+const maxPrefix = 16
+
+// keepPrefix keeps a copy of the children sorted up to and including ours, if
+// they are few (see maxPrefix), for heldWithout.
+func (a *attempt) keepPrefix(sorted []Child, self int) {
+	if self < 0 || self >= maxPrefix {
+		a.prev = nil
+		return
+	}
+	a.prev = append(a.prev[:0], sorted[:self+1]...)
+}
+
+// heldWithout reports whether the driver holds on the last snapshot without
+// the child gone, which the server told us (NodeDeleted on our watch) was
+// deleted. Children that sort before ours were all created before ours, so
+// they were all in that snapshot (read after our create); since then they
+// can only have disappeared. For a Monotone driver, held on the snapshot
+// minus gone is therefore held on the current directory too, and the handoff
+// needs no children read: it costs the predecessor's delete and the
+// notification only. The lease context captured before that snapshot's read
+// must still be live (no suspension since), as for a read, and our own node
+// must be watched (WithNodeWatch) with no event since, so that a third
+// party's delete of our node cannot go unnoticed.
+func (a *attempt) heldWithout(gone string) bool {
+	m, ok := a.d.(Monotone)
+	if !ok || !m.Monotone() || a.prev == nil || a.self == nil || a.lctx.Err() != nil || a.ep.Err() != nil {
+		// Without a live watch on our own node we could not tell that a
+		// third party deleted it: read the children instead.
+		return false
+	}
+	rest := make([]Child, 0, len(a.prev))
+	for _, c := range a.prev {
+		if c.Name != gone {
+			rest = append(rest, c)
+		}
+	}
+	self := indexOf(rest, a.name)
+	if self < 0 {
+		return false
+	}
+	held, _, err := a.d.Decide(rest, self)
+	return err == nil && held
+}
+
+// won finishes an attempt that the driver says holds: it grants the lease,
+// or reports retry (decide again after a fresh read: the connection was
+// suspended since the lease context was captured), or fails (ctx ended just
+// as we won: the node is released).
+func (a *attempt) won() (l *Lease, retry bool, err error) {
+	if a.lctx.Err() != nil || a.ep.Err() != nil {
+		// Suspended (or lost) since the lease context was captured: never
+		// grant now; wait for the connection and decide again.
+		return nil, true, nil
+	}
+	if err := a.ctx.Err(); err != nil {
+		// Won just as ctx ended (or Close): release, report ctx.
+		return nil, false, a.fail(err)
+	}
+	if a.czxid == 0 {
+		if err := a.statSelf(a.in.cfg.nodeWatch); err != nil {
+			return nil, false, a.fail(err)
+		}
+		if a.lctx.Err() != nil || a.ep.Err() != nil {
+			return nil, true, nil
+		}
+	}
+	l, err = a.in.grant(a)
+	return l, false, err
+}
+
+// connect waits for a connected, live epoch whose lease context is live.
+func (a *attempt) connect() error {
+	for {
+		ep, err := a.in.sess.WaitConnected(a.ctx)
+		if err != nil {
+			return err
+		}
+		lctx := a.in.sess.LeaseContext()
+		if lctx.Err() == nil && ep.Err() == nil {
+			a.ep, a.lctx = ep, lctx
+			return nil
+		}
+		// The connection dropped between the two calls; do not spin if the
+		// session is in a state WaitConnected accepts but leases do not.
+		if err := pause(a.ctx, 10*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// pause waits d or until ctx ends (a backoff, not synchronisation).
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// recapture captures a fresh lease context before a deciding read; while the
+// connection is down it waits for it to come back on our epoch.
+func (a *attempt) recapture() error {
+	for {
+		lctx := a.in.sess.LeaseContext()
+		if err := a.ep.Err(); err != nil {
+			return err
+		}
+		if lctx.Err() == nil {
+			a.lctx = lctx
+			return nil
+		}
+		// Wait for the connection, but not past the end of our epoch.
+		wctx, cancel := context.WithCancel(a.ctx)
+		stop := context.AfterFunc(a.ep.Context(), cancel)
+		ep, err := a.in.sess.WaitConnected(wctx)
+		stop()
+		cancel()
+		if e := a.ep.Err(); e != nil {
+			return e
+		}
+		if err != nil {
+			return err
+		}
+		if ep != a.ep {
+			if err := a.ep.Err(); err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: epoch changed while waiting", session.ErrLost)
+		}
+		if a.in.sess.LeaseContext().Err() != nil {
+			if err := pause(a.ctx, 10*time.Millisecond); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// ensureDir makes sure the recipe directory exists (container nodes), once.
+func (in *Internals) ensureDir(ctx context.Context) error {
+	if in.dirReady.Load() {
+		return nil
+	}
+	ep, err := in.sess.WaitConnected(ctx)
+	if err != nil {
+		return err
+	}
+	var ok bool
+	var st *zk.Stat
+	err = in.retry(ctx, ep, func(c *zk.Conn) error {
+		var err error
+		ok, st, err = c.Exists(in.path)
+		return err
+	})
+	if err != nil && !errors.Is(err, session.ErrLost) {
+		return err
+	}
+	if ok {
+		in.checkDirData(st)
+	} else if err := in.sess.EnsureContainers(ctx, in.path); err != nil {
+		return err
+	}
+	in.dirReady.Store(true)
+	return nil
+}
+
+// checkDirData turns the multi-create off for a directory that holds data
+// (the multi's setData would overwrite it).
+func (in *Internals) checkDirData(st *zk.Stat) {
+	if st != nil && st.DataLength > 0 && !in.noMulti.Swap(true) {
+		in.lg.Info("the recipe directory holds data: creating nodes with a plain create (one more request per acquire)")
+	}
+}
+
+// createNode creates a contender node and returns its path and, when it can
+// without another request, its czxid (else 0).
+//
+// go-zookeeper v1.0.4 has no create2 and does not expose a reply's zxid. So
+// the create is sent as a multi with a setData of empty data on the recipe
+// directory (whose data is empty: engines and Curator store nothing there):
+// both operations are one transaction, so the directory's new mzxid, in the
+// setData's Stat, is our node's czxid. It costs no extra round trip and no
+// extra request; the directory's data version grows. If the directory holds
+// data, or the setData is refused (an ACL without WRITE on the directory),
+// the engine falls back to a plain create and reads the token separately.
+func (in *Internals) createNode(conn *zk.Conn, p string, data []byte, flags int32) (string, int64, error) {
+	acl := in.sess.ACL()
+	if !in.noMulti.Load() {
+		res, err := conn.Multi(
+			&zk.CreateRequest{Path: p, Data: data, Acl: acl, Flags: flags},
+			&zk.SetDataRequest{Path: in.path, Data: nil, Version: -1},
+		)
+		err = connErr(err)
+		if err == nil && len(res) == 2 && res[1].Stat != nil {
+			return res[0].String, res[1].Stat.Mzxid, nil
+		}
+		if len(res) == 2 && errors.Is(res[1].Error, zk.ErrNoAuth) && !errors.Is(res[0].Error, zk.ErrNoAuth) {
+			if !in.noMulti.Swap(true) {
+				in.lg.Info("no WRITE permission on the recipe directory: creating nodes with a plain create (one more request per acquire)")
+			}
+		} else {
+			return "", 0, err
+		}
+	}
+	path, err := conn.Create(p, data, flags, acl)
+	return path, 0, connErr(err)
+}
+
+type listResult struct {
+	kids []string
+	stat *zk.Stat
+	err  error
+}
+
+// connLevel reports whether err is a connection-level error after which a
+// create may or may not have happened.
+func connLevel(err error) bool {
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrSessionMoved)
+}
+
+// createAndList creates our protected node, recovering from lost replies,
+// and, on the first try, reads the directory in parallel: go-zookeeper sends
+// requests in order on one connection and the server answers a session's
+// requests in order, so a children list read after the create already
+// contains our node (recognised by our UUID) and the first decision costs no
+// extra round trip.
+func (a *attempt) createAndList() error {
+	in := a.in
+	conn := in.sess.Conn()
+	base := in.path + "/" + ProtectedPrefix(a.uuid) + a.d.Marker()
+	pipelined := true
+	for tries := 0; ; tries++ {
+		if tries > 10 {
+			return fmt.Errorf("create %s: giving up after %d tries", base, tries)
+		}
+		if err := a.ep.Err(); err != nil {
+			return err
+		}
+		if err := a.ctx.Err(); err != nil {
+			return err
+		}
+		var listed chan listResult
+		if pipelined {
+			pipelined = false
+			listed = make(chan listResult, 1)
+			in.wg.Add(1)
+			go func() {
+				defer in.wg.Done()
+				// Let the create be queued first; if this read still wins,
+				// our node is missing from it and we read again.
+				runtime.Gosched()
+				kids, st, err := conn.Children(in.path)
+				listed <- listResult{kids, st, err}
+			}()
+		}
+		created, czxid, err := in.createNode(conn, base, a.data, zk.FlagEphemeralSequential)
+		switch {
+		case err == nil:
+			if e := a.ownCreate(created); e != nil {
+				return e
+			}
+			a.czxid = czxid
+			if listed != nil {
+				r := <-listed
+				if r.err == nil && contains(r.kids, a.name) {
+					a.kids, a.kidStat = r.kids, r.stat
+					in.checkDirData(r.stat)
+				}
+			}
+			return nil
+		case errors.Is(err, zk.ErrNoNode):
+			in.dirReady.Store(false)
+			if e := in.ensureDir(a.ctx); e != nil {
+				return e
+			}
+		case connLevel(err):
+			a.ghosts = true
+			found, e := a.findGhost()
+			if e != nil {
+				return e
+			}
+			if found {
+				return nil
+			}
+		case errors.Is(err, zk.ErrSessionExpired):
+			return errSessionLost(err)
+		default:
+			return err
+		}
+	}
+}
+
+// ownCreate checks that a successful create ran on our epoch's session:
+// requests queued while disconnected may be sent on a NEW session after the
+// old one expired (see HAZARDS). The connection's session id can only move
+// forward, so if it still equals our epoch's id after the reply, the create
+// ran on our session. Otherwise the node is deleted and the attempt fails.
+func (a *attempt) ownCreate(created string) error {
+	name := created[strings.LastIndexByte(created, '/')+1:]
+	c, ok := parseChild(name, []string{a.d.Marker()})
+	if !ok {
+		return fmt.Errorf("create returned unexpected name %q", created)
+	}
+	if a.in.sess.Conn().SessionID() != a.ep.SessionID() || a.ep.Err() != nil {
+		a.in.deleteForeign(a.user, created)
+		return errSessionChanged(a.ep)
+	}
+	a.node, a.name, a.seq = created, name, c.Seq
+	return nil
+}
+
+// findGhost looks for our node after a create whose outcome is unknown. It
+// adopts it only if its ephemeralOwner is our (live) session; a node of ours
+// owned by another session is deleted. It reports whether we now have a node.
+func (a *attempt) findGhost() (bool, error) {
+	in := a.in
+	prefix := ProtectedPrefix(a.uuid)
+	var kids []string
+	var st *zk.Stat
+	err := in.retry(a.ctx, a.ep, func(c *zk.Conn) error {
+		var err error
+		kids, st, err = c.Children(in.path)
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, k := range kids {
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		p := in.path + "/" + k
+		var ok bool
+		var ks *zk.Stat
+		err := in.retry(a.ctx, a.ep, func(c *zk.Conn) error {
+			var err error
+			ok, ks, err = c.Exists(p)
+			return err
+		})
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			continue
+		}
+		if ks.EphemeralOwner == a.ep.SessionID() && a.ep.Err() == nil {
+			c, parsed := parseChild(k, []string{a.d.Marker()})
+			if !parsed {
+				continue
+			}
+			a.node, a.name, a.seq, a.czxid = p, k, c.Seq, ks.Czxid
+			a.kids, a.kidStat = kids, st
+			in.lg.Debug("adopted node after a lost create reply", zap.String("node", k))
+			return true, nil
+		}
+		in.lg.Warn("deleting our node created on another session", zap.String("node", k),
+			zap.String("owner", fmt.Sprintf("0x%x", ks.EphemeralOwner)))
+		err = in.retry(a.ctx, a.ep, func(c *zk.Conn) error {
+			err := c.Delete(p, ks.Version)
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return false, err
+		}
+	}
+	// Not found: the create never reached the server. (Had it reached it,
+	// the read would show it: the server orders a session's requests, across
+	// its connections, and closes the old connection when the session
+	// reconnects.)
+	return false, nil
+}
+
+func contains(names []string, name string) bool {
+	for _, n := range names {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// readChildren captures the lease context, then reads the directory.
+func (a *attempt) readChildren() error {
+	if err := a.recapture(); err != nil {
+		return err
+	}
+	in := a.in
+	err := in.retry(a.ctx, a.ep, func(c *zk.Conn) error {
+		var err error
+		a.kids, a.kidStat, err = c.Children(in.path)
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		a.kids, a.kidStat = []string{}, nil // directory gone: so is our node
+		return nil
+	}
+	return err
+}
+
+// statSelf reads our own node: its czxid (the fencing token) and, with watch,
+// arms a data watch on it. A missing node means it was deleted.
+func (a *attempt) statSelf(watch bool) error {
+	var st *zk.Stat
+	var ch <-chan zk.Event
+	err := a.in.retry(a.ctx, a.ep, func(c *zk.Conn) error {
+		var err error
+		if watch {
+			_, st, ch, err = c.GetW(a.node)
+		} else {
+			_, st, err = c.Get(a.node)
+		}
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		if e := a.ep.Err(); e != nil {
+			return e
+		}
+		a.node = ""
+		return ErrLockLost
+	}
+	if err != nil {
+		return err
+	}
+	if st.EphemeralOwner != a.ep.SessionID() {
+		return fmt.Errorf("%w: node owner 0x%x", session.ErrSessionChanged, st.EphemeralOwner)
+	}
+	a.czxid = st.Czxid
+	if watch {
+		a.self = ch
+	}
+	return nil
+}
+
+// wait sets a data watch on the child named watch and blocks until it
+// fires, our own node changes, the epoch ends or ctx ends. A missing
+// predecessor returns at once (rescan).
+func (a *attempt) wait(watch string) error {
+	in := a.in
+	var ch <-chan zk.Event
+	err := in.retry(a.ctx, a.ep, func(c *zk.Conn) error {
+		var err error
+		_, _, ch, err = c.GetW(in.path + "/" + watch)
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if a.czxid == 0 || (in.cfg.nodeWatch && a.self == nil) {
+		// While we wait anyway: learn our token, and with the node watch
+		// also notice a third-party delete of our node early. The lease
+		// monitor inherits the watch.
+		if err := a.statSelf(in.cfg.nodeWatch); err != nil {
+			return err
+		}
+	}
+	if ce := in.lg.Check(zap.DebugLevel, "waiting"); ce != nil {
+		ce.Write(zap.String("node", a.name), zap.String("watch", watch))
+	}
+	select {
+	case ev := <-ch:
+		if ev.Type == zk.EventNodeDeleted {
+			a.gone = watch
+		}
+		// Events come in order on the connection: if our own node changed
+		// before the predecessor went, its event is already queued.
+		select {
+		case <-a.self:
+			a.self, a.gone = nil, ""
+		default:
+		}
+	case <-a.self:
+		a.self = nil // fired: rescan finds out what happened, rearm later
+	case <-a.ep.Lost():
+		return a.ep.Err()
+	case <-a.ctx.Done():
+		return context.Cause(a.ctx)
+	}
+	return nil
+}
+
+// fail cleans up after a failed attempt and returns the error to report.
+func (a *attempt) fail(err error) error {
+	in := a.in
+	switch {
+	case a.node != "" && a.fixed != "":
+		// A fixed node is deleted conditionally (see deleteOwned): try now
+		// if the connection is up, else keep trying in the background.
+		ep, node, data := a.ep, a.node, a.data
+		done := false
+		if up(in.sess) {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(a.user), in.cfg.cleanupTimeout)
+			done = in.deleteOwned(dctx, ep, node, data) == nil
+			cancel()
+		}
+		if !done {
+			in.background(func(context.Context) { _ = in.deleteOwnedPersist(ep, node, data) })
+		}
+	case a.node != "":
+		in.deleteNode(a.user, a.ep, a.node)
+	case a.ghosts && a.ep != nil:
+		// A create whose reply was lost may have left a node we cannot
+		// name: look for our UUID (or data) once connected.
+		sweep := func(ctx context.Context) {
+			if a.fixed != "" {
+				in.sweepFixed(ctx, a.fixed, a.data)
+			} else {
+				in.sweepGhosts(ctx, a.uuid)
+			}
+		}
+		if up(in.sess) {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(a.user), in.cfg.cleanupTimeout)
+			sweep(dctx)
+			cancel()
+		} else {
+			in.background(sweep)
+		}
+	}
+	a.node = ""
+	// Report the caller's ctx error rather than a wrapped one from below.
+	if a.user.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || a.ctx.Err() != nil) {
+		return in.errf(ctxError(a.user))
+	}
+	if in.ctx.Err() != nil && a.ctx.Err() != nil {
+		return in.closedErr()
+	}
+	return in.errf(err)
+}
+
+// ctxError returns ctx's error, with its cause when that says more.
+func ctxError(ctx context.Context) error {
+	err := ctx.Err()
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		return fmt.Errorf("%w (cause: %w)", err, cause)
+	}
+	return err
+}
+
+// deleteNode deletes a node of ours created under ep, with a detached bounded
+// context derived from ctx; if the connection is down or the time runs out,
+// the delete goes to the session's guaranteed-delete queue. So does a node of
+// an epoch that is over: usually the server has deleted it with its session
+// and the queue drops it, but after a Lost declared by the local timer the
+// same session id may come back with the node still there, and then the
+// queue deletes it.
+func (in *Internals) deleteNode(ctx context.Context, ep *session.Epoch, node string) {
+	if ep == nil {
+		return
+	}
+	if ep.Err() != nil || !up(in.sess) {
+		in.sess.GuaranteedDelete(ep, node, -1)
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.cfg.cleanupTimeout)
+	defer cancel()
+	err := in.deleteRetry(dctx, ep, node)
+	if err == nil || errors.Is(err, session.ErrClosed) {
+		return
+	}
+	if errors.Is(err, session.ErrLost) || connLevel(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		in.sess.GuaranteedDelete(ep, node, -1)
+		return
+	}
+	in.lg.Error("could not delete our node", zap.String("node", node), zap.Error(err))
+}
+
+// deleteRetry deletes node within ep, retrying connection errors; a missing
+// node counts as deleted.
+func (in *Internals) deleteRetry(ctx context.Context, ep *session.Epoch, node string) error {
+	return in.retry(ctx, ep, func(c *zk.Conn) error {
+		err := c.Delete(node, -1)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		return err
+	})
+}
+
+// up reports whether the connection is up (the lease context of a
+// standard-policy session is a cheaper proxy, but not under SessionOnly).
+func up(s *session.Session) bool {
+	switch s.State() {
+	case session.Connected, session.Reconnected, session.ReadOnly:
+		return true
+	}
+	return false
+}
+
+// deleteForeign deletes a node we created that landed on a session other
+// than our epoch's (it belongs to the connection's current session), within
+// a bounded detached context.
+func (in *Internals) deleteForeign(ctx context.Context, node string) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.cfg.cleanupTimeout)
+	defer cancel()
+	ep, err := in.sess.WaitConnected(dctx)
+	if err != nil {
+		in.lg.Warn("could not delete a node created on another session", zap.String("node", node), zap.Error(err))
+		return
+	}
+	in.deleteNode(dctx, ep, node)
+}
+
+// sweepGhosts deletes, best effort within ctx, any child carrying our UUID:
+// a create whose reply was lost may have landed, even on a session other
+// than the one we bound it to.
+func (in *Internals) sweepGhosts(ctx context.Context, uuid string) {
+	ep, err := in.sess.WaitConnected(ctx)
+	if err != nil {
+		return
+	}
+	var kids []string
+	if err := in.retry(ctx, ep, func(c *zk.Conn) error {
+		var err error
+		kids, _, err = c.Children(in.path)
+		return err
+	}); err != nil {
+		return
+	}
+	prefix := ProtectedPrefix(uuid)
+	for _, k := range kids {
+		if strings.HasPrefix(k, prefix) {
+			in.lg.Debug("deleting a ghost node", zap.String("node", k))
+			in.deleteNode(ctx, ep, in.path+"/"+k)
+		}
+	}
+}
+
+// background runs f in a goroutine Close waits for, with a context that is
+// canceled the cleanup timeout after Close. Used for cleanup that must wait
+// for the connection. The caller must itself be counted in in.wg (an acquire
+// or a lease monitor), so that the Add never races with Close's Wait.
+func (in *Internals) background(f func(ctx context.Context)) {
+	in.wg.Add(1)
+	go func() {
+		defer in.wg.Done()
+		ctx, cancel := in.untilClosed()
+		defer cancel()
+		f(ctx)
+	}()
+}
+
+// untilClosed returns a context canceled the cleanup timeout after Close.
+func (in *Internals) untilClosed() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	var timer *time.Timer
+	stop := context.AfterFunc(in.ctx, func() {
+		mu.Lock()
+		timer = time.AfterFunc(in.cfg.cleanupTimeout, cancel)
+		mu.Unlock()
+	})
+	return ctx, func() {
+		stop()
+		mu.Lock()
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		cancel()
+	}
+}
+
+// Participants returns the contenders of the queue d describes, in order:
+// the holders first. A node that disappears while it is read is skipped. A
+// missing directory gives an empty list. ctx bounds the requests.
+func (in *Internals) Participants(ctx context.Context, d Driver) ([]Participant, error) {
+	if err := checkDriver(d); err != nil {
+		return nil, in.errf(err)
+	}
+	if !in.enter() {
+		return nil, in.closedErr()
+	}
+	defer in.wg.Done()
+	ep, err := in.sess.WaitConnected(ctx)
+	if err != nil {
+		return nil, in.errf(err)
+	}
+	var kids []string
+	err = in.retry(ctx, ep, func(c *zk.Conn) error {
+		var err error
+		kids, _, err = c.Children(in.path)
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return []Participant{}, nil
+	}
+	if err != nil {
+		return nil, in.errf(err)
+	}
+	sorted := SortChildren(kids, d.Markers())
+	out := make([]Participant, 0, len(sorted))
+	for _, c := range sorted {
+		var data []byte
+		var st *zk.Stat
+		err := in.retry(ctx, ep, func(conn *zk.Conn) error {
+			var err error
+			data, st, err = conn.Get(in.path + "/" + c.Name)
+			return err
+		})
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, in.errf(err)
+		}
+		out = append(out, Participant{Node: c.Name, ID: string(data), Seq: c.Seq, Owner: st.EphemeralOwner, Marker: c.Marker, Czxid: st.Czxid})
+	}
+	return out, nil
+}
+
+// Participant is one contender of a recipe, as Participants read it.
+type Participant struct {
+	// Node is the node name.
+	Node string
+	// ID is the participant id (the node's data).
+	ID string
+	// Seq is the node's sequence number (0 for a fixed node).
+	Seq int64
+	// Owner is the node's ephemeralOwner (the ZooKeeper session id).
+	Owner int64
+	// Marker is the marker that matched the name ("" for a fixed node).
+	Marker string
+	// Czxid is the node's creation zxid (the holder's fencing token).
+	Czxid int64
+}
+
+// errSessionChanged reports a node created on a session other than ep's.
+func errSessionChanged(ep *session.Epoch) error {
+	if err := ep.Err(); err != nil {
+		return fmt.Errorf("%w: %w", session.ErrSessionChanged, err)
+	}
+	return session.ErrSessionChanged
+}
+
+// errSessionLost wraps zk.ErrSessionExpired so that it matches session.ErrLost.
+func errSessionLost(err error) error {
+	return fmt.Errorf("%w: %w", session.ErrLost, err)
+}
+
+// retry is session.Retry with go-zookeeper's raw transport errors taken as
+// connection errors (see connErr).
+func (in *Internals) retry(ctx context.Context, ep *session.Epoch, op func(c *zk.Conn) error) error {
+	return in.sess.Retry(ctx, ep, func(c *zk.Conn) error { return connErr(op(c)) })
+}
+
+// connErr maps go-zookeeper's raw transport errors to zk.ErrConnectionClosed
+// (wrapping both): when a socket write fails, go-zookeeper v1.0.4 hands the
+// *net.OpError ("write: broken pipe") to the request instead of
+// zk.ErrConnectionClosed, although the request may or may not have reached
+// the server, exactly as for a dropped connection.
+func connErr(err error) error {
+	if err == nil || errors.Is(err, zk.ErrConnectionClosed) || !session.IsConnectionError(err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", zk.ErrConnectionClosed, err)
+}

@@ -1,0 +1,283 @@
+package recipes
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+
+	"github.com/zkrecipes/zkrecipes/session"
+)
+
+// Lease is the handle of a held recipe: it outlives the acquire and tells the
+// holder when ownership ends. Done is closed exactly once, when ownership ends
+// for any reason; Err then says why:
+//
+//   - ErrReleased: Release was called;
+//   - session.ErrSuspended (standard loss policy): the connection went down,
+//     the server may expire the session at any moment;
+//   - session.ErrLost: the session ended (expired, replaced, or declared lost
+//     by the local timer);
+//   - session.ErrClosed: the session was closed;
+//   - ErrLockLost: our node was deleted by someone else;
+//   - ErrClosed: the Internals (the recipe) was closed.
+//
+// Errors are wrapped (with the path or session id); match them with
+// errors.Is. Whenever a lease ends for a reason other than Release or
+// ErrLockLost, the engine deletes its node (through the session's
+// guaranteed-delete queue if the connection is down), so a holder told it
+// lost the lock never keeps blocking others. A Lease is safe for concurrent
+// use; it is not tied to a goroutine (see Reentrant).
+type Lease struct {
+	in    *Internals
+	ep    *session.Epoch
+	node  string // full path
+	name  string
+	id    string
+	token int64
+	seq   int64
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	relOnce sync.Once
+	relDone chan struct{}
+	relErr  error
+
+	fixed    []byte // data of a fixed node (nil for sequential nodes)
+	fixedErr error  // the monitor's delete of a fixed node
+
+	monitorDone chan struct{}
+}
+
+// grant turns a winning attempt into a lease and starts its monitor.
+func (in *Internals) grant(a *attempt) (*Lease, error) {
+	l := &Lease{
+		in: in, ep: a.ep, node: a.node, name: a.name, id: string(a.data), token: a.czxid, seq: a.seq,
+		relDone: make(chan struct{}), monitorDone: make(chan struct{}),
+	}
+	if a.fixed != "" {
+		l.fixed = a.data
+	}
+	// Derived from the lease context captured before the deciding read: a
+	// suspension (standard policy) or loss ends the lease synchronously,
+	// before any goroutine of ours runs.
+	l.ctx, l.cancel = context.WithCancelCause(a.lctx)
+	in.mu.Lock()
+	if in.closed {
+		in.mu.Unlock()
+		l.cancel(in.closedErr())
+		return nil, a.fail(ErrClosed)
+	}
+	in.leases[l] = struct{}{}
+	in.wg.Add(1)
+	in.mu.Unlock()
+	a.node = "" // owned by the lease now
+	go l.monitor(a.self)
+	if ce := in.lg.Check(zap.DebugLevel, "acquired"); ce != nil {
+		ce.Write(zap.String("node", l.name), zap.Int64("token", l.token))
+	}
+	return l, nil
+}
+
+// Done returns a channel that is closed when ownership ends.
+func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
+
+// Err returns nil while the lease is held, then why it ended (see Lease).
+func (l *Lease) Err() error {
+	if l.ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(l.ctx)
+}
+
+// Context returns a context canceled when the lease ends, with
+// context.Cause(ctx) == Err(). Run the guarded work under it.
+func (l *Lease) Context() context.Context { return l.ctx }
+
+// Token returns the fencing token: the czxid of our node. It grows across the
+// whole ensemble and survives the recipe directory being deleted and
+// recreated (sequence numbers do not).
+func (l *Lease) Token() int64 { return l.token }
+
+// Path returns the full server path of our node.
+func (l *Lease) Path() string { return l.node }
+
+// Node returns the name of our node.
+func (l *Lease) Node() string { return l.name }
+
+// Seq returns the sequence number of our node (0 for a fixed node).
+func (l *Lease) Seq() int64 { return l.seq }
+
+// ID returns the participant id stored in our node.
+func (l *Lease) ID() string { return l.id }
+
+// Epoch returns the session epoch the node belongs to.
+func (l *Lease) Epoch() *session.Epoch { return l.ep }
+
+// Release ends the lease (Err becomes ErrReleased, Done closes) and then
+// deletes our node, retrying connection errors within ctx; if the connection
+// is down or ctx ends first, the delete is handed to the session's
+// guaranteed-delete queue and Release returns nil: the node goes once the
+// session is back, or with the session. A fixed node (AcquireFixed) is
+// deleted only while it is still ours, by the lease's goroutine, which keeps
+// trying while the connection is down; Release waits for it within ctx. If
+// the lease had already ended (loss, Close), Release returns nil at once: the
+// engine deletes the node (or the server did). Idempotent and safe for
+// concurrent use; every call returns the first call's result. It returns an
+// error only when ZooKeeper refuses the delete (e.g. zk.ErrNoAuth).
+func (l *Lease) Release(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	l.relOnce.Do(func() {
+		defer close(l.relDone)
+		mine := l.in.errf(ErrReleased)
+		l.cancel(mine)
+		if context.Cause(l.ctx) != mine {
+			return // ended earlier; the monitor (or the server) removes the node
+		}
+		if l.fixed != nil {
+			// The monitor deletes a fixed node, conditionally (deleteOwned),
+			// and keeps trying while the connection is down.
+			select {
+			case <-l.monitorDone:
+				l.relErr = l.fixedErr
+			case <-ctx.Done():
+			}
+			return
+		}
+		l.relErr = l.in.release(ctx, l.ep, l.node)
+		if ce := l.in.lg.Check(zap.DebugLevel, "released"); ce != nil {
+			ce.Write(zap.String("node", l.name), zap.Error(l.relErr))
+		}
+	})
+	<-l.relDone
+	return l.relErr
+}
+
+// release deletes a released node (see Lease.Release).
+func (in *Internals) release(ctx context.Context, ep *session.Epoch, node string) error {
+	if ep.Err() != nil || !up(in.sess) {
+		// See deleteNode for a lost epoch.
+		in.sess.GuaranteedDelete(ep, node, -1)
+		return nil
+	}
+	err := in.deleteRetry(ctx, ep, node)
+	switch {
+	case err == nil, errors.Is(err, session.ErrClosed):
+		return nil
+	case errors.Is(err, session.ErrLost), connLevel(err), ctx.Err() != nil:
+		in.sess.GuaranteedDelete(ep, node, -1)
+		return nil
+	}
+	return in.errf(err)
+}
+
+// monitor is the one goroutine of a held lease. It ends the lease on Close
+// and, with the node watch, when a third party deletes our node; it then
+// deletes the node unless Release or the third party did. self is a data
+// watch on our node inherited from the wait, or nil.
+func (l *Lease) monitor(self <-chan zk.Event) {
+	in := l.in
+	defer func() {
+		in.mu.Lock()
+		delete(in.leases, l)
+		in.mu.Unlock()
+		close(l.monitorDone)
+		in.wg.Done()
+	}()
+	// Requests made here stop at the lease's end or at Close.
+	mctx, mcancel := context.WithCancel(l.ctx)
+	defer mcancel()
+	stop := context.AfterFunc(in.ctx, mcancel)
+	defer stop()
+
+	for {
+		if in.cfg.nodeWatch && self == nil && mctx.Err() == nil {
+			self = l.arm(mctx)
+		}
+		select {
+		case <-l.ctx.Done():
+		case <-in.ctx.Done():
+			l.cancel(in.closedErr())
+		case ev := <-self:
+			self = nil
+			switch ev.Type {
+			case zk.EventNodeDeleted:
+				l.lost()
+			case zk.EventNotWatching:
+				// The session expired (go-zookeeper invalidates watches).
+				if err := l.ep.Err(); err != nil {
+					l.cancel(err)
+				} else {
+					l.cancel(in.errf(session.ErrLost))
+				}
+			}
+			continue
+		}
+		break
+	}
+	cause := context.Cause(l.ctx)
+	if l.fixed != nil {
+		if !errors.Is(cause, ErrLockLost) {
+			l.fixedErr = in.deleteOwnedPersist(l.ep, l.node, l.fixed)
+		}
+		return
+	}
+	if errors.Is(cause, ErrReleased) || errors.Is(cause, ErrLockLost) {
+		return
+	}
+	if ce := in.lg.Check(zap.DebugLevel, "lease ended"); ce != nil {
+		ce.Write(zap.String("node", l.name), zap.Error(cause))
+	}
+	in.deleteNode(context.Background(), l.ep, l.node)
+}
+
+// arm sets a data watch on our node (GetW: unlike an exists-watch it is not
+// left registered when the node is already gone). It returns nil if the
+// lease ended meanwhile.
+func (l *Lease) arm(ctx context.Context) <-chan zk.Event {
+	var ch <-chan zk.Event
+	err := l.in.retry(ctx, l.ep, func(c *zk.Conn) error {
+		var err error
+		_, _, ch, err = c.GetW(l.node)
+		return err
+	})
+	switch {
+	case err == nil:
+		return ch
+	case errors.Is(err, zk.ErrNoNode):
+		l.lost()
+	case ctx.Err() != nil:
+	case errors.Is(err, session.ErrLost), errors.Is(err, session.ErrClosed):
+		if e := l.ep.Err(); e != nil {
+			l.cancel(e)
+		} else {
+			l.cancel(l.in.errf(err))
+		}
+	case connLevel(err):
+		// Retry gave up for now; try again shortly (pause ends with ctx).
+		_ = pause(ctx, time.Second)
+	default:
+		// A permanent error (e.g. zk.ErrNoAuth on our own node): we cannot
+		// watch; keep the lease and say so.
+		l.in.lg.Warn("cannot watch our own node", zap.String("node", l.name), zap.Error(err))
+		// Avoid a hot loop: a nil channel never fires.
+		return make(chan zk.Event)
+	}
+	return nil
+}
+
+// lost ends the lease because our node is gone: ErrLockLost if our session is
+// live (someone deleted it), else the session's error.
+func (l *Lease) lost() {
+	if err := l.ep.Err(); err != nil {
+		l.cancel(err)
+		return
+	}
+	l.cancel(l.in.errf(ErrLockLost))
+}

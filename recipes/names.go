@@ -1,0 +1,178 @@
+package recipes
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// protectedMarker starts every protected node name (Curator's
+// CreateBuilderImpl.PROTECTED_PREFIX).
+const protectedMarker = "_c_"
+
+// uuidLen is the length of a UUID in its 36-character dashed form.
+const uuidLen = 36
+
+// ProtectedPrefix returns the protected-name prefix Curator puts before a node's
+// base name: "_c_" + uuid + "-". A node created as
+// ProtectedPrefix(u)+"lock-" with the sequence flag is found again after a
+// connection loss by listing its parent and looking for this prefix.
+func ProtectedPrefix(uuid string) string {
+	return protectedMarker + uuid + "-"
+}
+
+// NewUUID returns a random (version 4) UUID in the 36-character lowercase
+// dashed form Curator uses in protected names, e.g.
+// "0f8fad5b-d9cb-469f-a165-70867728950e". It reads crypto/rand.
+func NewUUID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand.Read does not fail on supported platforms (Go 1.24
+		// made that a guarantee); keep a defined behaviour anyway.
+		panic("recipes: crypto/rand failed: " + err.Error())
+	}
+	b[6] = (b[6] & 0x0f) | 0x40 // version 4
+	b[8] = (b[8] & 0x3f) | 0x80 // RFC 4122 variant
+	var out [uuidLen]byte
+	hex.Encode(out[0:8], b[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], b[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], b[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], b[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:36], b[10:16])
+	return string(out[:])
+}
+
+// isUUID reports whether s has the 36-character dashed hexadecimal form.
+func isUUID(s string) bool {
+	if len(s) != uuidLen {
+		return false
+	}
+	for i := 0; i < uuidLen; i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ProtectedUUID returns the UUID of a protected node name
+// ("_c_<uuid>-..."), or "" if name is not protected.
+func ProtectedUUID(name string) string {
+	if !strings.HasPrefix(name, protectedMarker) || len(name) < len(protectedMarker)+uuidLen+1 {
+		return ""
+	}
+	u := name[len(protectedMarker) : len(protectedMarker)+uuidLen]
+	if name[len(protectedMarker)+uuidLen] != '-' || !isUUID(u) {
+		return ""
+	}
+	return u
+}
+
+// Child is one contender node of an ordered recipe, as SortChildren parsed it.
+type Child struct {
+	// Name is the node name (not the full path), e.g.
+	// "_c_0f8fad5b-d9cb-469f-a165-70867728950e-lock-0000000007".
+	Name string
+	// Marker is the marker that matched (the one occurring last in Name),
+	// e.g. "lock-".
+	Marker string
+	// Seq is the sequence number after the marker.
+	Seq int64
+}
+
+// SortChildren parses and sorts the children of a recipe directory the way
+// Curator's LockInternals does: a name takes part when it contains one of the
+// markers followed, at its last occurrence, by a decimal sequence number (the
+// server's %010d, possibly negative after 2^31 changes of the parent); the
+// sequence is what follows the marker occurring last in the name. Names that
+// match no marker (foreign nodes, such as the directory of another recipe or a
+// non-fair lock's node) are ignored, not fatal. The result is ordered by
+// sequence, then by name; names is not modified.
+//
+// Curator compares the text after the marker, which for the server's
+// zero-padded non-negative sequences is the same order.
+func SortChildren(names []string, markers []string) []Child {
+	out := make([]Child, 0, len(names))
+	for _, n := range names {
+		if c, ok := parseChild(n, markers); ok {
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Seq != out[j].Seq {
+			return out[i].Seq < out[j].Seq
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// parseChild finds the marker occurring last in name and parses the sequence
+// after it.
+func parseChild(name string, markers []string) (Child, bool) {
+	best, bestAt := "", -1
+	for _, m := range markers {
+		if m == "" {
+			continue
+		}
+		if at := strings.LastIndex(name, m); at > bestAt || (at == bestAt && at >= 0 && len(m) > len(best)) {
+			best, bestAt = m, at
+		}
+	}
+	if bestAt < 0 {
+		return Child{}, false
+	}
+	seq, ok := parseSeq(name[bestAt+len(best):])
+	if !ok {
+		return Child{}, false
+	}
+	return Child{Name: name, Marker: best, Seq: seq}, true
+}
+
+// parseSeq parses a sequence suffix: decimal digits, optionally after a '-'.
+func parseSeq(s string) (int64, bool) {
+	if s == "" || len(s) > 20 {
+		return 0, false
+	}
+	digits := s
+	if digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if digits == "" {
+		return 0, false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+// indexOf returns the index of the child named name in sorted, or -1.
+func indexOf(sorted []Child, name string) int {
+	for i := range sorted {
+		if sorted[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}

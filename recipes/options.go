@@ -1,0 +1,99 @@
+package recipes
+
+import (
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// InternalsOption configures NewInternals.
+type InternalsOption func(*config) error
+
+type config struct {
+	nodeWatch      bool
+	plainCreate    bool
+	lg             *zap.Logger
+	name           string
+	closedErr      error
+	cleanupTimeout time.Duration
+}
+
+func defaultConfig() config {
+	return config{nodeWatch: true, name: "recipes", cleanupTimeout: defaultCleanupTimeout}
+}
+
+// defaultCleanupTimeout bounds the detached delete of an abandoned node.
+const defaultCleanupTimeout = 5 * time.Second
+
+// WithNodeWatch says whether every held lease keeps a data watch (GetW) on its
+// own node, so that a deletion by a third party ends the lease at once with
+// ErrLockLost (default true). The watch is set asynchronously by the lease's
+// goroutine, so it adds no latency to an acquire, but it costs one request per
+// cycle and one extra watch notification per release (the holder's own watch
+// fires when it deletes its node). Without it, a third-party deletion is only
+// seen by the next waiter, and the holder keeps believing it holds the lock
+// until its session ends.
+func WithNodeWatch(on bool) InternalsOption {
+	return func(c *config) error { c.nodeWatch = on; return nil }
+}
+
+// WithLogger sets the logger (default: the session's logger, named after the
+// recipe).
+func WithLogger(lg *zap.Logger) InternalsOption {
+	return func(c *config) error {
+		if lg == nil {
+			return fmt.Errorf("%w: nil logger", ErrBadOption)
+		}
+		c.lg = lg
+		return nil
+	}
+}
+
+// WithName names the recipe in error messages and the logger, e.g. "mutex"
+// (default "recipes").
+func WithName(name string) InternalsOption {
+	return func(c *config) error {
+		if name == "" {
+			return fmt.Errorf("%w: empty name", ErrBadOption)
+		}
+		c.name = name
+		return nil
+	}
+}
+
+// WithClosedError adds err to the errors that Close's causes and the
+// ErrClosed errors of this Internals match, so that a recipe can offer its own
+// ErrClosed sentinel (errors.Is matches both).
+func WithClosedError(err error) InternalsOption {
+	return func(c *config) error {
+		if err == nil {
+			return fmt.Errorf("%w: nil closed error", ErrBadOption)
+		}
+		c.closedErr = err
+		return nil
+	}
+}
+
+// WithCleanupTimeout bounds the detached delete of a node abandoned by a
+// failed or canceled acquire (default 5s). After it, the delete is handed to
+// the session's guaranteed-delete queue.
+func WithCleanupTimeout(d time.Duration) InternalsOption {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: cleanup timeout %v", ErrBadOption, d)
+		}
+		c.cleanupTimeout = d
+		return nil
+	}
+}
+
+// WithMultiCreate says whether contender nodes are created with a multi of
+// the create and an empty setData on the recipe directory, which returns the
+// fencing token (our czxid) without another request (default true; see the
+// package documentation). With false, a plain create is used and the token is
+// read from our node: one more read per acquire, and the directory is never
+// written.
+func WithMultiCreate(on bool) InternalsOption {
+	return func(c *config) error { c.plainCreate = !on; return nil }
+}

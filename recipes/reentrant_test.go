@@ -1,0 +1,81 @@
+package recipes
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+func fakeLease() (*Lease, context.CancelCauseFunc) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &Lease{ctx: ctx, cancel: cancel, name: "n"}, cancel
+}
+
+func TestReentrantCounts(t *testing.T) {
+	var r Reentrant
+	l, cancel := fakeLease()
+	defer cancel(nil)
+	if got, n, err := r.Enter(); got != nil || n != 0 || err != nil {
+		t.Fatalf("Enter on empty = %v %d %v", got, n, err)
+	}
+	if err := r.Add(l); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Add(l); err == nil {
+		t.Fatal("second Add succeeded")
+	}
+	for want := 2; want <= 3; want++ {
+		got, n, err := r.Enter()
+		if got != l || n != want || err != nil {
+			t.Fatalf("Enter = %v %d %v, want count %d", got, n, err, want)
+		}
+	}
+	if r.Count() != 3 {
+		t.Fatalf("Count = %d", r.Count())
+	}
+
+	// Another goroutine neither re-enters nor exits.
+	type res struct {
+		l    *Lease
+		last bool
+		err  error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		got, _, _ := r.Enter()
+		last, err := r.Exit(l)
+		ch <- res{got, last, err}
+	}()
+	if o := <-ch; o.l != nil || o.last || !errors.Is(o.err, ErrNotOwner) {
+		t.Fatalf("other goroutine: Enter=%v Exit=(%v, %v), want nil, ErrNotOwner", o.l, o.last, o.err)
+	}
+
+	for i := 3; i >= 1; i-- {
+		last, err := r.Exit(l)
+		if err != nil || last != (i == 1) {
+			t.Fatalf("Exit #%d = %v %v", 4-i, last, err)
+		}
+	}
+	if _, err := r.Exit(l); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("Exit after last = %v, want ErrNotOwner", err)
+	}
+	if r.Holds() != 0 {
+		t.Fatalf("Holds = %d", r.Holds())
+	}
+}
+
+func TestReentrantEndedLease(t *testing.T) {
+	var r Reentrant
+	l, cancel := fakeLease()
+	if err := r.Add(l); err != nil {
+		t.Fatal(err)
+	}
+	cancel(ErrLockLost)
+	got, n, err := r.Enter()
+	if got != l || n != 1 || !errors.Is(err, ErrLockLost) {
+		t.Fatalf("Enter on ended lease = %v %d %v, want the lease, count 1, ErrLockLost", got, n, err)
+	}
+	if last, err := r.Exit(l); !last || err != nil {
+		t.Fatalf("Exit = %v %v", last, err)
+	}
+}
