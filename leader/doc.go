@@ -1,0 +1,93 @@
+// Package leader elects one leader among the processes that take part in an
+// election on a ZooKeeper path, with the node layout of Apache Curator 5.x so
+// that Go and Java (Curator) participants can share an election.
+//
+// # Which type to use
+//
+// Run makes a background worker highly available in a few lines: it
+// campaigns, calls work under a context that is canceled when leadership is
+// lost, gives leadership up when work returns, and campaigns again:
+//
+//	err := leader.Run(ctx, sess, "/app/scheduler", func(ctx context.Context) error {
+//		return scheduler.Run(ctx) // returns once ctx is done: leadership lost, or shutting down
+//	})
+//
+// Latch (Curator's LeaderLatch) keeps a participant in the election until
+// Close; ask IsLeader, block in Await, or follow Changes. Selector (Curator's
+// LeaderSelector) calls a function while this participant leads, optionally
+// campaigning again after it returns. Participants, Leader and Observe let
+// processes that do not campaign see who leads.
+//
+// # Terms
+//
+// Every stretch of leadership is a *Term, the leader's counterpart of a lock
+// lease: Done is closed when leadership ends for any reason, Err says why,
+// Context is canceled with that cause (guarded work can run under it), and
+// Token is a fencing token (the czxid of the participant's node, which grows
+// across the whole ensemble). Done closes before this participant's node is
+// deleted, so when a leader gives leadership up (Close, or its work returned)
+// its term has ended before any other participant can lead.
+//
+// # Algorithm and znodes (a wire contract)
+//
+// Each participant creates one EPHEMERAL_SEQUENTIAL node under the election
+// path, named as Curator names protected nodes:
+//
+//	<path>/_c_<uuid>-latch-<seq>   Latch, Run        (Curator LeaderLatch)
+//	<path>/_c_<uuid>-lock-<seq>    Selector          (Curator LeaderSelector: an InterProcessMutex)
+//
+// The node's data is the participant id in UTF-8 (WithID; by default the local
+// IP address as text, as in Curator). Parents are created as container nodes.
+// Children are sorted by the sequence after the last marker; children that
+// match no marker are ignored. The participant whose node is first leads; each
+// other participant watches only the node just before its own (a data watch),
+// so a change wakes one participant, not all of them. A participant leads only
+// when its node is first and the node's ephemeralOwner is its current
+// ZooKeeper session: a node left over from an earlier session of the same
+// process (Curator's double-leader bug CURATOR-696) or created by a request
+// that ran on a newer session never makes it leader. The shared engine
+// (package recipes) does the create with ghost-node recovery, the sorting,
+// the watch and the cleanup.
+//
+// Observers (Observe) are not contenders: they watch the children of the
+// election path and read the first node's data.
+//
+// # Loss policy
+//
+// The session's loss policy decides when a leader stops leading:
+//
+//   - Standard (default): the term ends at Suspended, as soon as the
+//     connection goes down. After about two thirds of the session timeout
+//     without a word from the server the client suspends, while the server
+//     expires the session only after the full timeout; so the old leader has
+//     stopped before its node can disappear and another participant can
+//     lead. When the connection is back with the same session, the
+//     participant deletes its node and enters the election again at the back,
+//     as Curator's LeaderLatch does (another participant may lead meanwhile).
+//   - SessionOnly: the term survives short disconnects and ends only when the
+//     session is lost, which the session declares by a local timer one session
+//     timeout after it last heard from the server, or when the server says
+//     the session expired. The server may expire the session one timeout after
+//     it last heard from the client, which can be a round trip earlier: in
+//     that window, and for as long as the client process is frozen or starved
+//     of CPU, the old leader may still believe it leads while another
+//     participant already does. Use it only when a blip-free leader is worth
+//     that risk, and fence the guarded resource with Term.Token.
+//
+// Both policies rely on the client's timers: a process frozen (or starved of
+// CPU) for longer than the margin can still overlap with the next leader, so
+// a resource that must never see two leaders should also check Term.Token.
+//
+// In both cases a term also ends when a third party deletes the node (then
+// another participant may lead before this one has noticed) and when the
+// session is closed. After a lost session a Latch, a Selector that is queued
+// and Run enter the election again with the new session.
+//
+// # Concurrency and cleanup
+//
+// All exported types are safe for concurrent use. Close is idempotent, ends a
+// live term, deletes the participant's node (a guaranteed delete when the
+// connection is down) and returns after every goroutine it started has
+// exited. A Selector's Close and Run wait for the callback to return before
+// the node is deleted: two leaders are worse than a slow shutdown.
+package leader

@@ -1,0 +1,197 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/session"
+)
+
+// Node markers (Curator-compatible): LeaderLatch creates
+// <path>/_c_<uuid>-latch-<seq>; LeaderSelector is an InterProcessMutex on the
+// leader path and creates <path>/_c_<uuid>-lock-<seq>.
+const (
+	latchMarker = "latch-"
+	lockMarker  = "lock-"
+)
+
+// cleanupTimeout bounds the deletion of our node when a term ends or a
+// campaign is abandoned; the engine falls back to a guaranteed delete when the
+// connection is down.
+const cleanupTimeout = 5 * time.Second
+
+// elector is what Latch, Selector and Run share: one engine instance on the
+// election path, the driver for the node layout and the participant id.
+type elector struct {
+	sess *session.Session
+	path string // as the caller gave it
+	in   *recipes.Internals
+	drv  recipes.Driver
+	data []byte
+	id   string
+	lg   *zap.Logger
+}
+
+func newElector(sess *session.Session, path, marker string, cfg config) (*elector, error) {
+	if sess == nil {
+		return nil, fmt.Errorf("leader %q: %w: nil session", path, ErrBadArgument)
+	}
+	lg := cfg.logger
+	if lg == nil {
+		lg = sess.Logger()
+	}
+	lg = lg.Named("leader")
+	in, err := recipes.NewInternals(sess, path,
+		recipes.WithName("leader"), recipes.WithLogger(lg), recipes.WithClosedError(ErrClosed))
+	if err != nil {
+		return nil, fmt.Errorf("leader %q: %w", path, err)
+	}
+	return &elector{
+		sess: sess,
+		path: path,
+		in:   in,
+		drv:  recipes.StandardDriver{Name: marker, MaxLeases: 1},
+		data: []byte(cfg.id),
+		id:   cfg.id,
+		lg:   lg.With(zap.String("path", in.Path())),
+	}, nil
+}
+
+// campaign blocks until this participant leads, and returns the lease of its
+// node. It enters the election again after every failure that a new attempt
+// can cure (connection suspended, session lost, transient errors), so it
+// returns an error only when ctx ends (an error matching ctx's) or the
+// session or the engine is closed.
+func (e *elector) campaign(ctx context.Context) (*recipes.Lease, error) {
+	var bo backoff.BackOff
+	for attempt := 1; ; attempt++ {
+		if _, err := e.sess.WaitConnected(ctx); err != nil {
+			return nil, err
+		}
+		lease, err := e.in.Acquire(ctx, e.drv, e.data)
+		if err == nil {
+			if lerr := lease.Err(); lerr == nil {
+				return lease, nil
+			} else {
+				// Won just as the connection went away: the lease is already
+				// over. Give the node back and enter again.
+				e.release(lease)
+				err = lerr
+			}
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		if fatal(err) {
+			return nil, err
+		}
+		if sessionTrouble(err) {
+			if ce := e.lg.Check(zap.DebugLevel, "campaign interrupted; entering again"); ce != nil {
+				ce.Write(zap.Int("attempt", attempt), zap.Error(err))
+			}
+		} else {
+			e.lg.Warn("campaign failed; entering again", zap.Int("attempt", attempt), zap.Error(err))
+		}
+		if bo == nil {
+			eb := backoff.NewExponentialBackOff()
+			eb.InitialInterval = 10 * time.Millisecond
+			eb.MaxInterval = 2 * time.Second
+			eb.MaxElapsedTime = 0
+			bo = eb
+		}
+		if err := sleep(ctx, e.sess, bo.NextBackOff()); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// fatal reports errors after which campaigning cannot go on.
+func fatal(err error) bool {
+	return errors.Is(err, session.ErrClosed) || errors.Is(err, recipes.ErrClosed)
+}
+
+// sessionTrouble reports errors that are the expected outcome of a
+// disconnect or a session loss: not worth a warning.
+func sessionTrouble(err error) bool {
+	return errors.Is(err, session.ErrSuspended) || errors.Is(err, session.ErrLost) ||
+		errors.Is(err, session.ErrSessionChanged) || errors.Is(err, zk.ErrConnectionClosed) ||
+		errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrSessionExpired) ||
+		errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, recipes.ErrLockLost)
+}
+
+// sleep waits for d, ctx or the session's Close.
+func sleep(ctx context.Context, sess *session.Session, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-sess.Done():
+		return session.ErrClosed
+	}
+}
+
+// release gives the lease back (deletes our node) with a detached, bounded
+// context. The engine queues a guaranteed delete when the connection is down.
+func (e *elector) release(l *recipes.Lease) {
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	if err := l.Release(ctx); err != nil {
+		if ce := e.lg.Check(zap.DebugLevel, "release"); ce != nil {
+			ce.Write(zap.String("node", l.Node()), zap.Error(err))
+		}
+	}
+	if l.Epoch().Err() != nil {
+		// The session's local timer may declare Lost while the server still
+		// keeps the session, which then comes back with the same id: the
+		// node survives, owned by a live session, and would block the
+		// election forever. The session's queue deletes it if that id comes
+		// back and drops it otherwise.
+		e.sess.GuaranteedDelete(l.Epoch(), l.Path(), -1)
+	}
+}
+
+func (e *elector) participants(ctx context.Context) ([]Participant, error) {
+	ps, err := participants(ctx, e.in, e.drv)
+	if err != nil {
+		return nil, fmt.Errorf("leader %s: %w", e.in.Path(), err)
+	}
+	return ps, nil
+}
+
+func (e *elector) leader(ctx context.Context) (Participant, error) {
+	ps, err := e.participants(ctx)
+	if err != nil {
+		return Participant{}, err
+	}
+	if len(ps) == 0 {
+		return Participant{}, fmt.Errorf("leader %s: %w", e.in.Path(), ErrNoLeader)
+	}
+	return ps[0], nil
+}
+
+// participants lists the contenders in election order; the first leads.
+// A missing election path means no participants.
+func participants(ctx context.Context, in *recipes.Internals, drv recipes.Driver) ([]Participant, error) {
+	ps, err := in.Participants(ctx, drv)
+	if err != nil {
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	out := make([]Participant, len(ps))
+	for i, p := range ps {
+		out[i] = Participant{ID: p.ID, Node: p.Node, IsLeader: i == 0}
+	}
+	return out, nil
+}

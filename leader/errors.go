@@ -1,0 +1,27 @@
+package leader
+
+import "errors"
+
+// Sentinel errors. Callers match them with errors.Is. Errors returned by this
+// package wrap them together with the election path; errors of the layers
+// below (session.ErrSuspended, session.ErrLost, session.ErrClosed,
+// recipes.ErrLockLost, zk.ErrNoAuth, ...) stay reachable through wrapping.
+var (
+	// ErrClosed is returned by calls made after Close, and is the cause of a
+	// term ended by Close.
+	ErrClosed = errors.New("leader: closed")
+	// ErrNotStarted is returned by Latch.Await and Selector.Requeue before Start.
+	ErrNotStarted = errors.New("leader: not started")
+	// ErrStarted is returned by a second Start.
+	ErrStarted = errors.New("leader: already started")
+	// ErrResigned is the cause of a term that ended because its holder gave it
+	// up: a Selector callback or Run's work returned.
+	ErrResigned = errors.New("leader: leadership given up")
+	// ErrNoLeader is returned by Leader when the election has no participant.
+	ErrNoLeader = errors.New("leader: no leader")
+	// ErrBadOption is returned by constructors for an invalid option value or
+	// an option that does not apply to the type being built.
+	ErrBadOption = errors.New("leader: bad option")
+	// ErrBadArgument is returned for a nil session or a nil callback.
+	ErrBadArgument = errors.New("leader: bad argument")
+)

@@ -1,0 +1,142 @@
+package leader_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/session"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// Make a background worker highly available: every replica calls Run; the
+// one that leads runs the work until its context ends (leadership lost, or
+// shutting down), then the next replica takes over.
+func ExampleRun() {
+	srv, err := zktest.StartServer() // or your ensemble's addresses
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Stop()
+	sess, err := session.Connect(context.Background(), srv.Servers(), session.WithNamespace("/myapp"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer sess.Close()
+
+	ctx, shutdown := context.WithCancel(context.Background())
+	err = leader.Run(ctx, sess, "/leaders/compactor", func(ctx context.Context) error {
+		term, _ := leader.TermFromContext(ctx)
+		fmt.Println("leading as", term.ID())
+		shutdown() // for the example: stop after the first term
+		<-ctx.Done()
+		// Stop touching the resource: leadership is lost or we shut down.
+		return ctx.Err()
+	}, leader.WithID("replica-1"))
+	fmt.Println("Run returned:", errors.Is(err, context.Canceled))
+	// Output:
+	// leading as replica-1
+	// Run returned: true
+}
+
+// A Latch stays in the election until Close. Await blocks until it leads;
+// the term's Done says when leadership ends, and why.
+func ExampleLatch() {
+	srv, err := zktest.StartServer()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Stop()
+	sess, err := session.Connect(context.Background(), srv.Servers())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer sess.Close()
+
+	l, err := leader.NewLatch(sess, "/leaders/scheduler", leader.WithID("node-a"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Close()
+	if err := l.Start(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	term, err := l.Await(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("leader:", term.ID(), l.IsLeader())
+
+	l.Close()     // for the example: step down (a lost session would do the same)
+	<-term.Done() // leadership over: stop leading work here
+	fmt.Println("term ended:", errors.Is(term.Err(), leader.ErrClosed))
+	// Output:
+	// leader: node-a true
+	// term ended: true
+}
+
+// A Selector calls its function while it leads; the context is canceled
+// when leadership is lost. Observe shows the leader to processes that do not
+// take part.
+func ExampleSelector() {
+	srv, err := zktest.StartServer()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Stop()
+	sess, err := session.Connect(context.Background(), srv.Servers())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer sess.Close()
+
+	octx, stopObserving := context.WithCancel(context.Background())
+	defer stopObserving()
+	leaders, err := leader.Observe(octx, sess, "/leaders/mailer")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("observed leader: %q\n", (<-leaders).ID) // nobody yet
+
+	leading := make(chan struct{})
+	sel, err := leader.NewSelector(sess, "/leaders/mailer", func(ctx context.Context) error {
+		close(leading)
+		<-ctx.Done() // leadership lost or Close: stop the leader's work
+		return nil
+	}, leader.WithID("mailer-1"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := sel.Start(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	<-leading
+	fmt.Println("leading")
+	for p := range leaders {
+		if p.ID != "" {
+			fmt.Printf("observed leader: %q\n", p.ID)
+			break
+		}
+	}
+	sel.Close() // cancels the callback's context and waits for it
+	// Output:
+	// observed leader: ""
+	// leading
+	// observed leader: "mailer-1"
+}

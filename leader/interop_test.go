@@ -1,0 +1,353 @@
+package leader_test
+
+// Interoperability with Apache Curator 5.4's LeaderLatch (issue 5): a Java
+// participant (internal/curatortest's CuratorLatch program) and Go latches on
+// one election path. The Java side gets the full server path (the Go
+// sessions' namespace root plus the election path).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/curatortest"
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/session"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// interopPath is the election path of the interop tests, inside each test's
+// namespace.
+const interopPath = "/curator-election"
+
+// curatorLatchNode is the name of a LeaderLatch node, Curator's or ours.
+var curatorLatchNode = regexp.MustCompile(`^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-latch-[0-9]{10}$`)
+
+// A Go leader hands over to Java and Java to Go, on one path, with the same
+// participants and leader seen from both sides and never two leaders.
+func TestCuratorLatchInterop(t *testing.T) {
+	ctx := interopContext(t)
+	ns := zktest.NewNamespace(t)
+	conn := ns.Conn(t)
+	full := ns.Path(interopPath)
+	rec := newInteropRecorder(t)
+
+	java := curatortest.StartLatch(t, ns.Servers(), full, "java-1")
+	s1, s2 := sessiontest.Connect(t, ns), sessiontest.Connect(t, ns)
+
+	// Queue: go-1 (leads), java-1, go-2. Each joins once the previous one's
+	// node is there, so the order is known.
+	g1 := interopNewLatch(t, rec, s1, "go-1")
+	term1 := interopAwait(t, ctx, g1)
+	if err := java.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	interopWaitIDs(t, ctx, g1, "go-1", "java-1")
+	g2 := interopNewLatch(t, rec, s2, "go-2")
+	interopWaitIDs(t, ctx, g1, "go-1", "java-1", "go-2")
+
+	// Both sides' nodes have Curator's name format.
+	kids, _, err := conn.Children(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range kids {
+		if !curatorLatchNode.MatchString(k) {
+			t.Errorf("latch node %q does not have Curator's format", k)
+		}
+	}
+	// Java sees the Go participants' ids and the Go leader.
+	interopJavaSees(t, ctx, java, "go-1", "go-1", "java-1", "go-2")
+	if p, err := leader.Leader(ctx, s2, interopPath); err != nil || p.ID != "go-1" {
+		t.Fatalf("Leader = %+v, %v; want go-1", p, err)
+	}
+	interopOneLeader(t, ctx, java, "go-1", g1, g2)
+
+	// Go -> Java: go-1 closes, java-1 (next in line) leads, go-2 does not.
+	if err := g1.Close(); err != nil {
+		t.Fatalf("go-1 Close: %v", err)
+	}
+	if !errors.Is(term1.Err(), leader.ErrClosed) {
+		t.Errorf("go-1's term ended with %v, want ErrClosed", term1.Err())
+	}
+	javaLeader, err := java.WaitLeader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	javaTerm := interopInterval{start: javaLeader.At}
+	interopOneLeader(t, ctx, java, "java-1", g2)
+	interopGoSees(t, ctx, g2, "java-1", "java-1", "go-2")
+	interopJavaSees(t, ctx, java, "java-1", "java-1", "go-2")
+
+	// Java -> Go: java-1 closes its latch, go-2 leads.
+	javaTerm.end = time.Now()
+	if err := java.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := java.WaitNotLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	term2 := interopAwait(t, ctx, g2)
+	if !term2.Started().After(javaTerm.end) {
+		t.Errorf("go-2 led at %s, before java-1 was asked to close at %s",
+			term2.Started().Format("15:04:05.000000"), javaTerm.end.Format("15:04:05.000000"))
+	}
+	interopOneLeader(t, ctx, java, "go-2", g2)
+	interopGoSees(t, ctx, g2, "go-2", "go-2")
+	interopJavaSees(t, ctx, java, "go-2", "go-2")
+
+	if tr := java.Transitions(); len(tr) != 2 || tr[0].Word() != "LEADER" || tr[1].Word() != "NOTLEADER" {
+		t.Errorf("java-1's transitions %v, want LEADER then NOTLEADER", tr)
+	}
+	rec.check(t, javaTerm)
+}
+
+// The Java leader's process dies: once its session expires a Go latch leads,
+// never before.
+func TestCuratorLatchInteropJavaDies(t *testing.T) {
+	ctx := interopContext(t)
+	ns := zktest.NewNamespace(t)
+	full := ns.Path(interopPath)
+	rec := newInteropRecorder(t)
+
+	java := curatortest.StartLatch(t, ns.Servers(), full, "java-1")
+	if err := java.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	line, err := java.WaitLeader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	javaTerm := interopInterval{start: line.At}
+	s1, s2 := sessiontest.Connect(t, ns), sessiontest.Connect(t, ns)
+	g1 := interopNewLatch(t, rec, s1, "go-1")
+	interopWaitIDs(t, ctx, g1, "java-1", "go-1")
+	g2 := interopNewLatch(t, rec, s2, "go-2")
+	interopWaitIDs(t, ctx, g1, "java-1", "go-1", "go-2")
+	interopGoSees(t, ctx, g2, "java-1", "java-1", "go-1", "go-2")
+	interopJavaSees(t, ctx, java, "java-1", "java-1", "go-1", "go-2")
+	interopOneLeader(t, ctx, java, "java-1", g1, g2)
+
+	javaTerm.end = time.Now()
+	java.Kill() // no close: its node goes when the server expires the session
+	term := interopAwait(t, ctx, g1)
+	if !term.Started().After(javaTerm.end) {
+		t.Errorf("go-1 led at %s, before java-1 was killed at %s",
+			term.Started().Format("15:04:05.000000"), javaTerm.end.Format("15:04:05.000000"))
+	}
+	if g2.IsLeader() {
+		t.Errorf("go-2 leads together with go-1")
+	}
+	interopGoSees(t, ctx, g2, "go-1", "go-1", "go-2")
+	rec.check(t, javaTerm)
+}
+
+func interopContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// interopNewLatch creates and starts a Go latch with the given id on
+// interopPath, has rec follow it, and closes it in t.Cleanup.
+func interopNewLatch(t *testing.T, rec *interopRecorder, s *session.Session, id string) *leader.Latch {
+	t.Helper()
+	l, err := leader.NewLatch(s, interopPath, leader.WithID(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	rec.follow(t, l)
+	return l
+}
+
+func interopAwait(t *testing.T, ctx context.Context, l *leader.Latch) *leader.Term {
+	t.Helper()
+	term, err := l.Await(ctx)
+	if err != nil {
+		t.Fatalf("%s: Await: %v", l.ID(), err)
+	}
+	return term
+}
+
+// interopWaitIDs waits until the Go side reads the participants ids, in order.
+func interopWaitIDs(t *testing.T, ctx context.Context, l *leader.Latch, ids ...string) {
+	t.Helper()
+	var got []string
+	zktest.Eventually(t, 15*time.Second, func() bool {
+		ps, err := l.Participants(ctx)
+		if err != nil {
+			return false
+		}
+		got = got[:0]
+		for _, p := range ps {
+			got = append(got, p.ID)
+		}
+		return strings.Join(got, " ") == strings.Join(ids, " ")
+	}, "participants %v, want %v", &got, ids)
+}
+
+// interopGoSees checks the Go side's participants (in order) and leader.
+func interopGoSees(t *testing.T, ctx context.Context, l *leader.Latch, leaderID string, ids ...string) {
+	t.Helper()
+	ps, err := l.Participants(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i, p := range ps {
+		got = append(got, p.ID)
+		if p.IsLeader != (i == 0) {
+			t.Errorf("Go participant %d %+v: IsLeader %v", i, p, p.IsLeader)
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(ids, " ") {
+		t.Errorf("Go participants %v, want %v", got, ids)
+	}
+	p, err := l.Leader(ctx)
+	if err != nil || p.ID != leaderID {
+		t.Errorf("Go Leader = %+v, %v; want %s", p, err, leaderID)
+	}
+}
+
+// interopJavaSees checks the Java side's participants (in order) and leader.
+func interopJavaSees(t *testing.T, ctx context.Context, java *curatortest.Latch, leaderID string, ids ...string) {
+	t.Helper()
+	ld, got, err := java.Participants(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ld != leaderID || strings.Join(got, " ") != strings.Join(ids, " ") {
+		t.Errorf("Curator sees leader %q of %v, want %q of %v", ld, got, leaderID, ids)
+	}
+}
+
+// interopOneLeader samples both sides at a settled moment: exactly one
+// participant says it leads, and it is want.
+func interopOneLeader(t *testing.T, ctx context.Context, java *curatortest.Latch, want string, gos ...*leader.Latch) {
+	t.Helper()
+	var leaders []string
+	javaLeads, _, err := java.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if javaLeads {
+		leaders = append(leaders, java.ID)
+	}
+	for _, g := range gos {
+		if g.IsLeader() {
+			leaders = append(leaders, g.ID())
+		}
+	}
+	if len(leaders) != 1 || leaders[0] != want {
+		t.Fatalf("leaders %v, want exactly %s", leaders, want)
+	}
+}
+
+// interopInterval is when the Java participant led, as bounded by what the
+// test saw: from reading its LEADER line (it led from a little earlier) to
+// the moment the test asked it to close or killed it (it led at most until
+// then, as Curator deletes the node on close).
+type interopInterval struct{ start, end time.Time }
+
+// interopRecorder records every term of the Go latches it follows (Changes
+// delivers every event): start is Term.Started, end the moment the latch saw
+// the term end (before it deletes its node).
+type interopRecorder struct {
+	mu    sync.Mutex
+	terms []*interopTerm
+	wg    sync.WaitGroup
+}
+
+type interopTerm struct {
+	id         string
+	term       *leader.Term
+	start, end time.Time // end zero while open
+}
+
+func newInteropRecorder(t *testing.T) *interopRecorder {
+	r := &interopRecorder{}
+	t.Cleanup(r.wg.Wait)
+	return r
+}
+
+func (r *interopRecorder) follow(t *testing.T, l *leader.Latch) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ch := l.Changes(ctx)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		for ev := range ch {
+			if ev.Term == nil {
+				continue
+			}
+			r.mu.Lock()
+			if ev.Leader {
+				r.terms = append(r.terms, &interopTerm{id: l.ID(), term: ev.Term, start: ev.Term.Started()})
+			} else {
+				for _, rt := range r.terms {
+					if rt.term == ev.Term {
+						rt.end = ev.At
+					}
+				}
+			}
+			r.mu.Unlock()
+		}
+	}()
+}
+
+// check fails the test if two Go terms overlap, or a Go term overlaps the
+// Java participant's leadership. A Go term ends (is seen to end) before its
+// node is deleted, and Java can lead only after that and prints LEADER after
+// it leads; Go leads only after Java's node is deleted, which is after the
+// test asked Java to close. So any overlap is a real double leadership.
+func (r *interopRecorder) check(t *testing.T, java ...interopInterval) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	type iv struct {
+		who        string
+		start, end time.Time
+	}
+	var all []iv
+	for _, rt := range r.terms {
+		end := rt.end
+		if end.IsZero() {
+			end = now
+		}
+		all = append(all, iv{rt.id + " " + rt.term.Node(), rt.start, end})
+	}
+	for _, j := range java {
+		all = append(all, iv{"curator", j.start, j.end})
+	}
+	f := func(x time.Time) string { return x.Format("15:04:05.000000") }
+	for i := range all {
+		for k := i + 1; k < len(all); k++ {
+			a, b := all[i], all[k]
+			if a.start.Before(b.end) && b.start.Before(a.end) {
+				t.Errorf("two leaders: %s [%s, %s] and %s [%s, %s]", a.who, f(a.start), f(a.end), b.who, f(b.start), f(b.end))
+			}
+		}
+	}
+	if len(r.terms) == 0 {
+		t.Error("no Go term recorded")
+	}
+	t.Logf("terms: %s", func() string {
+		var b strings.Builder
+		for _, x := range all {
+			fmt.Fprintf(&b, "\n  %s [%s, %s]", x.who, f(x.start), f(x.end))
+		}
+		return b.String()
+	}())
+}

@@ -1,0 +1,407 @@
+package leader
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/zkrecipes/zkrecipes/session"
+)
+
+type runState int
+
+const (
+	latent runState = iota
+	started
+	closed
+)
+
+// Latch is a participant in a leader election with Curator's LeaderLatch
+// layout: once started it keeps a node under the election path until Close,
+// and leads whenever its node is the first one. Each stretch of leadership is
+// a *Term with its own Done, Err and Context.
+//
+// After a term ends because the connection was suspended (standard policy) or
+// the session was lost, the latch deletes its node when the connection is back
+// (if the session survived) and enters the election again at the back, as
+// Curator's LeaderLatch does; another participant can lead meanwhile.
+//
+// A Latch is safe for concurrent use.
+type Latch struct {
+	e *elector
+
+	mu      sync.Mutex
+	state   runState
+	term    *Term         // current term, possibly just ended; nil between terms
+	err     error         // why the election loop stopped before Close (session closed)
+	changed chan struct{} // closed and replaced at every change
+	subs    map[*latchSub]struct{}
+	subWG   sync.WaitGroup
+	force   chan struct{} // closed when Close stops waiting for slow subscribers
+
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// changesBuffer is the capacity of a Changes channel. Events beyond it
+// wait in an unbounded overflow queue that a goroutine hands over in order.
+const changesBuffer = 64
+
+// subscriberGrace is how long Close lets a subscriber with an overflow take
+// its remaining events before it closes the channel without them.
+const subscriberGrace = 200 * time.Millisecond
+
+// latchSub is one Changes channel. Its fields are guarded by Latch.mu.
+type latchSub struct {
+	c        chan Event
+	overflow []Event // events that did not fit in c, oldest first
+	pumping  bool    // a goroutine is handing the overflow over
+	final    bool    // no more events: close c once the overflow is delivered
+	closed   bool    // c is closed
+	stop     chan struct{}
+	stopped  bool // stop is closed (the subscriber's ctx ended)
+	unhook   func() bool
+}
+
+// Event is a change of a Latch's leadership as delivered by Changes.
+type Event struct {
+	// Leader is true when Term began, false when it ended (or, for the first
+	// event of a channel, when the latch was not leading).
+	Leader bool
+	// Term is the term that began or ended; nil in a first event that reports
+	// no leadership.
+	Term *Term
+	// At is the local time of the change: for the start of a term its
+	// Started time, for the end the moment the latch saw the term's Done.
+	At time.Time
+}
+
+// NewLatch returns a latch for the election at path (a path relative to the
+// session's namespace). It validates its arguments and does no I/O; call
+// Start to enter the election. Options: WithID, WithLogger. WithRequeue is
+// rejected: a latch always stays in the election until Close.
+func NewLatch(sess *session.Session, path string, opts ...Option) (*Latch, error) {
+	cfg, err := buildConfig(opts)
+	if err != nil {
+		return nil, fmt.Errorf("leader %q: %w", path, err)
+	}
+	if cfg.requeueSet {
+		return nil, fmt.Errorf("leader %q: %w: WithRequeue does not apply to a Latch", path, ErrBadOption)
+	}
+	e, err := newElector(sess, path, latchMarker, cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &Latch{
+		e:       e,
+		changed: make(chan struct{}),
+		subs:    make(map[*latchSub]struct{}),
+		force:   make(chan struct{}),
+		ctx:     ctx,
+		cancel:  cancel,
+	}, nil
+}
+
+// Start enters the election: it starts a goroutine that creates this
+// participant's node and keeps campaigning until Close. It does not block.
+// It returns ErrStarted when called twice and ErrClosed after Close.
+func (l *Latch) Start() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch l.state {
+	case started:
+		return fmt.Errorf("leader %s: %w", l.e.in.Path(), ErrStarted)
+	case closed:
+		return fmt.Errorf("leader %s: %w", l.e.in.Path(), ErrClosed)
+	}
+	l.state = started
+	l.wg.Add(1)
+	go l.run()
+	return nil
+}
+
+func (l *Latch) run() {
+	defer l.wg.Done()
+	for {
+		lease, err := l.e.campaign(l.ctx)
+		if err != nil {
+			if l.ctx.Err() == nil { // the session was closed under us
+				l.mu.Lock()
+				l.err = fmt.Errorf("leader %s: %w", l.e.in.Path(), err)
+				l.broadcastLocked()
+				l.mu.Unlock()
+				l.e.lg.Info("election stopped", zap.Error(err))
+			}
+			return
+		}
+		t := newTerm(lease)
+		l.e.lg.Info("leadership gained", zap.String("node", t.Node()), zap.Int64("token", t.Token()))
+		l.mu.Lock()
+		l.term = t
+		l.publishLocked(Event{Leader: true, Term: t, At: t.started})
+		l.mu.Unlock()
+
+		select {
+		case <-t.Done():
+		case <-l.ctx.Done():
+			t.end(fmt.Errorf("leader %s: %w", l.e.in.Path(), ErrClosed))
+		}
+		l.mu.Lock()
+		l.term = nil
+		l.publishLocked(Event{Leader: false, Term: t, At: time.Now()})
+		l.mu.Unlock()
+		l.e.lg.Info("leadership ended", zap.String("node", t.Node()), zap.Error(t.Err()))
+		// Our node goes only now, after Done has closed: nobody else can lead
+		// before this participant has been told it no longer does.
+		l.e.release(lease)
+		if l.ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// broadcastLocked wakes Await callers. l.mu must be held.
+func (l *Latch) broadcastLocked() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// publishLocked queues ev for every subscriber (never blocking) and wakes
+// Await callers. l.mu must be held.
+func (l *Latch) publishLocked(ev Event) {
+	for sub := range l.subs {
+		l.pushLocked(sub, ev)
+	}
+	l.broadcastLocked()
+}
+
+// pushLocked hands ev to sub: straight into its channel's buffer when there
+// is room and no overflow, else to the overflow and its goroutine. l.mu must
+// be held.
+func (l *Latch) pushLocked(sub *latchSub, ev Event) {
+	if sub.final || sub.closed {
+		return
+	}
+	if !sub.pumping {
+		select {
+		case sub.c <- ev:
+			return
+		default:
+		}
+		sub.pumping = true
+		l.subWG.Add(1)
+		go l.pump(sub)
+	}
+	sub.overflow = append(sub.overflow, ev)
+}
+
+// finishLocked ends sub's stream: its channel is closed now, or by its
+// goroutine once the overflow is delivered. l.mu must be held.
+func (l *Latch) finishLocked(sub *latchSub) {
+	sub.final = true
+	if !sub.pumping && !sub.closed {
+		sub.closed = true
+		close(sub.c) // buffered events stay readable
+	}
+}
+
+// pump hands sub's overflow over in order, then exits.
+func (l *Latch) pump(sub *latchSub) {
+	defer l.subWG.Done()
+	for {
+		l.mu.Lock()
+		if len(sub.overflow) == 0 {
+			sub.pumping = false
+			if sub.final && !sub.closed {
+				sub.closed = true
+				close(sub.c)
+			}
+			l.mu.Unlock()
+			return
+		}
+		ev := sub.overflow[0]
+		sub.overflow[0] = Event{}
+		sub.overflow = sub.overflow[1:]
+		l.mu.Unlock()
+		select {
+		case sub.c <- ev:
+			continue
+		case <-sub.stop:
+		case <-l.force:
+		}
+		l.mu.Lock()
+		sub.overflow, sub.pumping = nil, false
+		if !sub.closed {
+			sub.closed = true
+			close(sub.c)
+		}
+		l.mu.Unlock()
+		return
+	}
+}
+
+// Await blocks until this latch leads and returns the current term, at once
+// if it leads already. It returns an error matching ctx's when ctx ends first,
+// ErrNotStarted before Start, ErrClosed after Close, and session.ErrClosed if
+// the session was closed. The term may end at any moment after Await returns:
+// watch its Done. Safe to call concurrently.
+func (l *Latch) Await(ctx context.Context) (*Term, error) {
+	for {
+		l.mu.Lock()
+		switch {
+		case l.state == latent:
+			l.mu.Unlock()
+			return nil, fmt.Errorf("leader %s: %w", l.e.in.Path(), ErrNotStarted)
+		case l.state == closed:
+			l.mu.Unlock()
+			return nil, fmt.Errorf("leader %s: %w", l.e.in.Path(), ErrClosed)
+		case l.err != nil:
+			err := l.err
+			l.mu.Unlock()
+			return nil, err
+		}
+		if t := l.term; t != nil && t.Err() == nil {
+			l.mu.Unlock()
+			return t, nil
+		}
+		ch := l.changed
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("leader %s: %w", l.e.in.Path(), ctx.Err())
+		}
+	}
+}
+
+// Term returns the current term, or nil when this latch does not lead. It
+// does no I/O.
+func (l *Latch) Term() *Term {
+	l.mu.Lock()
+	t := l.term
+	l.mu.Unlock()
+	if t == nil || t.Err() != nil {
+		return nil
+	}
+	return t
+}
+
+// IsLeader reports whether this latch leads now: its node is the first of
+// the election, belongs to the current session, and the term has not ended.
+// It does no I/O.
+func (l *Latch) IsLeader() bool { return l.Term() != nil }
+
+// Changes returns a channel of leadership changes: first the state at the
+// moment of the call (Leader true with the current term, or false with a nil
+// Term), then an Event each time a term begins or ends, every one of them, in
+// order. The channel is buffered and backed by an unbounded queue, so a slow
+// receiver neither stalls the latch nor loses events. It is closed when ctx
+// ends, and at Close after the end of the last term (events still buffered
+// stay readable; Close waits only briefly for a receiver that has fallen more
+// than the buffer behind). To stop leading work at once, watch the term's
+// Done rather than this channel.
+func (l *Latch) Changes(ctx context.Context) <-chan Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ev := Event{At: time.Now()}
+	if t := l.term; t != nil && t.Err() == nil {
+		ev.Leader, ev.Term = true, t
+	}
+	sub := &latchSub{c: make(chan Event, changesBuffer), stop: make(chan struct{})}
+	sub.c <- ev
+	if l.state == closed {
+		l.finishLocked(sub)
+		return sub.c
+	}
+	l.subs[sub] = struct{}{}
+	sub.unhook = context.AfterFunc(ctx, func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		delete(l.subs, sub)
+		if !sub.stopped {
+			sub.stopped = true
+			close(sub.stop)
+		}
+		l.finishLocked(sub)
+	})
+	return sub.c
+}
+
+// ID returns this participant's id.
+func (l *Latch) ID() string { return l.e.id }
+
+// Participants reads the election's participants from ZooKeeper, in election
+// order; the first one leads. ctx bounds the reads.
+func (l *Latch) Participants(ctx context.Context) ([]Participant, error) {
+	if err := l.checkOpen(); err != nil {
+		return nil, err
+	}
+	return l.e.participants(ctx)
+}
+
+// Leader reads the current leader from ZooKeeper: the participant whose node
+// sorts first. It returns ErrNoLeader when there is none. Note that under the
+// standard policy a participant whose connection is suspended has already
+// stopped leading, while its node stays first until its session ends or its
+// connection is back.
+func (l *Latch) Leader(ctx context.Context) (Participant, error) {
+	if err := l.checkOpen(); err != nil {
+		return Participant{}, err
+	}
+	return l.e.leader(ctx)
+}
+
+func (l *Latch) checkOpen() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state == closed {
+		return fmt.Errorf("leader %s: %w", l.e.in.Path(), ErrClosed)
+	}
+	return nil
+}
+
+// Close leaves the election: a live term ends at once (its Done closes with
+// ErrClosed), then this participant's node is deleted so another participant
+// can lead, and Close returns after every goroutine of the latch has exited.
+// Channels from Changes are closed. Close is idempotent; later calls return
+// the first call's result.
+func (l *Latch) Close() error {
+	l.closeOnce.Do(func() {
+		l.mu.Lock()
+		l.state = closed
+		l.mu.Unlock()
+		l.cancel(ErrClosed)
+		l.wg.Wait()
+		if err := l.e.in.Close(); err != nil {
+			l.closeErr = fmt.Errorf("leader %s: %w", l.e.in.Path(), err)
+		}
+		l.mu.Lock()
+		for sub := range l.subs {
+			sub.unhook()
+			l.finishLocked(sub)
+		}
+		l.subs = nil
+		l.broadcastLocked()
+		l.mu.Unlock()
+		// Give receivers that have fallen behind by more than the buffer a
+		// moment to take the rest, then close their channels regardless.
+		idle := make(chan struct{})
+		go func() { l.subWG.Wait(); close(idle) }()
+		grace := time.NewTimer(subscriberGrace)
+		select {
+		case <-idle:
+		case <-grace.C:
+			close(l.force)
+			<-idle
+		}
+		grace.Stop()
+	})
+	return l.closeErr
+}

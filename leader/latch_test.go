@@ -1,0 +1,632 @@
+package leader_test
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/session"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// latchNode is Curator's LeaderLatch node name.
+var latchNode = regexp.MustCompile(`^_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-latch-\d{10}$`)
+
+func TestLatchSingle(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	s := sessiontest.Connect(t, ns)
+	conn := ns.Conn(t)
+	l := startLatch(t, s, "solo")
+	term := await(t, l)
+	if !l.IsLeader() || l.Term() != term {
+		t.Fatalf("IsLeader %v Term %v, want the awaited term", l.IsLeader(), l.Term())
+	}
+	if !latchNode.MatchString(term.Node()) {
+		t.Errorf("node name %q is not Curator's LeaderLatch layout", term.Node())
+	}
+	if want := ns.Root + electionPath + "/" + term.Node(); term.Path() != want {
+		t.Errorf("Path %q, want %q", term.Path(), want)
+	}
+	checkTermNode(t, conn, s, term)
+	if got, ok := leader.TermFromContext(term.Context()); !ok || got != term {
+		t.Errorf("TermFromContext = %v, %v", got, ok)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if !ended(term) {
+		t.Fatal("term not ended when Close returned")
+	}
+	if !errors.Is(term.Err(), leader.ErrClosed) || !errors.Is(context.Cause(term.Context()), leader.ErrClosed) {
+		t.Fatalf("term Err %v, want ErrClosed", term.Err())
+	}
+	if l.IsLeader() || l.Term() != nil {
+		t.Fatal("still leader after Close")
+	}
+	if kids := children(t, conn, ns); len(kids) != 0 {
+		t.Fatalf("children after Close: %v", kids)
+	}
+}
+
+// Three participants; the leader closes; another leads; the old term's Done
+// fired first. Repeated until one is left.
+func TestLatchFailoverOnClose(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	conn := ns.Conn(t)
+	log := newTermLog(t)
+	var alive []*leader.Latch
+	for _, id := range []string{"p0", "p1", "p2"} {
+		l := startLatch(t, sessiontest.Connect(t, ns), id)
+		log.follow(t, id, l)
+		alive = append(alive, l)
+	}
+	for len(alive) > 1 {
+		i := oneLeader(t, alive)
+		old := alive[i].Term()
+		if old == nil {
+			t.Fatal("leader without a term")
+		}
+		if err := alive[i].Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		if !ended(old) {
+			t.Fatal("old term's Done not closed when Close returned")
+		}
+		if !errors.Is(old.Err(), leader.ErrClosed) {
+			t.Errorf("old term Err %v, want ErrClosed", old.Err())
+		}
+		alive = append(alive[:i], alive[i+1:]...)
+		j := oneLeader(t, alive)
+		nt := alive[j].Term()
+		if nt == nil || nt == old {
+			t.Fatalf("new term %v", nt)
+		}
+		var ro, rn termRec
+		zktest.Eventually(t, wait, func() bool {
+			var ok1, ok2 bool
+			ro, ok1 = log.find(old)
+			rn, ok2 = log.find(nt)
+			return ok1 && ok2 && !ro.end.IsZero()
+		}, "terms recorded")
+		if !ro.end.Before(rn.start) {
+			t.Errorf("old term ended %v, new term began %v: not in order", ro.end, rn.start)
+		}
+		if nt.Token() <= old.Token() {
+			t.Errorf("fencing token did not grow: %d then %d", old.Token(), nt.Token())
+		}
+		if n := len(children(t, conn, ns)); n != len(alive) {
+			t.Errorf("%d children for %d participants", n, len(alive))
+		}
+		t.Logf("%s closed, %s leads %v after the old term ended", old.ID(), nt.ID(), rn.start.Sub(ro.end))
+	}
+	log.checkNoOverlap(t)
+}
+
+func TestLatchParticipants(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	s0 := sessiontest.Connect(t, ns)
+	ctx := ctxT(t)
+	var ls []*leader.Latch
+	ids := []string{"p0", "p1", "p2 ünïcode"}
+	for i, id := range ids {
+		l := startLatch(t, sessiontest.Connect(t, ns), id)
+		ls = append(ls, l)
+		zktest.Eventually(t, wait, func() bool {
+			ps, err := leader.Participants(ctx, s0, electionPath)
+			return err == nil && len(ps) == i+1
+		}, "participant %s registered", id)
+	}
+	await(t, ls[0])
+	check := func(name string, ps []leader.Participant, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(ps) != len(ids) {
+			t.Fatalf("%s: %d participants: %+v", name, len(ps), ps)
+		}
+		for i, p := range ps {
+			if p.ID != ids[i] || p.IsLeader != (i == 0) || !latchNode.MatchString(p.Node) {
+				t.Errorf("%s: participant %d = %+v, want id %q leader %v", name, i, p, ids[i], i == 0)
+			}
+		}
+	}
+	for _, l := range ls {
+		ps, err := l.Participants(ctx)
+		check("Latch.Participants", ps, err)
+		p, err := l.Leader(ctx)
+		if err != nil || p.ID != "p0" || !p.IsLeader {
+			t.Errorf("Latch.Leader = %+v, %v", p, err)
+		}
+	}
+	ps, err := leader.Participants(ctx, s0, electionPath)
+	check("Participants", ps, err)
+	p, err := leader.Leader(ctx, s0, electionPath)
+	if err != nil || p.ID != "p0" || p.Node != ls[0].Term().Node() {
+		t.Errorf("Leader = %+v, %v", p, err)
+	}
+	// Default id: the local address.
+	d, err := leader.NewLatch(s0, electionPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.ID() == "" || strings.ContainsAny(d.ID(), " /") {
+		t.Errorf("default id %q", d.ID())
+	}
+	d.Close()
+	// An election that does not exist has no participants and no leader.
+	ps, err = leader.Participants(ctx, s0, "/nothing/here")
+	if err != nil || len(ps) != 0 {
+		t.Errorf("Participants of a missing path = %v, %v", ps, err)
+	}
+	if _, err := leader.Leader(ctx, s0, "/nothing/here"); !errors.Is(err, leader.ErrNoLeader) {
+		t.Errorf("Leader of a missing path: %v, want ErrNoLeader", err)
+	}
+}
+
+// Standard policy: the leader's session is killed on the server; its term
+// ends before any other participant leads; it re-enters with a new session.
+func TestLatchSessionKilled(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	conn := ns.Conn(t)
+	log := newTermLog(t)
+	var (
+		ls    []*leader.Latch
+		sess  []*session.Session
+		taps  []*zktest.Tap
+		names = []string{"k0", "k1", "k2"}
+	)
+	for _, id := range names {
+		s, tap := sessiontest.ConnectTap(t, ns, session.WithSessionTimeout(time.Second))
+		l := startLatch(t, s, id)
+		log.follow(t, id, l)
+		ls, sess, taps = append(ls, l), append(sess, s), append(taps, tap)
+	}
+	zktest.Eventually(t, wait, func() bool { return len(children(t, conn, ns)) == 3 }, "3 nodes")
+	i := oneLeader(t, ls)
+	old := ls[i].Term()
+	oldSession := sess[i].Epoch().SessionID()
+	sessiontest.Expire(t, sess[i], taps[i])
+	j := oneLeader(t, ls, i)
+	nt := ls[j].Term()
+	waitDone(t, old, wait)
+	if err := old.Err(); !errors.Is(err, session.ErrSuspended) && !errors.Is(err, session.ErrLost) {
+		t.Errorf("old term Err %v, want Suspended or Lost", err)
+	}
+	var ro, rn termRec
+	zktest.Eventually(t, wait, func() bool {
+		var ok1, ok2 bool
+		ro, ok1 = log.find(old)
+		rn, ok2 = log.find(nt)
+		return ok1 && ok2 && !ro.end.IsZero()
+	}, "terms recorded")
+	if !ro.end.Before(rn.start) {
+		t.Errorf("killed leader's term ended %v, after the new term began %v", ro.end, rn.start)
+	}
+	t.Logf("old term ended (%v) %v before %s led", old.Err(), rn.start.Sub(ro.end), nt.ID())
+	// The killed participant comes back with a new session, at the back.
+	zktest.Eventually(t, wait, func() bool {
+		ps, err := ls[j].Participants(context.Background())
+		return err == nil && len(ps) == 3 && ps[2].ID == names[i]
+	}, "killed participant re-entered")
+	if id := sess[i].Epoch().SessionID(); id == oldSession {
+		t.Errorf("session id unchanged after kill")
+	}
+	log.checkNoOverlap(t)
+}
+
+// Standard policy: the leader is partitioned past the session timeout; its
+// term ends (Suspended) before another participant leads.
+func TestLatchPartitioned(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	log := newTermLog(t)
+	var (
+		ls      []*leader.Latch
+		proxies []*zktest.Proxy
+		names   = []string{"q0", "q1", "q2"}
+	)
+	for _, id := range names {
+		s, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(time.Second))
+		l := startLatch(t, s, id)
+		log.follow(t, id, l)
+		ls, proxies = append(ls, l), append(proxies, p)
+	}
+	i := oneLeader(t, ls)
+	old := ls[i].Term()
+	proxies[i].Partition()
+	waitDone(t, old, wait)
+	if !errors.Is(old.Err(), session.ErrSuspended) {
+		t.Errorf("old term Err %v, want ErrSuspended", old.Err())
+	}
+	j := oneLeader(t, ls, i)
+	nt := ls[j].Term()
+	var ro, rn termRec
+	zktest.Eventually(t, wait, func() bool {
+		var ok1, ok2 bool
+		ro, ok1 = log.find(old)
+		rn, ok2 = log.find(nt)
+		return ok1 && ok2 && !ro.end.IsZero()
+	}, "terms recorded")
+	if !ro.end.Before(rn.start) {
+		t.Errorf("partitioned leader's term ended %v, after the new term began %v", ro.end, rn.start)
+	}
+	t.Logf("partitioned leader stopped %v before %s led", rn.start.Sub(ro.end), nt.ID())
+	proxies[i].Heal()
+	zktest.Eventually(t, wait, func() bool {
+		ps, err := ls[j].Participants(context.Background())
+		return err == nil && len(ps) == 3
+	}, "partitioned participant re-entered")
+	log.checkNoOverlap(t)
+}
+
+// Standard policy: a short cut ends the term at Suspended; the participant
+// deletes its node when the connection is back and re-enters at the back,
+// so the other participant leads.
+func TestLatchCutEndsTermAtSuspended(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	conn := ns.Conn(t)
+	log := newTermLog(t)
+	sa, pa := sessiontest.ConnectProxy(t, ns)
+	a := startLatch(t, sa, "a")
+	log.follow(t, "a", a)
+	ta := await(t, a)
+	b := startLatch(t, sessiontest.Connect(t, ns), "b")
+	log.follow(t, "b", b)
+	zktest.Eventually(t, wait, func() bool { return len(children(t, conn, ns)) == 2 }, "2 nodes")
+	oldNode := ta.Node()
+	rec := sessiontest.Record(t, sa)
+	pa.Cut()
+	waitDone(t, ta, wait)
+	if !errors.Is(ta.Err(), session.ErrSuspended) {
+		t.Fatalf("term Err %v, want ErrSuspended", ta.Err())
+	}
+	rec.Wait(t, wait, session.Suspended)
+	tb := await(t, b)
+	rec.Wait(t, wait, session.Reconnected)
+	zktest.Eventually(t, wait, func() bool {
+		ps, err := b.Participants(context.Background())
+		return err == nil && len(ps) == 2 && ps[0].ID == "b" && ps[1].ID == "a" && ps[1].Node != oldNode
+	}, "a re-entered at the back with a new node")
+	if a.IsLeader() {
+		t.Error("a leads after the cut")
+	}
+	if sa.Epoch().SessionID() != ta.SessionID() {
+		t.Error("a short cut changed the session")
+	}
+	ro, _ := log.find(ta)
+	rn, _ := log.find(tb)
+	if ro.end.IsZero() || !ro.end.Before(rn.start) {
+		t.Errorf("a's term ended %v, b's began %v", ro.end, rn.start)
+	}
+	log.checkNoOverlap(t)
+}
+
+// Session-only policy: a short cut keeps the term. (The session timeout is
+// long enough for go-zookeeper's reconnect, which takes about a second.)
+func TestLatchSessionOnlyRidesOutCut(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	conn := ns.Conn(t)
+	s, p := sessiontest.ConnectProxy(t, ns, session.WithLossPolicy(session.SessionOnly), session.WithSessionTimeout(4*time.Second))
+	l := startLatch(t, s, "so")
+	term := await(t, l)
+	rec := sessiontest.Record(t, s)
+	p.Cut()
+	rec.Wait(t, wait, session.Suspended)
+	rec.Wait(t, wait, session.Reconnected)
+	if term.Err() != nil || l.Term() != term {
+		t.Fatalf("a short cut ended the session-only term: %v", term.Err())
+	}
+	checkTermNode(t, conn, s, term)
+}
+
+// Session-only policy: a partition past the session timeout ends the term
+// with ErrLost; after the heal the latch leads again on a new session with a
+// new node.
+func TestLatchSessionOnlyLost(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	conn := ns.Conn(t)
+	s, p := sessiontest.ConnectProxy(t, ns, session.WithLossPolicy(session.SessionOnly), session.WithSessionTimeout(time.Second))
+	l := startLatch(t, s, "so")
+	term := await(t, l)
+	p.Partition()
+	waitDone(t, term, wait)
+	if !errors.Is(term.Err(), session.ErrLost) {
+		t.Fatalf("term Err %v, want ErrLost", term.Err())
+	}
+	p.Heal()
+	t2 := await(t, l)
+	if t2 == term || t2.SessionID() == term.SessionID() || t2.Node() == term.Node() {
+		t.Fatalf("new term %s (session 0x%x), old %s (0x%x)", t2.Node(), t2.SessionID(), term.Node(), term.SessionID())
+	}
+	checkTermNode(t, conn, s, t2)
+}
+
+// A third party deletes the leader's node: the term ends with ErrLockLost,
+// the other participant leads, and the first one re-enters.
+func TestLatchThirdPartyDelete(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	conn := ns.Conn(t)
+	a := startLatch(t, sessiontest.Connect(t, ns), "a")
+	ta := await(t, a)
+	b := startLatch(t, sessiontest.Connect(t, ns), "b")
+	zktest.Eventually(t, wait, func() bool { return len(children(t, conn, ns)) == 2 }, "2 nodes")
+	if err := conn.Delete(ta.Path(), -1); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, ta, wait)
+	if !errors.Is(ta.Err(), recipes.ErrLockLost) {
+		t.Fatalf("term Err %v, want ErrLockLost", ta.Err())
+	}
+	await(t, b)
+	zktest.Eventually(t, wait, func() bool {
+		ps, err := b.Participants(context.Background())
+		return err == nil && len(ps) == 2 && ps[0].ID == "b" && ps[1].ID == "a"
+	}, "a re-entered")
+}
+
+func TestLatchCloseWhileWaiting(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	conn := ns.Conn(t)
+	a := startLatch(t, sessiontest.Connect(t, ns), "a")
+	ta := await(t, a)
+	b := startLatch(t, sessiontest.Connect(t, ns), "b")
+	zktest.Eventually(t, wait, func() bool { return len(children(t, conn, ns)) == 2 }, "2 nodes")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := b.Await(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Await = %v, want DeadlineExceeded", err)
+	}
+	awaitErr := make(chan error, 1)
+	go func() {
+		_, err := b.Await(context.Background())
+		awaitErr <- err
+	}()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-awaitErr:
+		if !errors.Is(err, leader.ErrClosed) {
+			t.Errorf("Await after Close = %v, want ErrClosed", err)
+		}
+	case <-time.After(wait):
+		t.Fatal("Await did not return after Close")
+	}
+	if kids := children(t, conn, ns); len(kids) != 1 || kids[0] != ta.Node() {
+		t.Fatalf("children after closing the waiter: %v", kids)
+	}
+	if ta.Err() != nil || !a.IsLeader() {
+		t.Fatalf("leader disturbed: %v", ta.Err())
+	}
+}
+
+func TestLatchChanges(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	s := sessiontest.Connect(t, ns)
+	l, err := leader.NewLatch(s, electionPath, leader.WithID("c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ch := l.Changes(context.Background())
+	gone, cancel := context.WithCancel(context.Background())
+	ch2 := l.Changes(gone)
+	next := func(ch <-chan leader.Event) (leader.Event, bool) {
+		t.Helper()
+		select {
+		case ev, ok := <-ch:
+			return ev, ok
+		case <-time.After(wait):
+			t.Fatal("no event")
+		}
+		return leader.Event{}, false
+	}
+	if ev, ok := next(ch); !ok || ev.Leader || ev.Term != nil {
+		t.Fatalf("first event %+v %v, want not leading", ev, ok)
+	}
+	if err := l.Start(); err != nil {
+		t.Fatal(err)
+	}
+	term := await(t, l)
+	if ev, ok := next(ch); !ok || !ev.Leader || ev.Term != term {
+		t.Fatalf("second event %+v, want the start of %s", ev, term.Node())
+	}
+	// A subscriber joining now sees the current term first.
+	ch3 := l.Changes(context.Background())
+	if ev, ok := next(ch3); !ok || !ev.Leader || ev.Term != term {
+		t.Fatalf("late subscriber's first event %+v", ev)
+	}
+	cancel()
+	for range ch2 { // closed once its ctx ended
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ev, ok := next(ch); !ok || ev.Leader || ev.Term != term || !errors.Is(ev.Term.Err(), leader.ErrClosed) {
+		t.Fatalf("last event %+v, want the end of %s", ev, term.Node())
+	}
+	if _, ok := next(ch); ok {
+		t.Fatal("channel not closed after Close")
+	}
+	// ch3 was not read after its first event: its buffer holds the end of
+	// the term, then it is closed.
+	if ev, ok := next(ch3); !ok || ev.Leader || ev.Term != term {
+		t.Fatalf("ch3 after Close: %+v %v", ev, ok)
+	}
+	if _, ok := next(ch3); ok {
+		t.Fatal("ch3 not closed after Close")
+	}
+	// After Close: one event, then closed.
+	ch4 := l.Changes(context.Background())
+	if ev, ok := next(ch4); !ok || ev.Leader {
+		t.Fatalf("Changes after Close: %+v %v", ev, ok)
+	}
+	if _, ok := next(ch4); ok {
+		t.Fatal("Changes after Close not closed")
+	}
+}
+
+// Closing the session ends the term with session.ErrClosed and stops the
+// latch; Close still works.
+func TestLatchSessionClosed(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	s := sessiontest.Connect(t, ns)
+	l := startLatch(t, s, "x")
+	term := await(t, l)
+	s.Close()
+	waitDone(t, term, wait)
+	if !errors.Is(term.Err(), session.ErrClosed) {
+		t.Errorf("term Err %v, want session.ErrClosed", term.Err())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if _, err := l.Await(ctx); !errors.Is(err, session.ErrClosed) {
+		t.Errorf("Await after session Close = %v, want session.ErrClosed", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
+
+func TestLatchBadInput(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	s := sessiontest.Connect(t, ns)
+	conn := ns.Conn(t)
+	if _, err := leader.NewLatch(nil, electionPath); !errors.Is(err, leader.ErrBadArgument) {
+		t.Errorf("nil session: %v", err)
+	}
+	for _, p := range []string{"", "x", "/a/", "/a//b", "/a/./b", "/a/../b", "/a\x00b", "/"} {
+		if _, err := leader.NewLatch(s, p); !errors.Is(err, session.ErrBadPath) {
+			t.Errorf("path %q: %v, want ErrBadPath", p, err)
+		}
+	}
+	for name, opt := range map[string]leader.Option{
+		"empty id":   leader.WithID(""),
+		"bad utf8":   leader.WithID("\xff"),
+		"nil logger": leader.WithLogger(nil),
+		"requeue":    leader.WithRequeue(true),
+		"nil option": nil,
+	} {
+		if _, err := leader.NewLatch(s, electionPath, opt); !errors.Is(err, leader.ErrBadOption) {
+			t.Errorf("%s: %v, want ErrBadOption", name, err)
+		}
+	}
+	l, err := leader.NewLatch(s, electionPath, leader.WithID("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Await(context.Background()); !errors.Is(err, leader.ErrNotStarted) {
+		t.Errorf("Await before Start: %v", err)
+	}
+	if err := l.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Start(); !errors.Is(err, leader.ErrStarted) {
+		t.Errorf("second Start: %v", err)
+	}
+	await(t, l)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if err := l.Start(); !errors.Is(err, leader.ErrClosed) {
+		t.Errorf("Start after Close: %v", err)
+	}
+	if _, err := l.Await(context.Background()); !errors.Is(err, leader.ErrClosed) {
+		t.Errorf("Await after Close: %v", err)
+	}
+	if _, err := l.Participants(context.Background()); !errors.Is(err, leader.ErrClosed) {
+		t.Errorf("Participants after Close: %v", err)
+	}
+	if _, err := l.Leader(context.Background()); !errors.Is(err, leader.ErrClosed) {
+		t.Errorf("Leader after Close: %v", err)
+	}
+	// A latch closed before Start never touched ZooKeeper.
+	l2, err := leader.NewLatch(s, "/never")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if kids := children(t, conn, ns); len(kids) != 0 {
+		t.Errorf("nodes left behind: %v", kids)
+	}
+	if ok, _, _ := conn.Exists(ns.Path("never")); ok {
+		t.Error("a latch that never started created its path")
+	}
+}
+
+// A subscriber that does not read loses nothing: events beyond the channel's
+// buffer wait in order; one that never reads does not hold Close up for long.
+func TestLatchChangesOverflow(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	conn := ns.Conn(t)
+	l := startLatch(t, sessiontest.Connect(t, ns), "o")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reader := l.Changes(ctx)
+	idle := l.Changes(context.Background()) // never read before Close
+	term := await(t, l)
+	const cycles = 40 // 80 events: more than the buffer
+	terms := []*leader.Term{term}
+	for i := 0; i < cycles; i++ {
+		if err := conn.Delete(term.Path(), -1); err != nil {
+			t.Fatal(err)
+		}
+		waitDone(t, term, wait)
+		zktest.Eventually(t, wait, func() bool {
+			nt := l.Term()
+			if nt != nil && nt != term {
+				term = nt
+				return true
+			}
+			return false
+		}, "cycle %d: leads again", i)
+		terms = append(terms, term)
+	}
+	// Read until the start of the last term: the first event may be "not
+	// leading" (subscribed before the first term) or the first term itself.
+	var evs []leader.Event
+	for len(evs) == 0 || evs[len(evs)-1].Term != terms[cycles] {
+		select {
+		case ev := <-reader:
+			evs = append(evs, ev)
+		case <-time.After(wait):
+			t.Fatalf("only %d events", len(evs))
+		}
+	}
+	if !evs[0].Leader {
+		evs = evs[1:]
+	}
+	if len(evs) != 2*cycles+1 {
+		t.Fatalf("%d events for %d terms", len(evs), cycles+1)
+	}
+	for i, ev := range evs {
+		want := terms[i/2]
+		if ev.Leader != (i%2 == 0) || ev.Term != want {
+			t.Fatalf("event %d = {Leader:%v Term:%s}, want {Leader:%v Term:%s}", i, ev.Leader, ev.Term.Node(), i%2 == 0, want.Node())
+		}
+	}
+	start := time.Now()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Close took %v with a subscriber that does not read", d)
+	}
+	n := 0
+	for range idle {
+		n++
+	}
+	t.Logf("the idle subscriber got %d events after Close", n)
+}

@@ -1,0 +1,165 @@
+package leader_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/session"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// TestFailoverLatency measures failover on loopback: from the leader's Close
+// to the moment the next participant is told it leads (Latch: Await returns;
+// Selector: the callback starts), and for comparison a plain child watch on
+// the election path (set before the Close) firing. It only prints figures.
+// Run it with
+//
+//	ZKRECIPES_LATENCY=1 go test -run TestFailoverLatency -v ./leader/
+//
+// (without -race: the race detector slows every goroutine hop). ZKRECIPES_LATENCY_SAMPLES
+// changes the number of samples (default 120).
+func TestFailoverLatency(t *testing.T) {
+	if os.Getenv("ZKRECIPES_LATENCY") == "" {
+		t.Skip("set ZKRECIPES_LATENCY=1 to measure failover latency")
+	}
+	samples := 120
+	if v := os.Getenv("ZKRECIPES_LATENCY_SAMPLES"); v != "" {
+		fmt.Sscan(v, &samples)
+	}
+	ns := zktest.NewNamespace(t)
+	watcher := ns.Conn(t)
+	sessions := []*session.Session{sessiontest.Connect(t, ns), sessiontest.Connect(t, ns)}
+	full := ns.Path(electionPath)
+
+	// childWatch arms a child watch on the election path and returns a
+	// channel that receives the time it fires.
+	childWatch := func() <-chan time.Time {
+		_, _, ev, err := watcher.ChildrenW(full)
+		if err != nil {
+			t.Fatalf("ChildrenW: %v", err)
+		}
+		out := make(chan time.Time, 1)
+		go func() {
+			<-ev
+			out <- time.Now()
+		}()
+		return out
+	}
+
+	var latch, watch, sel []time.Duration
+
+	// Latch: leader L on one session, W waiting on the other; L closes.
+	{
+		cur := startLatch(t, sessions[0], "l0")
+		await(t, cur)
+		next := startLatch(t, sessions[1], "l1")
+		for i := 0; i < samples; i++ {
+			waitParticipants(t, sessions[0], 2)
+			got := make(chan time.Time, 1)
+			go func(l *leader.Latch) {
+				ctx, cancel := context.WithTimeout(context.Background(), wait)
+				defer cancel()
+				if _, err := l.Await(ctx); err == nil {
+					got <- time.Now()
+				}
+				close(got)
+			}(next)
+			cw := childWatch()
+			t0 := time.Now()
+			cur.Close()
+			t1, ok := <-got
+			if !ok {
+				t.Fatalf("sample %d: the waiting latch did not lead", i)
+			}
+			latch = append(latch, t1.Sub(t0))
+			watch = append(watch, (<-cw).Sub(t0))
+			cur, next = next, startLatch(t, sessions[i%2], fmt.Sprintf("l%d", i+2))
+		}
+		cur.Close()
+		next.Close()
+	}
+
+	// Selector: the callback of the leader blocks until its ctx ends; Close
+	// cancels it; the next selector's callback records when it starts.
+	{
+		started := make(chan time.Time, 4)
+		newSel := func(s *session.Session, id string) *leader.Selector {
+			sl := newSelector(t, s, id, func(ctx context.Context) error {
+				started <- time.Now()
+				<-ctx.Done()
+				return nil
+			})
+			if err := sl.Start(); err != nil {
+				t.Fatal(err)
+			}
+			return sl
+		}
+		cur := newSel(sessions[0], "s0")
+		<-started
+		next := newSel(sessions[1], "s1")
+		for i := 0; i < samples; i++ {
+			waitParticipants(t, sessions[0], 2)
+			t0 := time.Now()
+			cur.Close()
+			select {
+			case t1 := <-started:
+				sel = append(sel, t1.Sub(t0))
+			case <-time.After(wait):
+				t.Fatalf("sample %d: the next selector did not lead", i)
+			}
+			cur, next = next, newSel(sessions[i%2], fmt.Sprintf("s%d", i+2))
+		}
+		cur.Close()
+		next.Close()
+	}
+
+	t.Logf("failover from Close to the new leader, %d samples each, loopback:", samples)
+	t.Logf("  %-44s %s", "Latch (Close -> Await returns)", stats(latch))
+	t.Logf("  %-44s %s", "Selector (Close -> callback starts)", stats(sel))
+	t.Logf("  %-44s %s", "plain child watch on the path (Close -> event)", stats(watch))
+}
+
+// waitParticipants waits until the election has n participants.
+func waitParticipants(t testing.TB, s *session.Session, n int) {
+	t.Helper()
+	zktest.Eventually(t, wait, func() bool {
+		ps, err := leader.Participants(context.Background(), s, electionPath)
+		return err == nil && len(ps) == n
+	}, "%d participants", n)
+}
+
+// stats formats p50, p99, max and the count over 50 ms.
+func stats(d []time.Duration) string {
+	if len(d) == 0 {
+		return "no samples"
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	pct := func(p float64) time.Duration {
+		i := int(p*float64(len(s))+0.5) - 1
+		if i < 0 {
+			i = 0
+		}
+		if i >= len(s) {
+			i = len(s) - 1
+		}
+		return s[i]
+	}
+	over := 0
+	for _, x := range s {
+		if x > 50*time.Millisecond {
+			over++
+		}
+	}
+	r := func(x time.Duration) string {
+		return strings.TrimSpace(fmt.Sprintf("%7.2fms", float64(x)/float64(time.Millisecond)))
+	}
+	return fmt.Sprintf("p50 %s  p99 %s  max %s  over 50ms: %d/%d", r(pct(0.50)), r(pct(0.99)), r(s[len(s)-1]), over, len(s))
+}

@@ -1,0 +1,192 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/session"
+)
+
+// observerDriver lists the contenders of either layout (latch- for
+// LeaderLatch, Latch and Run; lock- for LeaderSelector and Selector). It is
+// only used to read participants, never to acquire.
+type observerDriver struct{}
+
+func (observerDriver) Marker() string    { return latchMarker }
+func (observerDriver) Markers() []string { return []string{latchMarker, lockMarker} }
+func (observerDriver) Decide(sorted []recipes.Child, self int) (bool, string, error) {
+	return recipes.StandardDriver{Name: latchMarker, MaxLeases: 1}.Decide(sorted, self)
+}
+
+// Participants reads the participants of the election at path, in election
+// order; the first one leads. It recognises the nodes of Latch, Run and
+// Curator's LeaderLatch (latch-) and of Selector and Curator's LeaderSelector
+// (lock-). A path that does not exist has no participants. ctx bounds the
+// reads. It is for processes that watch an election without taking part.
+func Participants(ctx context.Context, sess *session.Session, path string) ([]Participant, error) {
+	in, err := observerInternals(sess, path)
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	ps, err := participants(ctx, in, observerDriver{})
+	if err != nil {
+		return nil, fmt.Errorf("leader %s: %w", in.Path(), err)
+	}
+	return ps, nil
+}
+
+// Leader reads the current leader of the election at path: the participant
+// whose node sorts first. It returns ErrNoLeader when there is none.
+func Leader(ctx context.Context, sess *session.Session, path string) (Participant, error) {
+	ps, err := Participants(ctx, sess, path)
+	if err != nil {
+		return Participant{}, err
+	}
+	if len(ps) == 0 {
+		return Participant{}, fmt.Errorf("leader %q: %w", path, ErrNoLeader)
+	}
+	return ps[0], nil
+}
+
+func observerInternals(sess *session.Session, path string) (*recipes.Internals, error) {
+	if sess == nil {
+		return nil, fmt.Errorf("leader %q: %w: nil session", path, ErrBadArgument)
+	}
+	in, err := recipes.NewInternals(sess, path)
+	if err != nil {
+		return nil, fmt.Errorf("leader %q: %w", path, err)
+	}
+	return in, nil
+}
+
+// Observe follows the leader of the election at path without taking part in
+// it. The returned channel first receives the current leader, then the new
+// leader each time it changes; the zero Participant (empty Node) means nobody
+// leads. It holds only the latest value, so a slow receiver never stalls the
+// observer. The channel is closed when ctx ends or the session is closed.
+//
+// Observe watches the children of the election path (an observer is not a
+// contender, so the herd effect does not apply). While the connection is down
+// it keeps the last value and catches up when it is back. Like Leader, it
+// reports whose node is first: under the standard policy a participant whose
+// connection is suspended has already stopped leading while its node is still
+// first.
+//
+// Observe returns an error only for bad arguments; it does no I/O before it
+// returns.
+func Observe(ctx context.Context, sess *session.Session, path string) (<-chan Participant, error) {
+	if sess == nil {
+		return nil, fmt.Errorf("leader %q: %w: nil session", path, ErrBadArgument)
+	}
+	full, err := sess.Path(path)
+	if err != nil {
+		return nil, fmt.Errorf("leader %q: %w", path, err)
+	}
+	o := &observer{
+		sess: sess,
+		full: full,
+		ch:   make(chan Participant, 1),
+		lg:   sess.Logger().Named("leader").With(zap.String("path", full)),
+	}
+	go o.run(ctx)
+	return o.ch, nil
+}
+
+// errRescan asks the observer to read again at once: the children changed
+// between two reads.
+var errRescan = errors.New("leader: rescan")
+
+type observer struct {
+	sess *session.Session
+	full string
+	ch   chan Participant
+	lg   *zap.Logger
+}
+
+// run is owned by the caller's ctx; closing o.ch is its last act, so a
+// receiver that sees the channel closed knows the goroutine is finishing.
+func (o *observer) run(ctx context.Context) {
+	defer close(o.ch)
+	var (
+		last  Participant
+		first = true
+	)
+	for {
+		if _, err := o.sess.WaitConnected(ctx); err != nil {
+			return
+		}
+		cur, ev, err := o.read()
+		if errors.Is(err, errRescan) {
+			continue
+		}
+		if err != nil {
+			if ce := o.lg.Check(zap.DebugLevel, "observe: read failed"); ce != nil {
+				ce.Write(zap.Error(err))
+			}
+			if sleep(ctx, o.sess, 50*time.Millisecond) != nil {
+				return
+			}
+			continue
+		}
+		if first || cur != last {
+			o.deliver(cur)
+			last, first = cur, false
+		}
+		select {
+		case <-ev:
+		case <-ctx.Done():
+			return
+		case <-o.sess.Done():
+			return
+		}
+	}
+}
+
+// read returns the current leader and a channel that fires at the next
+// change of the election's children (or of the path's existence).
+func (o *observer) read() (Participant, <-chan zk.Event, error) {
+	conn := o.sess.Conn()
+	names, _, ev, err := conn.ChildrenW(o.full)
+	if errors.Is(err, zk.ErrNoNode) {
+		ok, _, ev, err := conn.ExistsW(o.full)
+		if err != nil {
+			return Participant{}, nil, err
+		}
+		if ok {
+			return Participant{}, nil, errRescan // created between the reads
+		}
+		return Participant{}, ev, nil
+	}
+	if err != nil {
+		return Participant{}, nil, err
+	}
+	sorted := recipes.SortChildren(names, observerDriver{}.Markers())
+	if len(sorted) == 0 {
+		return Participant{}, ev, nil
+	}
+	node := sorted[0].Name
+	data, _, err := conn.Get(o.full + "/" + node)
+	if errors.Is(err, zk.ErrNoNode) {
+		return Participant{}, nil, errRescan // the first node went between the reads
+	}
+	if err != nil {
+		return Participant{}, nil, err
+	}
+	return Participant{ID: string(data), Node: node, IsLeader: true}, ev, nil
+}
+
+// deliver replaces any value the receiver has not taken with p.
+func (o *observer) deliver(p Participant) {
+	select {
+	case <-o.ch:
+	default:
+	}
+	o.ch <- p
+}

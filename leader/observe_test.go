@@ -1,0 +1,112 @@
+package leader_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// waitLeader reads ch until it delivers a value for which ok holds.
+func waitLeader(t testing.TB, ch <-chan leader.Participant, what string, ok func(leader.Participant) bool) leader.Participant {
+	t.Helper()
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	var seen []leader.Participant
+	for {
+		select {
+		case p, open := <-ch:
+			if !open {
+				t.Fatalf("%s: channel closed; saw %+v", what, seen)
+			}
+			seen = append(seen, p)
+			if ok(p) {
+				return p
+			}
+		case <-deadline.C:
+			t.Fatalf("%s: not within %v; saw %+v", what, wait, seen)
+		}
+	}
+}
+
+func TestObserve(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	obs := sessiontest.Connect(t, ns)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := leader.Observe(ctx, obs, electionPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := func(p leader.Participant) bool { return p == leader.Participant{} }
+	waitLeader(t, ch, "no leader while the path does not exist", none)
+
+	a := startLatch(t, sessiontest.Connect(t, ns), "a")
+	ta := await(t, a)
+	p := waitLeader(t, ch, "a leads", func(p leader.Participant) bool { return p.ID == "a" })
+	if p.Node != ta.Node() || !p.IsLeader {
+		t.Errorf("observed %+v, term node %s", p, ta.Node())
+	}
+	b := startLatch(t, sessiontest.Connect(t, ns), "b")
+	zktest.Eventually(t, wait, func() bool { return len(children(t, ns.Conn(t), ns)) == 2 }, "b queued")
+	a.Close()
+	waitLeader(t, ch, "b leads", func(p leader.Participant) bool { return p.ID == "b" })
+	b.Close()
+	waitLeader(t, ch, "no leader", none)
+
+	// Selector nodes are recognised too.
+	sel := newSelector(t, sessiontest.Connect(t, ns), "sel", holdFor(newCallLog(), "sel", time.Hour))
+	if err := sel.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitLeader(t, ch, "selector leads", func(p leader.Participant) bool { return p.ID == "sel" && lockNode.MatchString(p.Node) })
+	sel.Close()
+	waitLeader(t, ch, "no leader", none)
+
+	cancel()
+	for range ch { // closed once ctx ends
+	}
+}
+
+func TestObserveSessionClosed(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	obs := sessiontest.Connect(t, ns)
+	ch, err := leader.Observe(context.Background(), obs, electionPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-ch
+	obs.Close()
+	deadline := time.After(wait)
+	for {
+		select {
+		case _, open := <-ch:
+			if !open {
+				return
+			}
+		case <-deadline:
+			t.Fatal("Observe's channel not closed after the session was closed")
+		}
+	}
+}
+
+func TestObserveBadInput(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	s := sessiontest.Connect(t, ns)
+	if _, err := leader.Observe(context.Background(), nil, electionPath); !errors.Is(err, leader.ErrBadArgument) {
+		t.Errorf("nil session: %v", err)
+	}
+	if _, err := leader.Observe(context.Background(), s, "no-slash"); err == nil {
+		t.Error("bad path accepted")
+	}
+	if _, err := leader.Participants(context.Background(), nil, electionPath); !errors.Is(err, leader.ErrBadArgument) {
+		t.Errorf("Participants nil session: %v", err)
+	}
+	if _, err := leader.Leader(context.Background(), s, "/x/"); err == nil {
+		t.Error("Leader: bad path accepted")
+	}
+}

@@ -1,0 +1,85 @@
+package leader
+
+import (
+	"context"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/zkrecipes/zkrecipes/session"
+)
+
+// Run makes work highly available: it campaigns for leadership of the election
+// at path (Curator's LeaderLatch layout, so it can share an election with
+// Latches and with Java LeaderLatch participants), calls work while this
+// participant leads, and gives leadership up when work returns.
+//
+// work's ctx is canceled when leadership is lost (under the standard loss
+// policy already when the connection is suspended, before another participant
+// can lead) or when ctx ends. The participant's node is deleted only after
+// work has returned, so work must return promptly once its ctx is done.
+// TermFromContext gives work its *Term (fencing token, cause of the end).
+//
+// After a term, Run campaigns again (unless WithRequeue(false)) when
+// leadership was lost or work returned nil. It returns:
+//   - an error matching ctx's error once ctx ends (after work has returned);
+//   - the error work returned while it still led, unchanged;
+//   - with WithRequeue(false), nil when work returned nil, or the cause of
+//     the loss (matching session.ErrSuspended, session.ErrLost, ...);
+//   - an error matching session.ErrClosed if the session is closed.
+//
+// Options: WithID, WithRequeue (default true), WithLogger.
+func Run(ctx context.Context, sess *session.Session, path string, work func(ctx context.Context) error, opts ...Option) error {
+	if work == nil {
+		return fmt.Errorf("leader %q: %w: nil work", path, ErrBadArgument)
+	}
+	cfg, err := buildConfig(opts)
+	if err != nil {
+		return fmt.Errorf("leader %q: %w", path, err)
+	}
+	if !cfg.requeueSet {
+		cfg.requeue = true
+	}
+	e, err := newElector(sess, path, latchMarker, cfg)
+	if err != nil {
+		return err
+	}
+	defer e.in.Close()
+	for {
+		lease, err := e.campaign(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return e.ctxErr(ctx)
+			}
+			return err // already names the election path
+		}
+		t := newTerm(lease)
+		e.lg.Info("leadership gained", zap.String("node", t.Node()), zap.Int64("token", t.Token()))
+		stop := context.AfterFunc(ctx, func() { t.end(context.Cause(ctx)) })
+		werr := work(t.Context())
+		stop()
+		lost := t.Err() // nil if work returned while still leading
+		t.end(fmt.Errorf("leader %s: %w", e.in.Path(), ErrResigned))
+		e.lg.Info("leadership ended", zap.String("node", t.Node()), zap.NamedError("cause", t.Err()), zap.Error(werr))
+		e.release(lease)
+		switch {
+		case ctx.Err() != nil:
+			return e.ctxErr(ctx)
+		case werr != nil && lost == nil:
+			return werr
+		case !cfg.requeue && lost != nil:
+			return lost
+		case !cfg.requeue:
+			return nil
+		}
+	}
+}
+
+// ctxErr is Run's error once the caller's ctx has ended: it matches ctx.Err()
+// and names the cause when the caller gave one.
+func (e *elector) ctxErr(ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+		return fmt.Errorf("leader %s: %w (cause: %v)", e.in.Path(), ctx.Err(), cause)
+	}
+	return fmt.Errorf("leader %s: %w", e.in.Path(), ctx.Err())
+}

@@ -1,0 +1,105 @@
+package leader
+
+import (
+	"context"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// Term is one term of leadership: from the moment this participant's node
+// became the first of the election (and was verified to belong to the current
+// ZooKeeper session) until leadership ended for any reason. A participant has
+// at most one live term at a time; a new term is a new *Term.
+//
+// A Term is safe for concurrent use.
+type Term struct {
+	ctx     context.Context // canceled when the term ends; carries the term
+	cancel  context.CancelCauseFunc
+	lease   *recipes.Lease
+	started time.Time
+}
+
+type termKey struct{}
+
+func newTerm(lease *recipes.Lease) *Term {
+	t := &Term{lease: lease, started: time.Now()}
+	// The term's context is a child of the lease's: it ends at the same moment
+	// the engine ends the lease (Suspended under the standard policy, Lost,
+	// node deleted, Closed), and also when this package ends the term first
+	// (Close, callback returned) before it deletes the node.
+	ctx, cancel := context.WithCancelCause(lease.Context())
+	t.ctx = context.WithValue(ctx, termKey{}, t)
+	t.cancel = cancel
+	return t
+}
+
+// end ends the term with cause unless it has already ended.
+func (t *Term) end(cause error) { t.cancel(cause) }
+
+// Done returns a channel that is closed when the term ends: leadership was
+// lost (under the standard loss policy already when the connection is
+// suspended; under session-only when the session is lost), our node was
+// deleted by someone else, the holder gave leadership up, or Close was called.
+// It is closed before this participant's node is deleted, so no other
+// participant can lead before it closes, except when the node disappears
+// without warning: a third party deletes it, or the session is ended on the
+// server while this client's connection stays up (an operator's kill through
+// another ensemble member).
+func (t *Term) Done() <-chan struct{} { return t.ctx.Done() }
+
+// Err returns nil while the term lasts, and afterwards why it ended: an error
+// matching session.ErrSuspended, session.ErrLost, session.ErrClosed,
+// recipes.ErrLockLost (node deleted by a third party), recipes.ErrClosed,
+// ErrResigned, ErrClosed or, for Run, the caller's context error.
+func (t *Term) Err() error {
+	if t.ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(t.ctx)
+}
+
+// Context returns a context that is canceled when the term ends, with
+// context.Cause equal to Err. Work guarded by leadership can run under it.
+// TermFromContext recovers the term from it and from contexts derived from it.
+func (t *Term) Context() context.Context { return t.ctx }
+
+// Token returns a fencing token for the term: the czxid of this participant's
+// node. It grows across the whole ensemble, so a resource that remembers the
+// highest token it has seen can refuse a deposed leader's late writes.
+func (t *Term) Token() int64 { return t.lease.Token() }
+
+// ID returns the participant id (the node's data).
+func (t *Term) ID() string { return t.lease.ID() }
+
+// Node returns the name of this participant's node, e.g.
+// "_c_6f1c…-latch-0000000003".
+func (t *Term) Node() string { return t.lease.Node() }
+
+// Path returns the full server path of this participant's node (session
+// namespace included).
+func (t *Term) Path() string { return t.lease.Path() }
+
+// SessionID returns the ZooKeeper session id that owns this participant's
+// node (its ephemeralOwner): the session under which the term was won.
+func (t *Term) SessionID() int64 { return t.lease.Epoch().SessionID() }
+
+// Started returns the local time at which the term began.
+func (t *Term) Started() time.Time { return t.started }
+
+// TermFromContext returns the term whose Context is ctx or an ancestor of
+// ctx, such as the context given to a Selector callback or to Run's work.
+func TermFromContext(ctx context.Context) (*Term, bool) {
+	t, ok := ctx.Value(termKey{}).(*Term)
+	return t, ok
+}
+
+// Participant is one contender in an election, as read from ZooKeeper.
+type Participant struct {
+	// ID is the participant id: the node's data as text.
+	ID string
+	// Node is the name of the participant's node under the election path.
+	Node string
+	// IsLeader is true for the participant whose node sorts first.
+	IsLeader bool
+}
