@@ -1,0 +1,199 @@
+// Package demo is the scaffolding the example programs share: the -zk, -v and
+// -timeout flags, an embedded ZooKeeper (zktest) when -zk is not given, Ctrl-C
+// and SIGTERM handling, a printer of timestamped lines for a person to follow,
+// and small helpers to wait on events with a clear message when they do not
+// come.
+package demo
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// Env is what an example runs on.
+type Env struct {
+	// Servers are the ZooKeeper addresses: the embedded server's, or -zk's.
+	Servers []string
+	// Embedded is the embedded server, nil with -zk.
+	Embedded *zktest.Server
+	// Logger is for the library (a no-op logger unless -v).
+	Logger *zap.Logger
+	// Out prints the example's timestamped lines.
+	Out *Printer
+	// Verbose is -v.
+	Verbose bool
+}
+
+// Printer writes lines prefixed with the milliseconds elapsed since the
+// program started. It is safe for concurrent use.
+type Printer struct {
+	mu    sync.Mutex
+	w     io.Writer
+	start time.Time
+}
+
+// NewPrinter returns a printer to w whose clock starts now.
+func NewPrinter(w io.Writer) *Printer { return &Printer{w: w, start: time.Now()} }
+
+// Printf prints one line (a trailing newline is added).
+func (p *Printer) Printf(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ms := time.Since(p.start).Milliseconds()
+	fmt.Fprintf(p.w, "%6d ms  %s\n", ms, strings.TrimRight(fmt.Sprintf(format, args...), "\n"))
+}
+
+// Plain prints a line without a timestamp (tables, summaries).
+func (p *Printer) Plain(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.w, format+"\n", args...)
+}
+
+// Since returns the milliseconds elapsed since the printer's start at t.
+func (p *Printer) Since(t time.Time) int64 { return t.Sub(p.start).Milliseconds() }
+
+// ErrInterrupted is the cause of the run context when a signal arrived.
+var ErrInterrupted = errors.New("interrupted")
+
+// Main parses the command line (the program registers its own flags on
+// flag.CommandLine before calling Main), sets up the Env, calls run and exits:
+// 0 when run returns nil, 1 with the error on stderr otherwise, 130 after
+// Ctrl-C or SIGTERM. The embedded server is stopped on every path. run's ctx
+// ends at the first signal (cause ErrInterrupted) or after -timeout; a second
+// signal kills the program at once (the embedded JVM dies with it).
+func Main(name string, defaultTimeout time.Duration, run func(ctx context.Context, env *Env) error) {
+	zkFlag := flag.String("zk", "", "use this ZooKeeper ensemble (host:port,...) instead of an embedded server")
+	verbose := flag.Bool("v", false, "print the library's log (zap, debug level) on stderr")
+	timeout := flag.Duration("timeout", defaultTimeout, "give up (and fail) after this long")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "%s: unexpected arguments %q\n", name, flag.Args())
+		flag.Usage()
+		os.Exit(2)
+	}
+	os.Exit(mainRun(name, *zkFlag, *verbose, *timeout, run))
+}
+
+func mainRun(name, zkFlag string, verbose bool, timeout time.Duration, run func(ctx context.Context, env *Env) error) int {
+	out := NewPrinter(os.Stdout)
+	env := &Env{Out: out, Logger: zap.NewNop(), Verbose: verbose}
+	if verbose {
+		cfg := zap.NewDevelopmentConfig()
+		cfg.Level = zap.NewAtomicLevelAt(zapcore.DebugLevel)
+		cfg.DisableStacktrace = true
+		lg, err := cfg.Build()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: logger: %v\n", name, err)
+			return 1
+		}
+		defer lg.Sync() //nolint:errcheck // stderr
+		env.Logger = lg
+	}
+
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	sigDone := make(chan struct{})
+	var sigWG sync.WaitGroup
+	sigWG.Add(1)
+	go func() {
+		defer sigWG.Done()
+		select {
+		case s := <-sigs:
+			out.Printf("%v: stopping (press Ctrl-C again to kill)", s)
+			cancel(ErrInterrupted)
+			signal.Stop(sigs) // a second signal kills the program
+		case <-sigDone:
+			signal.Stop(sigs)
+		}
+	}()
+	defer sigWG.Wait()
+	defer close(sigDone)
+	if timeout > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, timeout, fmt.Errorf("-timeout %v reached", timeout))
+		defer stop()
+	}
+
+	if zkFlag != "" {
+		for _, s := range strings.Split(zkFlag, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				env.Servers = append(env.Servers, s)
+			}
+		}
+		out.Printf("using ZooKeeper at %s", zkFlag)
+	} else {
+		out.Printf("starting an embedded ZooKeeper (give -zk host:port,... to use your own)")
+		srv, err := zktest.StartServer()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+			return 1
+		}
+		defer func() {
+			if err := srv.Stop(); err != nil {
+				fmt.Fprintf(os.Stderr, "%s: stopping ZooKeeper: %v\n", name, err)
+			}
+		}()
+		env.Embedded = srv
+		env.Servers = srv.Servers()
+		version := ""
+		sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+		if st, err := zktest.Srvr(sctx, srv.Addr()); err == nil {
+			// "3.8.0-${mvngit.commit.id}, built on ..." -> "3.8.0"
+			v, _, _ := strings.Cut(st.Version, ",")
+			v, _, _ = strings.Cut(v, "-")
+			version = " " + v
+		}
+		scancel()
+		out.Printf("ZooKeeper%s is serving on %s", version, srv.Addr())
+	}
+
+	err := run(ctx, env)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(context.Cause(ctx), ErrInterrupted):
+		fmt.Fprintf(os.Stderr, "%s: interrupted\n", name)
+		return 130
+	case ctx.Err() != nil:
+		fmt.Fprintf(os.Stderr, "%s: %v: %v\n", name, context.Cause(ctx), err)
+		return 1
+	default:
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		return 1
+	}
+}
+
+// Wait blocks until ch yields a value or is closed, or ctx ends; the error
+// then says what was being waited for.
+func Wait[T any](ctx context.Context, ch <-chan T, what string) (T, error) {
+	select {
+	case v := <-ch:
+		return v, nil
+	case <-ctx.Done():
+		var zero T
+		return zero, fmt.Errorf("waiting for %s: %w", what, context.Cause(ctx))
+	}
+}
+
+// Hex formats a zxid or session id as ZooKeeper's logs do.
+func Hex(v int64) string { return fmt.Sprintf("0x%x", v) }
+
+// Ms formats a duration in milliseconds with one decimal.
+func Ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }

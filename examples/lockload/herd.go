@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/session"
+)
+
+// The mntr summaries that count fired watchers: for every event of a type
+// that had watchers, zk_cnt_* grows by one and zk_sum_* by the number of
+// watchers notified (ZooKeeper 3.6+ WatchManager metrics).
+var watchKeys = []string{"node_deleted", "node_changed", "node_children", "node_created"}
+
+// (c) watch notifications per release with many waiters.
+func (b *bench) herd(ctx context.Context) error {
+	b.out.Printf("(c) herd: 1 holder + %d waiters (one session each), released one after the other", *nWaiters)
+	sessions, err := b.sessions(ctx, "herd", *nWaiters+1, nil)
+	if err != nil {
+		return err
+	}
+	if b.mntr(ctx) == nil {
+		b.out.Printf("mntr is not available on %s (4lw.commands.whitelist): skipping (c)", strings.Join(b.env.Servers, ","))
+		return nil
+	}
+	rows := [][]string{{"variant", "handoffs", "notifications", "per handoff", "mntr deltas (sum/cnt per event type)"}}
+	for _, watch := range []bool{true, false} {
+		label := "mutex, node watch on"
+		if !watch {
+			label = "mutex, node watch off"
+		}
+		res, err := b.herdRun(ctx, sessions, fmt.Sprintf("%s/herd-%v", *root, watch), watch)
+		if err != nil {
+			return fmt.Errorf("%s: %w", label, err)
+		}
+		rows = append(rows, []string{label, fmt.Sprint(*nWaiters), fmt.Sprintf("%.0f", res.total),
+			fmt.Sprintf("%.2f", res.total/float64(*nWaiters)), res.detail})
+	}
+	b.table(rows)
+	b.out.Plain("    (notifications: deltas of the server's zk_sum_node_*_watch_count, watchers fired, over the %d releases", *nWaiters+1)
+	b.out.Plain("     of a chain of %d handoffs; sum/cnt: watchers fired / events that had watchers. Waiters watch only their", *nWaiters)
+	b.out.Plain("     predecessor: 1 per handoff; the node watch adds the holder's own watch on its node, fired by its delete)")
+	return nil
+}
+
+type herdResult struct {
+	total  float64
+	detail string
+}
+
+func (b *bench) herdRun(ctx context.Context, sessions []*session.Session, path string, watch bool) (*herdResult, error) {
+	ms := make([]*mutex.Mutex, len(sessions))
+	for i, s := range sessions {
+		m, err := mutex.New(s, path, mutex.WithNodeWatch(watch), mutex.WithID(fmt.Sprintf("s%d", i)))
+		if err != nil {
+			return nil, err
+		}
+		defer m.Close()
+		ms[i] = m
+	}
+	w0 := b.mntr(ctx)["zk_watch_count"]
+	holder, err := ms[0].Lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	released := false
+	defer func() {
+		if !released {
+			_ = holder.Unlock(context.WithoutCancel(ctx))
+		}
+	}()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(ms))
+	for _, m := range ms[1:] {
+		wg.Add(1)
+		go func(m *mutex.Mutex) {
+			defer wg.Done()
+			l, err := m.Lock(wctx)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if err := l.Unlock(context.WithoutCancel(wctx)); err != nil {
+				errs <- err
+			}
+		}(m)
+	}
+	defer wg.Wait()
+	defer cancel()
+
+	// Every waiter must have its watch set before the releases begin (else it
+	// finds its predecessor gone and fires nothing): wait for the server's
+	// watch gauge. Waiters watch their predecessor, and with the node watch
+	// also their own node, as the holder does.
+	want := float64(*nWaiters)
+	if watch {
+		want = float64(2**nWaiters + 1)
+	}
+	if err := b.waitServer(ctx, func(m map[string]float64) bool { return m["zk_watch_count"]-w0 >= want }, errs,
+		fmt.Sprintf("%.0f watches set on the server", want)); err != nil {
+		return nil, err
+	}
+	m0 := b.mntr(ctx)
+	released = true
+	if err := holder.Unlock(ctx); err != nil {
+		return nil, err
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return nil, err
+	default:
+	}
+	m1 := b.mntr(ctx)
+	res := &herdResult{}
+	var parts []string
+	for _, k := range watchKeys {
+		sum := m1["zk_sum_"+k+"_watch_count"] - m0["zk_sum_"+k+"_watch_count"]
+		cnt := m1["zk_cnt_"+k+"_watch_count"] - m0["zk_cnt_"+k+"_watch_count"]
+		res.total += sum
+		if sum != 0 || cnt != 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f/%.0f", k, sum, cnt))
+		}
+	}
+	sort.Strings(parts)
+	res.detail = strings.Join(parts, ", ")
+	if res.detail == "" {
+		res.detail = "none"
+	}
+	return res, nil
+}
+
+// waitServer polls the server's mntr counters (there is no event for them)
+// every 20 ms until cond holds; an error from errs or ctx ends the wait.
+func (b *bench) waitServer(ctx context.Context, cond func(map[string]float64) bool, errs <-chan error, what string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m := b.mntr(ctx)
+		if m == nil {
+			return errors.New("mntr failed")
+		}
+		if cond(m) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("waiting for %s: 30 s passed", what)
+		}
+		t := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-t.C:
+		case err := <-errs:
+			t.Stop()
+			return fmt.Errorf("waiting for %s: %w", what, err)
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("waiting for %s: %w", what, context.Cause(ctx))
+		}
+	}
+}
