@@ -189,7 +189,7 @@ func (a *attempt) runFixed(name, id string) (*Lease, error) {
 					return nil, a.fail(err)
 				}
 				continue
-			case connLevel(err):
+			case session.IsConnectionError(err):
 				if got != nil {
 					<-got
 				}

@@ -479,12 +479,6 @@ type listResult struct {
 	err  error
 }
 
-// connLevel reports whether err is a connection-level error after which a
-// create may or may not have happened.
-func connLevel(err error) bool {
-	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrSessionMoved)
-}
-
 // createAndList creates our protected node, recovering from lost replies,
 // and, on the first try, reads the directory in parallel: go-zookeeper sends
 // requests in order on one connection and the server answers a session's
@@ -540,7 +534,7 @@ func (a *attempt) createAndList() error {
 			if e := in.ensureDir(a.ctx); e != nil {
 				return e
 			}
-		case connLevel(err):
+		case session.IsConnectionError(err):
 			a.ghosts = true
 			found, e := a.findGhost()
 			if e != nil {
@@ -832,7 +826,7 @@ func (in *Internals) deleteNode(ctx context.Context, ep *session.Epoch, node str
 	if err == nil || errors.Is(err, session.ErrClosed) {
 		return
 	}
-	if errors.Is(err, session.ErrLost) || connLevel(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+	if errors.Is(err, session.ErrLost) || session.IsConnectionError(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		in.sess.GuaranteedDelete(ep, node, -1)
 		return
 	}

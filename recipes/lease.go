@@ -170,7 +170,7 @@ func (in *Internals) release(ctx context.Context, ep *session.Epoch, node string
 	switch {
 	case err == nil, errors.Is(err, session.ErrClosed):
 		return nil
-	case errors.Is(err, session.ErrLost), connLevel(err), ctx.Err() != nil:
+	case errors.Is(err, session.ErrLost), session.IsConnectionError(err), ctx.Err() != nil:
 		in.sess.GuaranteedDelete(ep, node, -1)
 		return nil
 	}
@@ -259,7 +259,7 @@ func (l *Lease) arm(ctx context.Context) <-chan zk.Event {
 		} else {
 			l.cancel(l.in.errf(err))
 		}
-	case connLevel(err):
+	case session.IsConnectionError(err):
 		// Retry gave up for now; try again shortly (pause ends with ctx).
 		_ = pause(ctx, time.Second)
 	default:
