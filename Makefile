@@ -11,13 +11,14 @@ SHELL       := /bin/bash
 GO          ?= go
 GOTESTFLAGS ?= -race -timeout 20m
 DEMO        ?= ./examples/leader
-APT_PKGS    := libzookeeper-java libslf4j-java default-jre-headless libcurator-recipes-java default-jdk-headless
+ZK_PKGS     := libzookeeper-java libslf4j-java default-jre-headless
+TEST_PKGS   := $(ZK_PKGS) libcurator-recipes-java default-jdk-headless
 
-.PHONY: all test demo vet ensure-zookeeper fmt
+.PHONY: all test demo vet fmt ensure-zookeeper ensure-test-deps
 
 all: test
 
-test: ensure-zookeeper
+test: ensure-test-deps
 	$(GO) vet ./...
 	$(GO) test $(GOTESTFLAGS) ./...
 
@@ -30,24 +31,35 @@ vet:
 fmt:
 	gofmt -l -w .
 
-# ensure-zookeeper: succeed when java, javac, ZooKeeper and Curator are present; otherwise
-# install them (root on Debian/Ubuntu) or print the one command a person must run.
+# ensure-zookeeper (for the demo): java, ZooKeeper and an slf4j backend (so the server's own
+# errors reach its log). ensure-test-deps (for the tests): also javac and Curator 5.4, which the
+# Go-against-Curator interoperability tests compile and run. Each either finds everything,
+# installs what is missing (as root on Debian or Ubuntu), or prints the one command to run.
 ensure-zookeeper:
-	@missing=""; \
-	java="$${JAVA_HOME:+$$JAVA_HOME/bin/}java"; \
-	command -v "$$java" >/dev/null 2>&1 || missing="$$missing java"; \
-	command -v javac >/dev/null 2>&1 || missing="$$missing javac"; \
+	@$(call ensure,$(ZK_PKGS),)
+
+ensure-test-deps:
+	@$(call ensure,$(TEST_PKGS),interop)
+
+define ensure
+	missing=""; \
+	bin="$${JAVA_HOME:+$$JAVA_HOME/bin/}"; \
+	command -v "$${bin}java" >/dev/null 2>&1 || missing="$$missing java"; \
 	if [ -z "$${ZKTEST_CLASSPATH:-}" ] && [ -z "$${ZOOKEEPER_HOME:-}" ] && [ ! -f /usr/share/java/zookeeper.jar ]; then missing="$$missing zookeeper"; fi; \
-	[ -f /usr/share/java/curator-recipes.jar ] || missing="$$missing curator"; \
 	[ -f /usr/share/java/slf4j-simple.jar ] || missing="$$missing slf4j-simple"; \
+	if [ -n "$(2)" ]; then \
+		command -v "$${bin}javac" >/dev/null 2>&1 || missing="$$missing javac"; \
+		[ -f /usr/share/java/curator-recipes.jar ] || missing="$$missing curator"; \
+	fi; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	echo "zkrecipes: missing:$$missing"; \
 	if [ "$$(id -u)" = 0 ] && [ -f /etc/debian_version ] && command -v apt-get >/dev/null 2>&1; then \
-		echo "zkrecipes: installing $(APT_PKGS)"; \
+		echo "zkrecipes: installing $(1)"; \
 		export DEBIAN_FRONTEND=noninteractive; \
-		apt-get update -q && apt-get install -y -q --no-install-recommends $(APT_PKGS); \
+		apt-get update -q && apt-get install -y -q --no-install-recommends $(1); \
 	else \
 		echo "zkrecipes: run this once, then try again:"; \
-		echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends $(APT_PKGS)"; \
+		echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends $(1)"; \
 		exit 1; \
 	fi
+endef

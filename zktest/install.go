@@ -12,7 +12,7 @@ import (
 
 // InstallCommand is the command that installs what zktest needs on Debian or
 // Ubuntu (about 40 MB; the "zookeeper" package would pull a desktop JRE).
-const InstallCommand = "apt-get install -y --no-install-recommends libzookeeper-java default-jre-headless"
+const InstallCommand = "apt-get update && apt-get install -y --no-install-recommends libzookeeper-java libslf4j-java default-jre-headless"
 
 // ErrNotInstalled is returned (wrapped) by FindInstall when Java or ZooKeeper
 // cannot be found.

@@ -12,7 +12,7 @@ import (
 // InstallCommand installs everything the interoperability tests need on Debian
 // or Ubuntu: ZooKeeper (zktest's server), Apache Curator 5.4 with its
 // dependencies, a Java runtime and javac. It matches the Makefile's APT_PKGS.
-const InstallCommand = "apt-get install -y --no-install-recommends libzookeeper-java libslf4j-java default-jre-headless libcurator-recipes-java default-jdk-headless"
+const InstallCommand = "apt-get update && apt-get install -y --no-install-recommends libzookeeper-java libslf4j-java default-jre-headless libcurator-recipes-java default-jdk-headless"
 
 // EnvClasspath names the environment variable that overrides where the Curator
 // jars come from: a list separated by os.PathListSeparator holding Curator
