@@ -189,14 +189,18 @@ func run(ctx context.Context, env *demo.Env) error {
 	if err != nil {
 		return err
 	}
-	out.Printf("%s was told %s after the cut, before anyone else could take the lock", victim.name, demo.Ms(lostEv.at.Sub(tCut)))
+	out.Printf("%s was told %s after the cut; its node still blocks the queue until it reconnects and deletes it", victim.name, demo.Ms(lostEv.at.Sub(tCut)))
+	out.Printf("    (or, if it never reconnects, until the server expires its session)")
 	next, c2, err := d.j.WaitFor(ctx, mark, "the next holder", func(e event) bool {
 		return e.kind == acquired && e.hold > victimHold
 	})
 	if err != nil {
 		return err
 	}
-	out.Printf("%s got the lock %s after the cut, %s after %s's lease had ended",
+	if !next.at.After(lostEv.at) {
+		return fmt.Errorf("%s got the lock before %s was told it had lost it", next.w.name, victim.name)
+	}
+	out.Printf("%s got the lock %s after the cut, %s after %s's lease had ended: never two holders",
 		next.w.name, demo.Ms(next.at.Sub(tCut)), demo.Ms(next.at.Sub(lostEv.at)), victim.name)
 	cur = max(c1, c2)
 	if _, _, err = d.j.WaitFor(ctx, cur, next.w.name+"'s first write", func(e event) bool {
@@ -222,7 +226,7 @@ func run(ctx context.Context, env *demo.Env) error {
 	if len(d.errs) > 0 {
 		return errors.Join(d.errs...)
 	}
-	out.Printf("done: %d holds (%d lost), never two holders at once; the store accepted %d writes and refused %d",
+	out.Printf("done: %d holds (%d lost), never two holders at once; the store accepted %d writes and refused %d (the stale-token probe above)",
 		d.holds, d.losses, d.store.accepted, d.store.refused)
 	return nil
 }
