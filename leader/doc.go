@@ -37,7 +37,7 @@
 //	<path>/_c_<uuid>-lock-<seq>    Selector          (Curator LeaderSelector: an InterProcessMutex)
 //
 // The node's data is the participant id in UTF-8 (WithID; by default the local
-// IP address as text, as in Curator). Parents are created as container nodes.
+// IP address as text, as in Curator; at most 512 KiB, no NUL). Parents are created as container nodes.
 // Children are sorted by the sequence after the last marker; children that
 // match no marker are ignored. The participant whose node is first leads; each
 // other participant watches only the node just before its own (a data watch),
@@ -50,7 +50,10 @@
 // the watch and the cleanup.
 //
 // Observers (Observe) are not contenders: they watch the children of the
-// election path and read the first node's data.
+// election path and read the first node's data. They never create the path;
+// while it does not exist they poll for it (every 50 ms at first, backing off
+// to once a second) rather than set an exists-watch, which would stay
+// registered on the server after the observer has gone.
 //
 // # Loss policy
 //
@@ -82,6 +85,21 @@
 // another participant may lead before this one has noticed) and when the
 // session is closed. After a lost session a Latch, a Selector that is queued
 // and Run enter the election again with the new session.
+//
+// # Errors while campaigning
+//
+// A participant enters the election again after every failure that a new
+// attempt can cure: a disconnect, a lost session, a transient error. It stops
+// only when the session is closed or ZooKeeper refuses it for good: the
+// election path's ACL does not admit the session's credentials (zk.ErrNoAuth,
+// zk.ErrAuthFailed), the request is invalid (zk.ErrInvalidACL,
+// zk.ErrBadArguments, zk.ErrInvalidFlags, zk.ErrInvalidPath, an ephemeral
+// election path: zk.ErrNoChildrenForEphemerals), or a layer below reports a
+// programming error (recipes.ErrBadDriver, recipes.ErrBadPath, ...). Then
+// Run returns the error, a Latch's Await and Err return it and its Changes
+// channels are closed, and a Selector closes Done and reports it from Err and
+// Requeue. The error names the election path and wraps the cause, so
+// errors.Is(err, zk.ErrNoAuth) works.
 //
 // # Concurrency and cleanup
 //

@@ -67,13 +67,14 @@ func newElector(sess *session.Session, path, marker string, cfg config) (*electo
 // campaign blocks until this participant leads, and returns the lease of its
 // node. It enters the election again after every failure that a new attempt
 // can cure (connection suspended, session lost, transient errors), so it
-// returns an error only when ctx ends (an error matching ctx's) or the
-// session or the engine is closed.
+// returns an error only when ctx ends (an error matching ctx's), the session
+// or the engine is closed, or ZooKeeper refuses the election for good (see
+// permanent). Its errors name the election path.
 func (e *elector) campaign(ctx context.Context) (*recipes.Lease, error) {
 	var bo backoff.BackOff
 	for attempt := 1; ; attempt++ {
 		if _, err := e.sess.WaitConnected(ctx); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("leader %s: %w", e.in.Path(), err)
 		}
 		lease, err := e.in.Acquire(ctx, e.drv, e.data)
 		if err == nil {
@@ -83,14 +84,11 @@ func (e *elector) campaign(ctx context.Context) (*recipes.Lease, error) {
 				// Won just as the connection went away: the lease is already
 				// over. Give the node back and enter again.
 				e.release(lease)
-				err = lerr
+				err = fmt.Errorf("leader %s: %w", e.in.Path(), lerr)
 			}
 		}
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		if fatal(err) {
-			return nil, err
+		if ctx.Err() != nil || fatal(err) {
+			return nil, err // the engine's errors name the path
 		}
 		if sessionTrouble(err) {
 			if ce := e.lg.Check(zap.DebugLevel, "campaign interrupted; entering again"); ce != nil {
@@ -107,14 +105,49 @@ func (e *elector) campaign(ctx context.Context) (*recipes.Lease, error) {
 			bo = eb
 		}
 		if err := sleep(ctx, e.sess, bo.NextBackOff()); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("leader %s: %w", e.in.Path(), err)
 		}
 	}
 }
 
-// fatal reports errors after which campaigning cannot go on.
+// fatal reports errors after which campaigning cannot go on: the session or
+// the engine is closed, or the error is permanent.
 func fatal(err error) bool {
-	return errors.Is(err, session.ErrClosed) || errors.Is(err, recipes.ErrClosed)
+	return errors.Is(err, session.ErrClosed) || errors.Is(err, recipes.ErrClosed) || permanent(err)
+}
+
+// permanent reports errors that entering the election again cannot cure:
+// the same request would fail the same way. Retrying them would only warn
+// forever while Await blocks, so a Latch, a Selector and Run stop on them.
+func permanent(err error) bool {
+	for _, p := range [...]error{
+		// The election path's ACL refuses this session's credentials (or
+		// the server refused them); an operator must change one or the other.
+		zk.ErrNoAuth,
+		zk.ErrAuthFailed,
+		// The request itself is invalid: bad ACL, flags, path or arguments,
+		// an ephemeral election path (it cannot have children), a
+		// participant id too large for the client's buffer.
+		zk.ErrBadArguments,
+		zk.ErrInvalidACL,
+		zk.ErrInvalidFlags,
+		zk.ErrInvalidPath,
+		zk.ErrNoChildrenForEphemerals,
+		zk.ErrShortBuffer,
+		// Programming errors caught by the layers below.
+		recipes.ErrBadDriver,
+		recipes.ErrBadPath,
+		recipes.ErrBadOption,
+		recipes.ErrNilSession,
+		session.ErrBadPath,
+		session.ErrBadOption,
+		session.ErrBadEpoch,
+	} {
+		if errors.Is(err, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // sessionTrouble reports errors that are the expected outcome of a

@@ -36,7 +36,7 @@ type Latch struct {
 	mu      sync.Mutex
 	state   runState
 	term    *Term         // current term, possibly just ended; nil between terms
-	err     error         // why the election loop stopped before Close (session closed)
+	err     error         // why the election loop stopped before Close (session closed, permanent error)
 	changed chan struct{} // closed and replaced at every change
 	subs    map[*latchSub]struct{}
 	subWG   sync.WaitGroup
@@ -132,9 +132,16 @@ func (l *Latch) run() {
 	for {
 		lease, err := l.e.campaign(l.ctx)
 		if err != nil {
-			if l.ctx.Err() == nil { // the session was closed under us
+			if l.ctx.Err() == nil {
+				// The session was closed under us, or ZooKeeper refuses the
+				// election for good (zk.ErrNoAuth, ...): no term will follow.
 				l.mu.Lock()
-				l.err = fmt.Errorf("leader %s: %w", l.e.in.Path(), err)
+				l.err = err
+				for sub := range l.subs {
+					sub.unhook()
+					l.finishLocked(sub)
+				}
+				clear(l.subs)
 				l.broadcastLocked()
 				l.mu.Unlock()
 				l.e.lg.Info("election stopped", zap.Error(err))
@@ -249,9 +256,11 @@ func (l *Latch) pump(sub *latchSub) {
 
 // Await blocks until this latch leads and returns the current term, at once
 // if it leads already. It returns an error matching ctx's when ctx ends first,
-// ErrNotStarted before Start, ErrClosed after Close, and session.ErrClosed if
-// the session was closed. The term may end at any moment after Await returns:
-// watch its Done. Safe to call concurrently.
+// ErrNotStarted before Start, ErrClosed after Close, and the error that
+// stopped the election (see Err): one matching session.ErrClosed if the
+// session was closed, or a permanent ZooKeeper error such as zk.ErrNoAuth.
+// The term may end at any moment after Await returns: watch its Done. Safe to
+// call concurrently.
 func (l *Latch) Await(ctx context.Context) (*Term, error) {
 	for {
 		l.mu.Lock()
@@ -281,6 +290,30 @@ func (l *Latch) Await(ctx context.Context) (*Term, error) {
 	}
 }
 
+// Err returns nil while the latch has not been started or is in the
+// election, and afterwards why it left: ErrClosed after Close, or the error
+// that stopped its election before Close. The election stops only for errors
+// that entering it again cannot cure: the session was closed (an error
+// matching session.ErrClosed), or ZooKeeper refuses this participant for good
+// (an error matching zk.ErrNoAuth or zk.ErrAuthFailed when the election
+// path's ACL does not admit the session's credentials, zk.ErrInvalidACL,
+// zk.ErrBadArguments, zk.ErrNoChildrenForEphemerals, ...). Every other
+// failure (a disconnect, a lost session, a transient error) makes the latch
+// enter the election again. Once the election has stopped, Await returns
+// this error, Changes channels are closed and no term follows; Close is still
+// needed to release the latch. It does no I/O.
+func (l *Latch) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.err != nil:
+		return l.err
+	case l.state == closed:
+		return fmt.Errorf("leader %s: %w", l.e.in.Path(), ErrClosed)
+	}
+	return nil
+}
+
 // Term returns the current term, or nil when this latch does not lead. It
 // does no I/O.
 func (l *Latch) Term() *Term {
@@ -303,10 +336,11 @@ func (l *Latch) IsLeader() bool { return l.Term() != nil }
 // Term), then an Event each time a term begins or ends, every one of them, in
 // order. The channel is buffered and backed by an unbounded queue, so a slow
 // receiver neither stalls the latch nor loses events. It is closed when ctx
-// ends, and at Close after the end of the last term (events still buffered
-// stay readable; Close waits only briefly for a receiver that has fallen more
-// than the buffer behind). To stop leading work at once, watch the term's
-// Done rather than this channel.
+// ends, at Close after the end of the last term, and when the election stops
+// on an error (see Err); events still buffered stay readable, but Close waits
+// only briefly for a receiver that has fallen more than the buffer behind.
+// To stop leading work at once, watch the term's Done rather than this
+// channel.
 func (l *Latch) Changes(ctx context.Context) <-chan Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -316,7 +350,7 @@ func (l *Latch) Changes(ctx context.Context) <-chan Event {
 	}
 	sub := &latchSub{c: make(chan Event, changesBuffer), stop: make(chan struct{})}
 	sub.c <- ev
-	if l.state == closed {
+	if l.state == closed || l.err != nil {
 		l.finishLocked(sub)
 		return sub.c
 	}

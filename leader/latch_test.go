@@ -508,14 +508,19 @@ func TestLatchBadInput(t *testing.T) {
 		}
 	}
 	for name, opt := range map[string]leader.Option{
-		"empty id":   leader.WithID(""),
-		"bad utf8":   leader.WithID("\xff"),
-		"nil logger": leader.WithLogger(nil),
-		"requeue":    leader.WithRequeue(true),
-		"nil option": nil,
+		"empty id":    leader.WithID(""),
+		"bad utf8":    leader.WithID("\xff"),
+		"nul in id":   leader.WithID("a\x00b"),
+		"id too long": leader.WithID(strings.Repeat("x", 2<<20)),
+		"nil logger":  leader.WithLogger(nil),
+		"requeue":     leader.WithRequeue(true),
+		"nil option":  nil,
 	} {
-		if _, err := leader.NewLatch(s, electionPath, opt); !errors.Is(err, leader.ErrBadOption) {
+		_, err := leader.NewLatch(s, electionPath, opt)
+		if !errors.Is(err, leader.ErrBadOption) {
 			t.Errorf("%s: %v, want ErrBadOption", name, err)
+		} else if !strings.HasPrefix(err.Error(), "leader ") {
+			t.Errorf("%s: message %q does not start with the package name", name, err)
 		}
 	}
 	l, err := leader.NewLatch(s, electionPath, leader.WithID("b"))

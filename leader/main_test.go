@@ -280,4 +280,27 @@ func checkTermNode(t testing.TB, conn *zk.Conn, s *session.Session, term *leader
 	}
 }
 
+// sessionWatches returns the paths that session sid watches on ns's server
+// (the wchc four-letter word).
+func sessionWatches(t testing.TB, ns *zktest.Namespace, sid int64) map[string]bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	out, err := zktest.FourLetterWord(ctx, ns.Servers()[0], "wchc")
+	if err != nil {
+		t.Fatalf("wchc: %v", err)
+	}
+	paths := map[string]bool{}
+	in := false
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(line, "0x"):
+			in = strings.EqualFold(strings.TrimSpace(line), fmt.Sprintf("0x%x", sid))
+		case in && strings.HasPrefix(strings.TrimSpace(line), "/"):
+			paths[strings.TrimSpace(line)] = true
+		}
+	}
+	return paths
+}
+
 var _ = sessiontest.Connect

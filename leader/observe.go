@@ -73,7 +73,12 @@ func observerInternals(sess *session.Session, path string) (*recipes.Internals, 
 // observer. The channel is closed when ctx ends or the session is closed.
 //
 // Observe watches the children of the election path (an observer is not a
-// contender, so the herd effect does not apply). While the connection is down
+// contender, so the herd effect does not apply). While the election path does
+// not exist, Observe reports that nobody leads and polls for the path, every
+// 50 ms at first and backing off to once a second, without setting a watch:
+// an observer never creates the path, and an exists-watch on a missing node
+// would stay registered in the client and on the server until the node
+// appears, however long after ctx has ended. While the connection is down
 // it keeps the last value and catches up when it is back. Like Leader, it
 // reports whose node is first: under the standard policy a participant whose
 // connection is suspended has already stopped leading while its node is still
@@ -103,6 +108,14 @@ func Observe(ctx context.Context, sess *session.Session, path string) (<-chan Pa
 // between two reads.
 var errRescan = errors.New("leader: rescan")
 
+// Polling bounds while the election path does not exist: the first poll
+// comes after absentPollMin, and each further one after twice the previous
+// wait, up to absentPollMax.
+const (
+	absentPollMin = 50 * time.Millisecond
+	absentPollMax = time.Second
+)
+
 type observer struct {
 	sess *session.Session
 	full string
@@ -117,6 +130,7 @@ func (o *observer) run(ctx context.Context) {
 	var (
 		last  Participant
 		first = true
+		poll  time.Duration // the next wait while the path is absent; 0 when present
 	)
 	for {
 		if _, err := o.sess.WaitConnected(ctx); err != nil {
@@ -139,6 +153,17 @@ func (o *observer) run(ctx context.Context) {
 			o.deliver(cur)
 			last, first = cur, false
 		}
+		if ev == nil { // the path does not exist: poll for it, without a watch
+			if poll == 0 {
+				poll = absentPollMin
+			}
+			if sleep(ctx, o.sess, poll) != nil {
+				return
+			}
+			poll = min(2*poll, absentPollMax)
+			continue
+		}
+		poll = 0
 		select {
 		case <-ev:
 		case <-ctx.Done():
@@ -150,19 +175,15 @@ func (o *observer) run(ctx context.Context) {
 }
 
 // read returns the current leader and a channel that fires at the next
-// change of the election's children (or of the path's existence).
+// change of the election's children. When the election path does not exist
+// it returns the zero Participant and a nil channel: neither the client nor
+// the server keeps a children watch for a getChildren that failed with
+// NoNode, so nothing stays registered.
 func (o *observer) read() (Participant, <-chan zk.Event, error) {
 	conn := o.sess.Conn()
 	names, _, ev, err := conn.ChildrenW(o.full)
 	if errors.Is(err, zk.ErrNoNode) {
-		ok, _, ev, err := conn.ExistsW(o.full)
-		if err != nil {
-			return Participant{}, nil, err
-		}
-		if ok {
-			return Participant{}, nil, errRescan // created between the reads
-		}
-		return Participant{}, ev, nil
+		return Participant{}, nil, nil
 	}
 	if err != nil {
 		return Participant{}, nil, err

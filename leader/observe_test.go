@@ -3,6 +3,7 @@ package leader_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +70,66 @@ func TestObserve(t *testing.T) {
 
 	cancel()
 	for range ch { // closed once ctx ends
+	}
+}
+
+// watchedPaths returns the paths that have watches on the server (wchp).
+func watchedPaths(t testing.TB, ns *zktest.Namespace) map[string]bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	out, err := zktest.FourLetterWord(ctx, ns.Servers()[0], "wchp")
+	if err != nil {
+		t.Fatalf("wchp: %v", err)
+	}
+	paths := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "/") {
+			paths[strings.TrimSpace(line)] = true
+		}
+	}
+	return paths
+}
+
+// Observe on a missing election path polls for it without leaving a watch
+// behind, and reports the leader once a participant creates the path.
+func TestObserveMissingPath(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	obs := sessiontest.Connect(t, ns)
+	full := ns.Path(electionPath)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := leader.Observe(ctx, obs, electionPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := func(p leader.Participant) bool { return p == leader.Participant{} }
+	waitLeader(t, ch, "no leader while the path does not exist", none)
+
+	// A second observer whose ctx ends while the path is still missing.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	ch2, err := leader.Observe(ctx2, obs, electionPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitLeader(t, ch2, "second observer: no leader", none)
+	cancel2()
+	for range ch2 { // closed once ctx2 ends
+	}
+	// Each observer has read the path before delivering its first value;
+	// neither may have left a watch on it, including the one whose ctx ended.
+	if watchedPaths(t, ns)[full] {
+		t.Errorf("a watch is registered on the missing path %s", full)
+	}
+
+	a := startLatch(t, sessiontest.Connect(t, ns), "a")
+	ta := await(t, a)
+	p := waitLeader(t, ch, "a leads", func(p leader.Participant) bool { return p.ID == "a" })
+	if p.Node != ta.Node() || !p.IsLeader {
+		t.Errorf("observed %+v, term node %s", p, ta.Node())
+	}
+	cancel()
+	for range ch {
 	}
 }
 

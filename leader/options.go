@@ -2,15 +2,11 @@ package leader
 
 import (
 	"fmt"
-	"net"
-	"unicode/utf8"
 
 	"go.uber.org/zap"
-)
 
-// maxIDLen bounds a participant id: it is stored as node data, and ZooKeeper
-// refuses packets over jute.maxbuffer (1 MiB by default).
-const maxIDLen = 512 << 10
+	"github.com/zkrecipes/zkrecipes/internal/participant"
+)
 
 // Option configures a Latch, a Selector or Run. Options are checked by the
 // constructor: an invalid value, or an option that does not apply to the type
@@ -26,11 +22,15 @@ type config struct {
 
 // WithID sets the participant id, written as the data of this participant's
 // node (UTF-8) and reported by Participants and Leader. It must be non-empty
-// valid UTF-8. The default, as in Curator, is the local IP address as text.
+// valid UTF-8 of at most 512 KiB without NUL bytes (a node stays well under
+// ZooKeeper's 1 MiB packet limit); otherwise the constructor returns an error
+// matching ErrBadOption. The default, as in Curator, is the local IP address
+// as text: the first IPv4, else IPv6, address of an up, non-loopback
+// interface; the host name if there is none; "127.0.0.1" if that fails too.
 func WithID(id string) Option {
 	return func(c *config) error {
-		if id == "" || !utf8.ValidString(id) || len(id) > maxIDLen {
-			return fmt.Errorf("%w: participant id must be non-empty UTF-8 of at most %d bytes", ErrBadOption, maxIDLen)
+		if err := participant.Validate(id); err != nil {
+			return fmt.Errorf("%w: %w", ErrBadOption, err)
 		}
 		c.id = id
 		return nil
@@ -73,38 +73,7 @@ func buildConfig(opts []Option) (config, error) {
 		}
 	}
 	if c.id == "" {
-		c.id = localAddress()
+		c.id = participant.LocalID()
 	}
 	return c, nil
-}
-
-// localAddress returns the first non-loopback unicast address of this host
-// (IPv4 preferred) as text, or "127.0.0.1": Curator's default participant id
-// is the local address. It reads the interface table; it does no network I/O.
-func localAddress() string {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return "127.0.0.1"
-	}
-	var v6 string
-	for _, a := range addrs {
-		ipn, ok := a.(*net.IPNet)
-		if !ok {
-			continue
-		}
-		ip := ipn.IP
-		if ip.IsLoopback() || ip.IsUnspecified() || ip.IsLinkLocalUnicast() || ip.IsMulticast() {
-			continue
-		}
-		if ip4 := ip.To4(); ip4 != nil {
-			return ip4.String()
-		}
-		if v6 == "" {
-			v6 = ip.String()
-		}
-	}
-	if v6 != "" {
-		return v6
-	}
-	return "127.0.0.1"
 }

@@ -26,7 +26,14 @@ import (
 //   - the error work returned while it still led, unchanged;
 //   - with WithRequeue(false), nil when work returned nil, or the cause of
 //     the loss (matching session.ErrSuspended, session.ErrLost, ...);
-//   - an error matching session.ErrClosed if the session is closed.
+//   - an error matching session.ErrClosed if the session is closed;
+//   - a permanent ZooKeeper error that entering the election again cannot
+//     cure, such as one matching zk.ErrNoAuth when the election path's ACL
+//     does not admit the session's credentials (also zk.ErrAuthFailed,
+//     zk.ErrInvalidACL, zk.ErrBadArguments, zk.ErrNoChildrenForEphemerals).
+//
+// Disconnects, lost sessions and transient errors while campaigning are not
+// returned: Run enters the election again.
 //
 // Options: WithID, WithRequeue (default true), WithLogger.
 func Run(ctx context.Context, sess *session.Session, path string, work func(ctx context.Context) error, opts ...Option) error {

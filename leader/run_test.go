@@ -196,12 +196,26 @@ func TestRunLoss(t *testing.T) {
 		<-ctx.Done()
 		return ctx.Err()
 	}, leader.WithRequeue(false), leader.WithID("once"))
-	// "l" leads; end its run so "once" gets its turn.
+	// Wait until "once" is queued behind "l" and has decided so: its node is
+	// second and its session watches l's node. Only then does the check below
+	// mean something.
+	ctx := ctxT(t)
+	zktest.Eventually(t, wait, func() bool {
+		ps, err := leader.Participants(ctx, s2, electionPath)
+		if err != nil || len(ps) != 2 || ps[0].ID != "l" || ps[1].ID != "once" {
+			return false
+		}
+		return sessionWatches(t, ns, s2.Epoch().SessionID())[ns.Path(electionPath)+"/"+ps[0].Node]
+	}, "once queued behind l, watching l's node")
+	if calls := log.snapshot(); len(calls) != 1 {
+		t.Fatalf("l's work ended again: %+v", calls)
+	}
 	select {
 	case <-started:
 		t.Fatal("once led while l leads")
 	default:
 	}
+	// End l's run so "once" gets its turn.
 	p.Partition() // l's session will expire; once leads
 	select {
 	case <-started:

@@ -22,6 +22,13 @@ import (
 // returns, leadership is given up; with WithRequeue(true) the selector then
 // campaigns again, otherwise it waits for Requeue.
 //
+// The selector stops campaigning before Close only on errors that a new
+// attempt cannot cure: the session was closed, or ZooKeeper refuses this
+// participant for good (for example zk.ErrNoAuth when the election path's
+// ACL does not admit the session's credentials). Then Done is closed and Err
+// says why; disconnects, lost sessions and transient errors only make it
+// enter the election again.
+//
 // A Selector is safe for concurrent use.
 type Selector struct {
 	e    *elector
@@ -32,8 +39,9 @@ type Selector struct {
 	state  runState
 	queued bool  // campaigning, leading, or about to
 	term   *Term // live or just ended; nil between terms
-	err    error // why the election stopped before Close (session closed)
+	err    error // why the election stopped: set once, with done closed
 	wake   chan struct{}
+	done   chan struct{} // closed when the selector stops for good
 
 	ctx       context.Context
 	cancel    context.CancelCauseFunc
@@ -68,6 +76,7 @@ func NewSelector(sess *session.Session, path string, lead func(ctx context.Conte
 		lead:   lead,
 		cfg:    cfg,
 		wake:   make(chan struct{}, 1),
+		done:   make(chan struct{}),
 		ctx:    ctx,
 		cancel: cancel,
 	}, nil
@@ -94,8 +103,8 @@ func (s *Selector) Start() error {
 // Requeue enters the election again after the callback has returned. It
 // returns true if it queued this participant, false if it was already queued
 // or leading (then nothing happens), as Curator's requeue. It returns
-// ErrNotStarted before Start, ErrClosed after Close, and session.ErrClosed
-// once the session was closed.
+// ErrNotStarted before Start, ErrClosed after Close, and the error that
+// stopped the election (see Err) once it has stopped.
 func (s *Selector) Requeue() (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -137,11 +146,11 @@ func (s *Selector) run() {
 		if err != nil {
 			s.mu.Lock()
 			s.queued = false
-			if s.ctx.Err() == nil {
-				s.err = fmt.Errorf("leader %s: %w", s.e.in.Path(), err)
-			}
 			s.mu.Unlock()
 			if s.ctx.Err() == nil {
+				// The session was closed under us, or ZooKeeper refuses the
+				// election for good (zk.ErrNoAuth, ...).
+				s.stop(err)
 				s.e.lg.Info("election stopped", zap.Error(err))
 			}
 			return
@@ -174,6 +183,37 @@ func (s *Selector) run() {
 		s.term = nil
 		s.mu.Unlock()
 	}
+}
+
+// stop records why the selector stopped and closes Done, once.
+func (s *Selector) stop(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return
+	}
+	s.err = err
+	close(s.done)
+}
+
+// Done returns a channel that is closed when the selector stops for good:
+// at Close, or when its election stopped on an error that entering it again
+// cannot cure (see Err). It is not closed while the selector merely waits for
+// Requeue.
+func (s *Selector) Done() <-chan struct{} { return s.done }
+
+// Err returns nil until Done is closed, and then why the selector stopped:
+// the error that stopped its election, one matching session.ErrClosed when
+// the session was closed, or a permanent ZooKeeper error (zk.ErrNoAuth or
+// zk.ErrAuthFailed when the election path's ACL does not admit the session's
+// credentials, zk.ErrInvalidACL, zk.ErrBadArguments,
+// zk.ErrNoChildrenForEphemerals, ...); otherwise ErrClosed after Close.
+// Requeue returns the same error. Close is still needed after such an error;
+// it does not return it. It does no I/O.
+func (s *Selector) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
 }
 
 // IsLeader reports whether the callback is running under a live term. It
@@ -217,9 +257,11 @@ func (s *Selector) checkOpen() error {
 
 // Close leaves the election: it cancels a running callback's context (cause
 // ErrClosed), waits for the callback to return, deletes this participant's
-// node and returns after every goroutine of the selector has exited. A
-// callback that ignores its context makes Close wait for it. Close is
-// idempotent; later calls return the first call's result.
+// node and returns after every goroutine of the selector has exited; Done is
+// closed by then. A callback that ignores its context makes Close wait for
+// it. Close returns only errors of its own cleanup, not the error that may
+// have stopped the election earlier (see Err). Close is idempotent; later
+// calls return the first call's result.
 func (s *Selector) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
@@ -230,6 +272,7 @@ func (s *Selector) Close() error {
 		if err := s.e.in.Close(); err != nil {
 			s.closeErr = fmt.Errorf("leader %s: %w", s.e.in.Path(), err)
 		}
+		s.stop(fmt.Errorf("leader %s: %w", s.e.in.Path(), ErrClosed))
 	})
 	return s.closeErr
 }

@@ -2,12 +2,11 @@ package mutex
 
 import (
 	"fmt"
-	"net"
-	"os"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/zkrecipes/zkrecipes/internal/participant"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -53,11 +52,16 @@ func (c *config) internalsOptions() []recipes.InternalsOption {
 	return o
 }
 
-// WithID sets the participant id stored in our lock node (UTF-8; Curator
-// reads it as the node's data). Default: LocalID(), as Curator's default is
-// the local IP address as text.
+// WithID sets the participant id stored in our lock node (Curator reads it as
+// the node's data). It must be non-empty valid UTF-8 of at most 512 KiB
+// without NUL bytes (a node stays well under ZooKeeper's 1 MiB packet limit);
+// otherwise the constructor returns an error matching ErrBadOption. Default:
+// LocalID(), as Curator's default is the local IP address as text.
 func WithID(id string) Option {
 	return func(c *config) error {
+		if err := participant.Validate(id); err != nil {
+			return fmt.Errorf("%w: %w", ErrBadOption, err)
+		}
 		c.id, c.idSet = id, true
 		return nil
 	}
@@ -101,40 +105,8 @@ func WithCleanupTimeout(d time.Duration) Option {
 	}
 }
 
-// LocalID returns the default participant id: the first IPv4 (else IPv6)
-// address of an up, non-loopback network interface, as text; the host name
-// if there is none; "unknown" if that fails too.
-func LocalID() string {
-	ifaces, err := net.Interfaces()
-	if err == nil {
-		var v6 string
-		for _, ifc := range ifaces {
-			if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
-				continue
-			}
-			addrs, err := ifc.Addrs()
-			if err != nil {
-				continue
-			}
-			for _, a := range addrs {
-				ipn, ok := a.(*net.IPNet)
-				if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() {
-					continue
-				}
-				if ip4 := ipn.IP.To4(); ip4 != nil {
-					return ip4.String()
-				}
-				if v6 == "" {
-					v6 = ipn.IP.String()
-				}
-			}
-		}
-		if v6 != "" {
-			return v6
-		}
-	}
-	if h, err := os.Hostname(); err == nil && h != "" {
-		return h
-	}
-	return "unknown"
-}
+// LocalID returns the default participant id, as Curator's: the local IP
+// address as text (the first IPv4, else IPv6, address of an up, non-loopback
+// interface, link-local addresses excluded); the host name if there is none;
+// "127.0.0.1" if that fails too. It does no network I/O.
+func LocalID() string { return participant.LocalID() }
