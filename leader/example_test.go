@@ -11,17 +11,15 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
+// exampleServers returns the addresses of the package's shared server,
+// started by TestMain; in a program, pass your ensemble's addresses.
+func exampleServers() []string { return zktest.SharedServers() }
+
 // Make a background worker highly available: every replica calls Run; the
 // one that leads runs the work until its context ends (leadership lost, or
 // shutting down), then the next replica takes over.
 func ExampleRun() {
-	srv, err := zktest.StartServer() // or your ensemble's addresses
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer srv.Stop()
-	sess, err := session.Connect(context.Background(), srv.Servers(), session.WithNamespace("/myapp"))
+	sess, err := session.Connect(context.Background(), exampleServers(), session.WithNamespace("/examples/run"))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -46,13 +44,7 @@ func ExampleRun() {
 // A Latch stays in the election until Close. Await blocks until it leads;
 // the term's Done says when leadership ends, and why.
 func ExampleLatch() {
-	srv, err := zktest.StartServer()
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer srv.Stop()
-	sess, err := session.Connect(context.Background(), srv.Servers())
+	sess, err := session.Connect(context.Background(), exampleServers(), session.WithNamespace("/examples/latch"))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -90,13 +82,7 @@ func ExampleLatch() {
 // when leadership is lost. Observe shows the leader to processes that do not
 // take part.
 func ExampleSelector() {
-	srv, err := zktest.StartServer()
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer srv.Stop()
-	sess, err := session.Connect(context.Background(), srv.Servers())
+	sess, err := session.Connect(context.Background(), exampleServers(), session.WithNamespace("/examples/selector"))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -7,26 +7,29 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestCounterFIFO: 8 sessions, many cycles each, on a counter znode updated
-// without version checks. The count is exact only if the lock excludes; the
-// acquisition order must follow the node sequence (FIFO).
+// without version checks. The count is exact only if the lock excludes; for
+// the fair kinds the acquisition order must also follow the node sequence
+// (FIFO). NonFair promises no order: only the count is checked.
 func TestCounterFIFO(t *testing.T) {
-	for _, kind := range []string{"mutex", "nonreentrant"} {
-		t.Run(kind, func(t *testing.T) { testCounterFIFO(t, kind) })
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) { testCounterFIFO(t, k) })
 	}
 }
 
-func testCounterFIFO(t *testing.T, kind string) {
+func testCounterFIFO(t *testing.T, k lockKind) {
 	const sessions, cycles = 8, 25
 	ns := zktest.NewNamespace(t)
 	raw := ns.Conn(t)
@@ -42,18 +45,7 @@ func testCounterFIFO(t *testing.T, kind string) {
 	var wg sync.WaitGroup
 	for i := 0; i < sessions; i++ {
 		s := connect(t, ns)
-		var lk mutex.Locker
-		var err error
-		id := mutex.WithID(fmt.Sprintf("s%d", i))
-		if kind == "mutex" {
-			lk, err = mutex.New(s, lockPath, id)
-		} else {
-			lk, err = mutex.NewNonReentrant(s, lockPath, id)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { lk.(interface{ Close() error }).Close() })
+		lk := k.make(t, s, mutex.WithID(fmt.Sprintf("s%d", i)))
 		wg.Add(1)
 		go func(s *session.Session) {
 			defer wg.Done()
@@ -64,13 +56,15 @@ func testCounterFIFO(t *testing.T, kind string) {
 					if err != nil {
 						return err
 					}
-					seq, err := strconv.ParseInt(seqOf(l.Node()), 10, 64)
-					if err != nil {
-						return err
+					if k.fair {
+						seq, err := strconv.ParseInt(seqOf(l.Node()), 10, 64)
+						if err != nil {
+							return err
+						}
+						mu.Lock()
+						order = append(order, seq)
+						mu.Unlock()
 					}
-					mu.Lock()
-					order = append(order, seq)
-					mu.Unlock()
 					b, _, err := c.Get(counter)
 					if err != nil {
 						return err
@@ -105,66 +99,113 @@ func testCounterFIFO(t *testing.T, kind string) {
 	if got := binary.BigEndian.Uint64(b); got != sessions*cycles {
 		t.Fatalf("counter = %d, want %d", got, sessions*cycles)
 	}
+	if ks := kids(t, raw, ns); len(ks) != 0 {
+		t.Fatalf("nodes left: %q", ks)
+	}
+	if !k.fair {
+		t.Logf("%d acquisitions, counter exact", sessions*cycles)
+		return
+	}
+	if len(order) != sessions*cycles {
+		t.Fatalf("%d acquisitions recorded, want %d", len(order), sessions*cycles)
+	}
 	for i := 1; i < len(order); i++ {
 		if order[i] <= order[i-1] {
 			t.Fatalf("acquisition %d has sequence %d after %d: not FIFO (order %v)", i, order[i], order[i-1], order)
 		}
 	}
-	if k := lockKids(t, raw, ns); len(k) != 0 {
-		t.Fatalf("nodes left: %q", k)
-	}
-	t.Logf("%d acquisitions in sequence order", len(order))
+	t.Logf("%d acquisitions in sequence order, counter exact", len(order))
 }
 
-// TestCancelWhileQueued: a Lock canceled (or timed out) while queued returns
-// the ctx error and leaves no node.
+// TestCancelWhileQueued: for each kind, a Lock canceled (or timed out) while
+// it waits behind another session's holder returns the ctx error and leaves
+// nothing behind: the directory holds only the holder's node, untouched.
+// Queued means, for the fair kinds, that the waiter's node is in the
+// directory; for NonFair, which queues no node, that the waiter has sent its
+// second read of the lock node: the first is pipelined behind its create,
+// the second sets the watch it waits on after the create failed.
 func TestCancelWhileQueued(t *testing.T) {
-	ns := zktest.NewNamespace(t)
-	raw := ns.Conn(t)
-	a := newMutex(t, connect(t, ns))
-	b := newMutex(t, connect(t, ns))
-	ctx := ctxT(t)
-	la, err := a.Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			ns := zktest.NewNamespace(t)
+			raw := ns.Conn(t)
+			a := k.make(t, connect(t, ns))
+			ws, p := sessiontest.ConnectProxy(t, ns)
+			b := k.make(t, ws)
+			fixed := ns.Path(lockPath) + "/" + mutex.NonFairNode
+			var reads atomic.Int32 // the waiter's reads of the NonFair node
+			watching := make(chan struct{}, 1)
+			if !k.fair {
+				p.OnRequest(func(r zktest.Request) zktest.Action {
+					if r.Op == zktest.OpGetData && r.Path == fixed && reads.Add(1) == 2 {
+						select { // never block the proxy
+						case watching <- struct{}{}:
+						default:
+						}
+					}
+					return zktest.Forward
+				})
+			}
+			ctx := ctxT(t)
+			la, err := a.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
 
-	for _, tc := range []struct {
-		name string
-		want error
-	}{{"cancel", context.Canceled}, {"deadline", context.DeadlineExceeded}} {
-		t.Run(tc.name, func(t *testing.T) {
-			var bctx context.Context
-			var cancel context.CancelFunc
-			if tc.want == context.DeadlineExceeded {
-				bctx, cancel = context.WithTimeout(ctx, 500*time.Millisecond)
-			} else {
-				bctx, cancel = context.WithCancel(ctx)
+			for _, tc := range []struct {
+				name string
+				want error
+			}{{"cancel", context.Canceled}, {"deadline", context.DeadlineExceeded}} {
+				t.Run(tc.name, func(t *testing.T) {
+					var bctx context.Context
+					var cancel context.CancelFunc
+					if tc.want == context.DeadlineExceeded {
+						bctx, cancel = context.WithTimeout(ctx, 500*time.Millisecond)
+					} else {
+						bctx, cancel = context.WithCancel(ctx)
+					}
+					defer cancel()
+					reads.Store(0)
+					select { // forget an earlier subtest's signal
+					case <-watching:
+					default:
+					}
+					done := make(chan error, 1)
+					go func() {
+						l, err := b.Lock(bctx)
+						if err == nil {
+							l.Unlock(ctx)
+							err = errors.New("Lock succeeded")
+						}
+						done <- err
+					}()
+					if tc.want == context.Canceled {
+						if k.fair {
+							waitKids(t, raw, ns, 2)
+						} else {
+							recv(t, watching, wait, "waiter's read of the lock node")
+						}
+						cancel()
+					}
+					err := recv(t, done, wait, "Lock result")
+					if !errors.Is(err, tc.want) {
+						t.Fatalf("Lock = %v, want %v", err, tc.want)
+					}
+					if ks := kids(t, raw, ns); len(ks) != 1 || ks[0] != la.Node() {
+						t.Fatalf("nodes %q, want only the holder's %q", ks, la.Node())
+					}
+					_, st, err := raw.Get(la.Path())
+					if err != nil || st.EphemeralOwner != la.SessionID() || st.Czxid != la.Token() {
+						t.Fatalf("holder's node: stat %+v, %v", st, err)
+					}
+					if err := la.Err(); err != nil {
+						t.Fatalf("holder's lease ended: %v", err)
+					}
+				})
 			}
-			defer cancel()
-			done := make(chan error, 1)
-			go func() {
-				l, err := b.Lock(bctx)
-				if err == nil {
-					l.Unlock(ctx)
-					err = errors.New("Lock succeeded")
-				}
-				done <- err
-			}()
-			if tc.want == context.Canceled {
-				waitKids(t, raw, ns, 2)
-				cancel()
-			}
-			err := <-done
-			if !errors.Is(err, tc.want) {
-				t.Fatalf("Lock = %v, want %v", err, tc.want)
-			}
-			if k := lockKids(t, raw, ns); len(k) != 1 || k[0] != la.Node() {
-				t.Fatalf("nodes %q, want only the holder's %q", k, la.Node())
+			if err := la.Unlock(ctx); err != nil {
+				t.Fatal(err)
 			}
 		})
-	}
-	if err := la.Unlock(ctx); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -14,7 +14,8 @@ var (
 	// non-reentrant kinds, another handle) holds the lock.
 	ErrLocked = errors.New("mutex: held by another session")
 	// ErrNotOwner is returned by Lease.Unlock of a reentrant Mutex called
-	// from a goroutine other than the one that locked it.
+	// from a goroutine other than the one that locked it, and by
+	// MultiLease.Unlock of a set holding such a lease (nothing is released).
 	ErrNotOwner = errors.New("mutex: released by a goroutine that does not hold it")
 	// ErrClosed is returned by calls after Close and by Locks waiting when
 	// Close was called; it is also the cause of leases ended by Close.

@@ -13,18 +13,19 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
+// The examples run against the package's shared ZooKeeper server, which
+// TestMain starts (zktest.Main); in a program, pass your ensemble's
+// addresses instead of exampleServers(). Each example works in its own
+// namespace.
+
+// exampleServers returns the addresses of the shared server.
+func exampleServers() []string { return zktest.SharedServers() }
+
 // Lock, do the guarded work under the lease's context, and unlock. The work
 // stops as soon as the lock is lost (session suspended or lost, node deleted).
 func Example() {
-	srv, err := zktest.StartServer() // or your ensemble's addresses
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer srv.Stop()
-
 	ctx := context.Background()
-	sess, err := session.Connect(ctx, srv.Servers(), session.WithNamespace("/myapp"))
+	sess, err := session.Connect(ctx, exampleServers(), session.WithNamespace("/examples/basic"))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -71,15 +72,8 @@ func Example() {
 // lock node. Under the default loss policy a suspended connection ends the
 // lease the same way, with session.ErrSuspended as the cause.
 func Example_lost() {
-	srv, err := zktest.StartServer()
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer srv.Stop()
-
 	ctx := context.Background()
-	sess, err := session.Connect(ctx, srv.Servers())
+	sess, err := session.Connect(ctx, exampleServers(), session.WithNamespace("/examples/lost"))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -117,21 +111,15 @@ func Example_lost() {
 
 // TryLock does not wait: it fails with ErrLocked while someone holds the lock.
 func ExampleMutex_TryLock() {
-	srv, err := zktest.StartServer()
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer srv.Stop()
-
 	ctx := context.Background()
-	a, err := session.Connect(ctx, srv.Servers())
+	servers := exampleServers()
+	a, err := session.Connect(ctx, servers, session.WithNamespace("/examples/trylock"))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer a.Close()
-	b, err := session.Connect(ctx, srv.Servers())
+	b, err := session.Connect(ctx, servers, session.WithNamespace("/examples/trylock"))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -161,4 +149,149 @@ func ExampleMutex_TryLock() {
 	// b while a holds: true
 	// holder: a
 	// b after a unlocked: <nil>
+}
+
+// A NonReentrant lease is not tied to a goroutine: here a worker goroutine
+// finishes the job and unlocks, while the goroutine that locked only waits
+// for the lease to end, and tells a normal release (ErrReleased) from a loss.
+func ExampleNonReentrant() {
+	ctx := context.Background()
+	sess, err := session.Connect(ctx, exampleServers(), session.WithNamespace("/examples/nonreentrant"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer sess.Close()
+	m, err := mutex.NewNonReentrant(sess, "/locks/import")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer m.Close()
+
+	lease, err := m.Lock(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	unlocked := make(chan error, 1)
+	go func() { // the worker owns the lease from here on
+		// ... the guarded work, under lease.Context() ...
+		unlocked <- lease.Unlock(context.WithoutCancel(ctx))
+	}()
+
+	select {
+	case <-lease.Done():
+		if errors.Is(lease.Err(), mutex.ErrReleased) {
+			fmt.Println("released by the worker")
+		} else {
+			fmt.Println("lock lost:", lease.Err())
+		}
+	case <-time.After(10 * time.Second):
+		fmt.Println("still held?")
+	}
+	fmt.Println("worker's Unlock:", <-unlocked)
+	// Output:
+	// released by the worker
+	// worker's Unlock: <nil>
+}
+
+// A NonFair lock is one ephemeral node; Holder names its owner. The guarded
+// work watches Done so it stops when the lock is lost.
+func ExampleNonFair() {
+	ctx := context.Background()
+	servers := exampleServers()
+	a, err := session.Connect(ctx, servers, session.WithNamespace("/examples/nonfair"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer a.Close()
+	b, err := session.Connect(ctx, servers, session.WithNamespace("/examples/nonfair"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer b.Close()
+	ma, _ := mutex.NewNonFair(a, "/locks/cron", mutex.WithID("scheduler-a"))
+	defer ma.Close()
+	mb, _ := mutex.NewNonFair(b, "/locks/cron", mutex.WithID("scheduler-b"))
+	defer mb.Close()
+
+	lease, err := ma.Lock(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	h, _ := mb.Holder(ctx)
+	fmt.Println("holder:", h.ID)
+	_, err = mb.TryLock(ctx)
+	fmt.Println("b while a holds:", errors.Is(err, mutex.ErrLocked))
+
+	for job := 1; job <= 2; job++ {
+		select {
+		case <-lease.Done(): // lost: stop before the next job
+			fmt.Println("lock lost:", lease.Err())
+			return
+		default:
+			fmt.Println("job", job, "done")
+		}
+	}
+	if err := lease.Unlock(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	<-lease.Done() // closed by Unlock
+	fmt.Println("released:", errors.Is(lease.Err(), mutex.ErrReleased))
+	// Output:
+	// holder: scheduler-a
+	// b while a holds: true
+	// job 1 done
+	// job 2 done
+	// released: true
+}
+
+// A Multi takes several locks all or nothing. Its lease ends as soon as any
+// of them is lost (here an operator deletes one node); Unlock then releases
+// the others.
+func ExampleMulti() {
+	ctx := context.Background()
+	sess, err := session.Connect(ctx, exampleServers(), session.WithNamespace("/examples/multi"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer sess.Close()
+	from, _ := mutex.New(sess, "/accounts/alice")
+	defer from.Close()
+	to, _ := mutex.New(sess, "/accounts/bob")
+	defer to.Close()
+	both, err := mutex.NewMulti(from, to) // the same order in every process
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	ml, err := both.Lock(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ml.Unlock(ctx) // by this goroutine: the set holds reentrant Mutexes
+	fmt.Println("holding", len(ml.Leases()), "locks")
+
+	// An operator removes the second lock's node.
+	if err := sess.Conn().Delete(ml.Leases()[1].Path(), -1); err != nil {
+		fmt.Println(err)
+		return
+	}
+	select {
+	case <-ml.Done():
+		fmt.Println("set lost:", errors.Is(ml.Err(), mutex.ErrLockLost))
+	case <-time.After(10 * time.Second):
+		fmt.Println("still held?")
+	}
+	// Output:
+	// holding 2 locks
+	// set lost: true
 }

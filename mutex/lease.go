@@ -69,8 +69,8 @@ func (l *Lease) ID() string { return l.l.ID() }
 // engine already removed the node). Idempotent per handle.
 func (l *Lease) Unlock(ctx context.Context) error {
 	if l.re != nil {
-		if goid.ID() != l.owner {
-			return fmt.Errorf("mutex %s: %w", l.path, ErrNotOwner)
+		if err := l.checkOwner(); err != nil {
+			return err
 		}
 		if !l.unlocked.CompareAndSwap(false, true) {
 			return nil
@@ -85,6 +85,15 @@ func (l *Lease) Unlock(ctx context.Context) error {
 	}
 	l.once.Do(func() { l.err = l.l.Release(ctx) })
 	return l.err
+}
+
+// checkOwner returns ErrNotOwner (wrapped) if this is a reentrant Mutex's
+// handle and the calling goroutine is not the one that locked it.
+func (l *Lease) checkOwner() error {
+	if l.re != nil && goid.ID() != l.owner {
+		return fmt.Errorf("mutex %s: %w", l.path, ErrNotOwner)
+	}
+	return nil
 }
 
 // Release is Unlock (for symmetry with the other recipes' leases).

@@ -84,12 +84,15 @@ func recv[T any](t testing.TB, ch <-chan T, d time.Duration, what string) T {
 	}
 }
 
-// kinds builds each lock kind of the package on a session.
-var kinds = []struct {
+// lockKind builds one lock kind of the package on a session.
+type lockKind struct {
 	name string
 	make func(t testing.TB, s *session.Session, opts ...mutex.Option) mutex.Locker
 	fair bool
-}{
+}
+
+// kinds builds each lock kind of the package on a session.
+var kinds = []lockKind{
 	{"mutex", func(t testing.TB, s *session.Session, opts ...mutex.Option) mutex.Locker {
 		return newMutex(t, s, opts...)
 	}, true},
@@ -109,6 +112,18 @@ var kinds = []struct {
 		t.Cleanup(func() { m.Close() })
 		return m
 	}, false},
+}
+
+// kindNamed returns the entry of kinds named name.
+func kindNamed(t testing.TB, name string) lockKind {
+	t.Helper()
+	for _, k := range kinds {
+		if k.name == name {
+			return k
+		}
+	}
+	t.Fatalf("no lock kind %q", name)
+	return lockKind{}
 }
 
 // TestHolderSessionKilled: standard policy; the holder's session is expired
@@ -350,59 +365,80 @@ func TestThirdPartyDelete(t *testing.T) {
 
 // TestGhostNode: the create's reply is lost (the proxy forwards the create,
 // swallows the reply and cuts the connection). The lock is acquired once,
-// with one node, which is gone after Unlock.
+// with one node, which is gone after Unlock. Under both loss policies: the
+// cut suspends the session while the Lock is still in progress, which must
+// not make the standard policy give up the ghost.
 func TestGhostNode(t *testing.T) {
-	for _, k := range kinds {
-		t.Run(k.name, func(t *testing.T) {
-			ns := zktest.NewNamespace(t)
-			raw := ns.Conn(t)
-			s, p := sessiontest.ConnectProxy(t, ns, session.WithLossPolicy(session.SessionOnly))
-			lk := k.make(t, s)
-			dir := ns.Path(lockPath) + "/"
-			var swallowed atomic.Int32
-			p.OnRequest(func(r zktest.Request) zktest.Action {
-				if (r.Op == zktest.OpCreate || r.Op == zktest.OpCreate2 || r.Op == zktest.OpMulti) && strings.HasPrefix(r.Path, dir) && swallowed.Add(1) == 1 {
-					return zktest.SwallowReply
+	for _, pol := range []struct {
+		name string
+		p    session.LossPolicy
+	}{{"standard", session.Standard}, {"sessiononly", session.SessionOnly}} {
+		for _, k := range kinds {
+			t.Run(k.name+"/"+pol.name, func(t *testing.T) {
+				ns := zktest.NewNamespace(t)
+				raw := ns.Conn(t)
+				s, p := sessiontest.ConnectProxy(t, ns, session.WithLossPolicy(pol.p))
+				rec := sessiontest.Record(t, s)
+				lk := k.make(t, s)
+				dir := ns.Path(lockPath) + "/"
+				var swallowed atomic.Int32
+				p.OnRequest(func(r zktest.Request) zktest.Action {
+					if (r.Op == zktest.OpCreate || r.Op == zktest.OpCreate2 || r.Op == zktest.OpMulti) && strings.HasPrefix(r.Path, dir) && swallowed.Add(1) == 1 {
+						return zktest.SwallowReply
+					}
+					return zktest.Forward
+				})
+				ctx := ctxT(t)
+				l, err := lk.Lock(ctx)
+				if err != nil {
+					t.Fatal(err)
 				}
-				return zktest.Forward
+				if swallowed.Load() != 1 {
+					t.Fatalf("creates seen: %d, want 1 (the ghost adopted, not created again)", swallowed.Load())
+				}
+				rec.Wait(t, wait, session.Suspended) // the reply really was lost
+				if err := l.Err(); err != nil {
+					t.Fatalf("lease ended: %v", err)
+				}
+				ks := kids(t, raw, ns)
+				if len(ks) != 1 || ks[0] != l.Node() {
+					t.Fatalf("nodes %q, lease %q", ks, l.Node())
+				}
+				_, st, err := raw.Get(l.Path())
+				if err != nil || st.EphemeralOwner != s.Epoch().SessionID() || st.Czxid != l.Token() {
+					t.Fatalf("node stat %+v, %v", st, err)
+				}
+				if err := l.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if ks := kids(t, raw, ns); len(ks) != 0 {
+					t.Fatalf("nodes left: %q", ks)
+				}
 			})
-			ctx := ctxT(t)
-			l, err := lk.Lock(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if swallowed.Load() != 1 {
-				t.Fatalf("creates seen: %d, want 1 (the ghost adopted, not created again)", swallowed.Load())
-			}
-			ks := kids(t, raw, ns)
-			if len(ks) != 1 || ks[0] != l.Node() {
-				t.Fatalf("nodes %q, lease %q", ks, l.Node())
-			}
-			_, st, err := raw.Get(l.Path())
-			if err != nil || st.EphemeralOwner != s.Epoch().SessionID() || st.Czxid != l.Token() {
-				t.Fatalf("node stat %+v, %v", st, err)
-			}
-			if err := l.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if ks := kids(t, raw, ns); len(ks) != 0 {
-				t.Fatalf("nodes left: %q", ks)
-			}
-		})
+		}
 	}
 }
 
 // TestSameSessionBackAfterLocalLoss: the session's local timer declares Lost
 // while the server is down, and the same session id comes back when it
-// restarts (a standalone server keeps its sessions). Nodes of the lost epoch
-// (a session-only holder's, a waiter's) are still there, owned by the live
-// session: the engine must delete them, or they block the lock forever.
+// restarts (a standalone server keeps its sessions, see HAZARDS). Nodes of
+// the lost epoch (a session-only holder's, a waiter's) are still there,
+// owned by the live session: the engine must delete them, or they block the
+// lock forever.
+//
+// The restarted server expires a restored session one session timeout after
+// it starts serving, unless the client is back by then; go-zookeeper retries
+// once a second, so the sessions ask for 5 s (not the helpers' 2 s) to come
+// back in time even on a loaded machine. A different session id after the
+// restart therefore means the setup failed, and the test fails: a skip would
+// count an unchecked safety case as passed.
 func TestSameSessionBackAfterLocalLoss(t *testing.T) {
+	const timeout = 5 * time.Second
 	srv := zktest.StartServerT(t)
 	ns := zktest.NewNamespaceOn(t, srv)
 	ctx := ctxT(t)
-	hs := sessiontest.Connect(t, ns, session.WithLossPolicy(session.SessionOnly))
-	ws := sessiontest.Connect(t, ns)
+	hs := sessiontest.Connect(t, ns, session.WithLossPolicy(session.SessionOnly), session.WithSessionTimeout(timeout))
+	ws := sessiontest.Connect(t, ns, session.WithSessionTimeout(timeout))
 	hrec, wrec := sessiontest.Record(t, hs), sessiontest.Record(t, ws)
 	holder := newMutex(t, hs)
 	waiter := newMutex(t, ws)
@@ -418,21 +454,24 @@ func TestSameSessionBackAfterLocalLoss(t *testing.T) {
 	if err := srv.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	hrec.Wait(t, wait, session.Lost)
-	wrec.Wait(t, wait, session.Lost)
+	hrec.Wait(t, 2*timeout+wait, session.Lost)
+	wrec.Wait(t, 2*timeout+wait, session.Lost)
 	if err := waitDone(t, hl, wait); !errors.Is(err, session.ErrLost) {
 		t.Fatalf("session-only holder: %v, want session.ErrLost", err)
 	}
 	if r := got.result(t); !errors.Is(r.err, session.ErrLost) {
 		t.Fatalf("waiter: %v, want session.ErrLost", r.err)
 	}
+	restarted := time.Now()
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	hrec.Wait(t, wait, session.Reconnected)
 	wrec.Wait(t, wait, session.Reconnected)
+	t.Logf("both sessions back %v after the restart began", time.Since(restarted))
 	if hs.Epoch().SessionID() != hid || ws.Epoch().SessionID() != wid {
-		t.Skipf("the server did not keep the sessions (ids %x %x -> %x %x)", hid, wid, hs.Epoch().SessionID(), ws.Epoch().SessionID())
+		t.Fatalf("the server did not keep the sessions (ids %x %x -> %x %x): the case under test did not happen",
+			hid, wid, hs.Epoch().SessionID(), ws.Epoch().SessionID())
 	}
 	raw2 := ns.Conn(t)
 	zktest.Eventually(t, wait, func() bool {
@@ -443,32 +482,58 @@ func TestSameSessionBackAfterLocalLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.Unlock(ctx)
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestLockWhileDisconnected: a Lock called while the connection is down
-// waits for it (within ctx), then acquires; nothing is created meanwhile.
+// waits for it (within ctx), then acquires with one node. The session
+// timeout is long (10 s) so that the connection can stay down for a while
+// without the session being declared lost.
 func TestLockWhileDisconnected(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			ns := zktest.NewNamespace(t)
 			raw := ns.Conn(t)
-			s, p := sessiontest.ConnectProxy(t, ns)
+			w := new(wireTap) // counts the client's connection attempts
+			s, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(10*time.Second), session.WithDialer(w.dialer()))
 			rec := sessiontest.Record(t, s)
+			sid := s.Epoch().SessionID()
 			lk := k.make(t, s)
 			ctx := ctxT(t)
 			p.Refuse(true)
 			p.Cut()
 			rec.Wait(t, wait, session.Suspended)
 			got := lockAsync(t, ctx, lk, new(atomic.Int64))
-			select {
-			case r := <-got.res:
-				t.Fatalf("Lock returned while disconnected: %v", r.err)
-			default:
+
+			// The Lock must not return while the connection is down: watch
+			// its result over a window that ends only when the client has
+			// had two more connection attempts refused after the Lock
+			// started. go-zookeeper retries once a second, so the Lock
+			// runs at least a second with the connection down; one that
+			// failed fast (ErrConnectionClosed, ErrNoServer) would return
+			// within it.
+			d0 := w.Dials()
+			deadline := time.After(wait)
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			for w.Dials() < d0+2 {
+				select {
+				case r := <-got.res:
+					t.Fatalf("Lock returned while disconnected (after %d refused connection attempts): %v", w.Dials()-d0, r.err)
+				case <-deadline:
+					t.Fatalf("the client did not retry the connection within %v", wait)
+				case <-tick.C:
+				}
 			}
-			if ks := kids(t, raw, ns); len(ks) != 0 {
-				t.Fatalf("nodes created while disconnected: %q", ks)
+			for _, st := range rec.States() {
+				if st == session.Lost {
+					t.Fatalf("session declared lost during the window: %v", rec.States())
+				}
 			}
+			t.Logf("no Lock return over %d refused connection attempts", w.Dials()-d0)
+
 			p.Refuse(false)
 			rec.Wait(t, wait, session.Reconnected)
 			r := got.result(t)
@@ -477,6 +542,13 @@ func TestLockWhileDisconnected(t *testing.T) {
 			}
 			if r.l.Err() != nil {
 				t.Fatalf("lease: %v", r.l.Err())
+			}
+			if r.l.SessionID() != sid {
+				t.Fatalf("lease on session %x, want the original %x", r.l.SessionID(), sid)
+			}
+			// Exactly our node: nothing created twice across the outage.
+			if ks := kids(t, raw, ns); len(ks) != 1 || ks[0] != r.l.Node() {
+				t.Fatalf("nodes %q, want only the lease's %q", ks, r.l.Node())
 			}
 			if err := got.unlock(t); err != nil {
 				t.Fatal(err)

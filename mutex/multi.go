@@ -126,14 +126,22 @@ func (ml *MultiLease) Context() context.Context { return ml.ctx }
 func (ml *MultiLease) Leases() []*Lease { return append([]*Lease(nil), ml.leases...) }
 
 // Unlock releases every lock in reverse order (see Lease.Unlock) and returns
-// the errors joined. Idempotent; if a reentrant Mutex of the set refuses
-// (ErrNotOwner, called from another goroutine), the set stays held and Unlock
-// may be called again from the right goroutine.
+// the errors joined. If the set holds a reentrant Mutex and the calling
+// goroutine is not the one that locked the set, Unlock releases nothing and
+// returns an error matching ErrNotOwner: every lock of the set stays held,
+// and Unlock may be called again from the right goroutine. Otherwise every
+// lock is released and Done is closed, with cause ErrReleased unless a lock
+// was lost before (also when a delete failed); calling Unlock again releases
+// nothing more.
 func (ml *MultiLease) Unlock(ctx context.Context) error {
-	err := unlockReverse(ctx, ml.leases)
-	if errors.Is(err, ErrNotOwner) {
-		return err
+	// Check every owner before releasing anything: a refusal halfway
+	// through would leave the set half released.
+	for _, l := range ml.leases {
+		if err := l.checkOwner(); err != nil {
+			return err
+		}
 	}
+	err := unlockReverse(ctx, ml.leases)
 	ml.once.Do(func() {
 		ml.cancel(ErrReleased)
 		for _, stop := range ml.stops {

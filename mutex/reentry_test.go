@@ -284,3 +284,106 @@ func TestMultiRollback(t *testing.T) {
 		t.Fatalf("NewMulti(a, nil) = %v", err)
 	}
 }
+
+// TestMultiUnlockNotOwner: a multi-lock holding a reentrant Mutex refuses an
+// Unlock from a goroutine other than the one that locked it before it
+// releases anything. The Mutex comes first in the set, so a release in
+// reverse order that checked ownership as it went would already have freed
+// the other two. The goroutine that locked it then unlocks the whole set.
+func TestMultiUnlockNotOwner(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	ctx := ctxT(t)
+	s := connect(t, ns)
+	a, err := mutex.New(s, "/locks/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := mutex.NewNonReentrant(s, "/locks/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c, err := mutex.NewNonFair(s, "/locks/c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ml, err := mutex.NewMulti(a, b, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	type result struct {
+		l   *mutex.MultiLease
+		err error
+	}
+	locked := make(chan result, 1)
+	unlockReq, stop := make(chan struct{}), make(chan struct{})
+	unlocked := make(chan error, 1)
+	done := make(chan struct{})
+	go func() { // the owner: locks, then unlocks when asked
+		defer close(done)
+		l, err := ml.Lock(ctx)
+		locked <- result{l, err}
+		if err != nil {
+			return
+		}
+		select {
+		case <-unlockReq:
+		case <-stop:
+		}
+		unlocked <- l.Unlock(ctx)
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+	r := recv(t, locked, wait, "multi Lock")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+
+	if err := r.l.Unlock(ctx); !errors.Is(err, mutex.ErrNotOwner) {
+		t.Fatalf("Unlock from another goroutine = %v, want ErrNotOwner", err)
+	}
+	if err := r.l.Err(); err != nil {
+		t.Fatalf("set ended by a refused Unlock: %v", err)
+	}
+	for i, l := range r.l.Leases() {
+		if err := l.Err(); err != nil {
+			t.Fatalf("lease %d (%s) ended by a refused Unlock: %v", i, l.Path(), err)
+		}
+		if ok, _, err := raw.Exists(l.Path()); err != nil || !ok {
+			t.Fatalf("lease %d: node %s gone after a refused Unlock (%v)", i, l.Path(), err)
+		}
+	}
+	// Still exclusive for everyone else.
+	other := connect(t, ns)
+	ob, err := mutex.NewNonReentrant(other, "/locks/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ob.Close()
+	oc, err := mutex.NewNonFair(other, "/locks/c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oc.Close()
+	for _, lk := range []mutex.Locker{ob, oc} {
+		if _, err := lk.TryLock(ctx); !errors.Is(err, mutex.ErrLocked) {
+			t.Fatalf("%s: TryLock by another session = %v, want ErrLocked", lk.Path(), err)
+		}
+	}
+
+	close(unlockReq)
+	if err := recv(t, unlocked, wait, "owner's Unlock"); err != nil {
+		t.Fatalf("owner's Unlock: %v", err)
+	}
+	if err := r.l.Err(); !errors.Is(err, mutex.ErrReleased) {
+		t.Fatalf("set cause after Unlock = %v, want ErrReleased", err)
+	}
+	for _, p := range []string{"/locks/a", "/locks/b", "/locks/c"} {
+		if k, _, _ := raw.Children(ns.Path(p)); len(k) != 0 {
+			t.Fatalf("%s left: %q", p, k)
+		}
+	}
+}

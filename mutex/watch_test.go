@@ -1,19 +1,26 @@
 package mutex_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // watchCounters reads the server's fired-watcher counters: the sums of the
-// node_deleted (and other) watch-count summaries (one per watcher notified)
-// and the number of events that notified anyone.
+// node_{created,deleted,changed,children} watch-count summaries (one per
+// watcher notified) and the number of events that notified anyone.
 func watchCounters(t testing.TB, addr string) (fired, events int64) {
 	t.Helper()
 	m, err := zktest.Mntr(context.Background(), addr)
@@ -29,76 +36,292 @@ func watchCounters(t testing.TB, addr string) (fired, events int64) {
 	return fired, events
 }
 
-// TestWatchesPerRelease: 100 waiters queue on one lock; each unlocks as soon
-// as it holds. Every release must notify exactly one waiter (its successor);
-// with the node watch (default) the releasing holder's own watch fires too.
+// watchesUnder counts the watches registered on the server (one per path and
+// connection, data and child watches alike) on paths under prefix, from the
+// `wchp` four-letter word: each path on its own line, followed by one
+// indented line per session watching it.
+func watchesUnder(t testing.TB, addr, prefix string) int {
+	t.Helper()
+	out, err := zktest.FourLetterWord(context.Background(), addr, "wchp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, in := 0, false
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "/"):
+			in = strings.HasPrefix(line, prefix+"/")
+		case in && strings.TrimSpace(line) != "":
+			n++
+		}
+	}
+	return n
+}
+
+// tappedSession connects a session whose connections go through a fresh
+// wireTap.
+func tappedSession(t testing.TB, ns *zktest.Namespace) (*session.Session, *wireTap) {
+	t.Helper()
+	w := new(wireTap)
+	return connect(t, ns, session.WithDialer(w.dialer())), w
+}
+
+// TestWatchesPerRelease: 100 waiters queue on one fair lock; each unlocks as
+// soon as it holds. The test proves that a release wakes exactly one waiter
+// (no herd effect), counting every watch notification on the client side
+// (each session's connection is tapped) and attributing it: a NodeDeleted
+// notification about a node, sent to the session that owned that node, is
+// the releaser's own node watch (WithNodeWatch) fired by its own delete;
+// every other notification went to a waiter. For every release but the last
+// it asserts exactly one notification to waiters, and exactly one (node
+// watch on) or zero (off) to the releaser. So, per release that hands the
+// lock over: 1.00 to waiters, plus 1.00 to the releaser's own watch with the
+// default setting, which is why the server's total is 2 per release then.
+// The server's own counters must agree with the client-side total.
+//
 // The waiters are spread over 10 sessions so that neighbours in the queue
 // never share a connection (the server keeps one watcher per connection and
-// path).
+// path, so a herd within one connection would be invisible); a herd across
+// connections (every waiter watching the holder, or the parent) would show
+// as more than one notification to waiters for one release. The control
+// subtest shows the measurement catching the herd of NonFair, whose waiters
+// all watch the one lock node by design.
 func TestWatchesPerRelease(t *testing.T) {
 	for _, watch := range []bool{false, true} {
-		t.Run(fmt.Sprintf("nodewatch=%v", watch), func(t *testing.T) {
-			const waiters, sessions = 100, 10
-			ns := zktest.NewNamespace(t)
-			raw := ns.Conn(t)
-			ctx := ctxT(t)
-			opt := mutex.WithNodeWatch(watch)
-			holder := newMutex(t, connect(t, ns), opt)
-			var ms []*mutex.Mutex
-			for i := 0; i < sessions; i++ {
-				ms = append(ms, newMutex(t, connect(t, ns), opt))
+		t.Run(fmt.Sprintf("nodewatch=%v", watch), func(t *testing.T) { testWatchesPerRelease(t, watch) })
+	}
+	t.Run("control=nonfair", testHerdControl)
+}
+
+func testWatchesPerRelease(t *testing.T, watch bool) {
+	const waiters, sessions = 100, 10
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	addr := ns.Server.Addr()
+	ctx := ctxT(t)
+	opt := mutex.WithNodeWatch(watch)
+
+	var taps []*wireTap
+	var sids []int64
+	tapped := func() *session.Session {
+		s, w := tappedSession(t, ns)
+		taps, sids = append(taps, w), append(sids, s.Epoch().SessionID())
+		return s
+	}
+	holder := newMutex(t, tapped(), opt)
+	var ms []*mutex.Mutex
+	for i := 0; i < sessions; i++ {
+		ms = append(ms, newMutex(t, tapped(), opt))
+	}
+	hl, err := holder.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var mu sync.Mutex
+	owner := map[string]int64{hl.Path(): hl.SessionID()} // lock node → owning session
+	errs := make(chan error, waiters)
+	var wg sync.WaitGroup
+	for i := 0; i < waiters; i++ {
+		m := ms[i%sessions]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := m.Lock(ctx)
+			if err == nil {
+				mu.Lock()
+				owner[l.Path()] = l.SessionID()
+				mu.Unlock()
+				err = l.Unlock(ctx)
 			}
-			hl, err := holder.Lock(ctx)
+			errs <- err
+		}()
+		waitKids(t, raw, ns, i+2) // queue order = start order
+	}
+	// Before the first release, every waiter watches its predecessor and,
+	// with the node watch, its own node (the holder watches its own).
+	wantWatches := waiters
+	if watch {
+		wantWatches = 2*waiters + 1
+	}
+	zktest.Eventually(t, wait, func() bool { return watchesUnder(t, addr, ns.Root) == wantWatches },
+		"the watches under the namespace never numbered %d", wantWatches)
+	for _, w := range taps {
+		w.Reset() // nothing fired yet; count from the first release on
+	}
+	fired0, events0 := watchCounters(t, addr)
+
+	if err := hl.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every notification is now in: the releaser's own one arrives before
+	// the reply to its delete (one connection, in order), and a waiter
+	// acquires only after its notification.
+
+	toWaiters := map[string]int{} // lock node → notifications to other sessions
+	toOwn := map[string]int{}     // lock node → notifications to its owner
+	var other []notification
+	var total int64
+	for i, w := range taps {
+		if d := w.Dials(); d != 1 {
+			t.Fatalf("session %d opened %d connections: a reconnect would blur the count", i, d)
+		}
+		for _, n := range w.Notifications(t) {
+			total++
+			o, isLock := owner[n.Path]
+			switch {
+			case n.Type == zk.EventNodeDeleted && isLock && o == sids[i]:
+				toOwn[n.Path]++
+			case n.Type == zk.EventNodeDeleted && isLock:
+				toWaiters[n.Path]++
+			default:
+				other = append(other, n)
+			}
+		}
+	}
+	if len(other) != 0 {
+		t.Fatalf("unexpected notifications (a herd on another path?): %v", other)
+	}
+	nodes := make([]string, 0, len(owner))
+	for p := range owner {
+		nodes = append(nodes, p)
+	}
+	sort.Slice(nodes, func(i, j int) bool { return seqOf(nodes[i]) < seqOf(nodes[j]) })
+	if len(nodes) != waiters+1 {
+		t.Fatalf("%d lock nodes, want %d", len(nodes), waiters+1)
+	}
+	releases := len(nodes)
+	wantOwn := 0
+	if watch {
+		wantOwn = 1
+	}
+	var handW, handO int // over the releases that handed the lock over
+	for i, p := range nodes {
+		wantW := 1
+		if i == releases-1 {
+			wantW = 0 // the last release: nobody waits
+		} else {
+			handW += toWaiters[p]
+			handO += toOwn[p]
+		}
+		if toWaiters[p] != wantW || toOwn[p] != wantOwn {
+			t.Fatalf("release %d of %d (%s): %d notifications to waiters (want %d), %d to the releaser's own watch (want %d)",
+				i+1, releases, p, toWaiters[p], wantW, toOwn[p], wantOwn)
+		}
+	}
+	last := nodes[releases-1]
+
+	// The server's count must match what the clients received.
+	var fired, events int64
+	zktest.Eventually(t, wait, func() bool {
+		f, e := watchCounters(t, addr)
+		fired, events = f-fired0, e-events0
+		return fired >= total
+	}, "the server never counted the %d notifications the clients received", total)
+	hand := releases - 1
+	t.Logf("nodewatch=%v: %d releases, %d of them hand the lock to a waiter; per handing release: %.2f to waiters, %.2f to the releaser's own watch (%.2f in all); last release: %d to waiters, %d to its own watch",
+		watch, releases, hand, float64(handW)/float64(hand), float64(handO)/float64(hand),
+		float64(handW+handO)/float64(hand), toWaiters[last], toOwn[last])
+	t.Logf("nodewatch=%v: server: %d watchers notified by %d events (%.2f per handing release); clients received %d",
+		watch, fired, events, float64(fired-int64(toOwn[last]))/float64(hand), total)
+	if fired != total {
+		t.Fatalf("server counted %d watchers notified, clients received %d", fired, total)
+	}
+	if k := lockKids(t, raw, ns); len(k) != 0 {
+		t.Fatalf("nodes left: %q", k)
+	}
+}
+
+// testHerdControl runs the same measurement on NonFair, whose waiters all
+// watch the one lock node: its first release must notify every waiting
+// session. If this stopped seeing a herd, the fair test above would prove
+// nothing.
+func testHerdControl(t *testing.T) {
+	const waiters = 5
+	ns := zktest.NewNamespace(t)
+	addr := ns.Server.Addr()
+	ctx := ctxT(t)
+	opt := mutex.WithNodeWatch(false)
+	nonfair := kindNamed(t, "nonfair")
+	hs, htap := tappedSession(t, ns)
+	holder := nonfair.make(t, hs, opt)
+	hl, err := holder.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taps := []*wireTap{htap}
+	held := make(chan *mutex.Lease, waiters)
+	errs := make(chan error, waiters)
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait) // runs after the locks' Close (cleanups run last first)
+	for i := 0; i < waiters; i++ {
+		s, w := tappedSession(t, ns)
+		taps = append(taps, w)
+		lk := nonfair.make(t, s, opt)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := lk.Lock(ctx)
 			if err != nil {
-				t.Fatal(err)
+				errs <- err
+				return
 			}
-			errs := make(chan error, waiters)
-			var wg sync.WaitGroup
-			for i := 0; i < waiters; i++ {
-				m := ms[i%sessions]
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					l, err := m.Lock(ctx)
-					if err == nil {
-						err = l.Unlock(ctx)
-					}
-					errs <- err
-				}()
-				waitKids(t, raw, ns, i+2) // queue order = start order
-			}
-			fired0, events0 := watchCounters(t, ns.Server.Addr())
-			if err := hl.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
-			// The holders' own watches fire when they delete their nodes;
-			// wait until the counters are stable (the last delete's).
-			want := int64(waiters)
-			if watch {
-				want = 2*waiters + 1 // successor watches + every holder's own
-			}
-			var fired, events int64
-			zktest.Eventually(t, wait, func() bool {
-				f, e := watchCounters(t, ns.Server.Addr())
-				fired, events = f-fired0, e-events0
-				return fired >= want
-			}, "fired watchers %d, want %d", fired, want)
-			releases := waiters + 1
-			t.Logf("nodewatch=%v: %d releases, %d handoffs: %d watchers notified (%.2f per handoff, %.2f per release), %d events",
-				watch, releases, waiters, fired, float64(fired)/waiters, float64(fired)/float64(releases), events)
-			if fired != want {
-				t.Fatalf("fired watchers %d, want exactly %d", fired, want)
-			}
-			if k := lockKids(t, raw, ns); len(k) != 0 {
-				t.Fatalf("nodes left: %q", k)
-			}
-		})
+			held <- l
+		}()
+	}
+	zktest.Eventually(t, wait, func() bool { return watchesUnder(t, addr, ns.Root) == waiters },
+		"the %d waiters do not all watch the lock node", waiters)
+	fired0, events0 := watchCounters(t, addr)
+	if err := hl.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The winner holds until we unlock it: one delete so far.
+	first := recvLease(t, held, errs)
+	var fired, events, got int64
+	zktest.Eventually(t, wait, func() bool {
+		got = 0
+		for _, w := range taps {
+			got += int64(len(w.Notifications(t)))
+		}
+		f, e := watchCounters(t, addr)
+		fired, events = f-fired0, e-events0
+		return got >= waiters && fired >= waiters
+	}, "one NonFair release did not notify all %d waiters", waiters)
+	t.Logf("control: one NonFair release notified %d waiters (server: %d watchers, %d events): a herd, as designed", got, fired, events)
+	if events != 1 || fired != waiters || got != waiters {
+		t.Fatalf("NonFair release: %d events, %d watchers, %d received; want 1, %d, %d", events, fired, got, waiters, waiters)
+	}
+	l := first
+	for i := 0; ; i++ {
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if i == waiters-1 {
+			break
+		}
+		l = recvLease(t, held, errs)
+	}
+}
+
+func recvLease(t testing.TB, held <-chan *mutex.Lease, errs <-chan error) *mutex.Lease {
+	t.Helper()
+	select {
+	case l := <-held:
+		return l
+	case err := <-errs:
+		t.Fatal(err)
+		return nil
+	case <-time.After(wait):
+		t.Fatalf("no Lock returned within %v", wait)
+		return nil
 	}
 }

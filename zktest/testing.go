@@ -96,6 +96,19 @@ func Shared(t testing.TB) *Server {
 	return srv
 }
 
+// SharedServers returns the addresses of the package's shared server started
+// by Main, or nil when Main has not started one. It is for Example functions,
+// which get no *testing.T; tests use Shared.
+func SharedServers() []string {
+	sharedServer.mu.Lock()
+	srv := sharedServer.srv
+	sharedServer.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	return srv.Servers()
+}
+
 // StartServerT starts a fresh standalone server for a destructive test; it is
 // stopped in t.Cleanup, which prints the tail of its log if the test failed.
 func StartServerT(t testing.TB, opts ...Option) *Server {
