@@ -16,6 +16,21 @@
 // Children are sorted by the number after the marker occurring last in the
 // name, then by name; children that match no marker are ignored.
 //
+// The sequence is the directory's cversion, a signed 32-bit counter: after
+// 2^31 changes of the directory's children it wraps, and the server writes
+// negative numbers ("-2147483648", ..., "-000000001"). Those nodes were
+// created after every node with a non-negative sequence, so the engine reads
+// a sequence as an unsigned 32-bit number, which keeps creation order (until
+// the counter reaches 0 again, after 2^32 changes); read as signed, a new node
+// would sort before the holder's and hold too. Curator compares the text
+// after the marker instead, which orders a negative sequence ('-' sorts
+// before digits) before the non-negative ones: in a directory shared with
+// Curator processes the two would disagree on the holder once it passes 2^31
+// child changes. Such a directory must stay below that; a container directory
+// starts again from 0 when it is reaped empty and recreated, so a lock that
+// is regularly free for longer than the server's container check interval
+// (60 s by default) never gets near it.
+//
 // # Algorithm
 //
 // Acquire waits for a connected session and captures its epoch and lease
@@ -69,8 +84,29 @@
 // request per cycle and one extra watch notification per release. When a
 // lease ends for any reason other than Release or ErrLockLost, the engine
 // deletes its node (through the session's guaranteed-delete queue while the
-// connection is down), so a holder told it lost the lock never keeps
-// blocking others.
+// connection is down; a fixed node by the lease's own goroutine, see below),
+// so a holder told it lost the lock never keeps blocking others.
+//
+// # Fixed-node locks
+//
+// AcquireFixed (not a Curator recipe) creates one EPHEMERAL node with a fixed
+// name, <dir>/<name>, whose data is "<uuid> <participant id>" with a uuid new
+// for every acquire. Because the name is reused by every holder, the engine
+// deletes a fixed node only while it carries our data (and, for a release,
+// our session as ephemeralOwner), never by name alone and never through the
+// session's guaranteed-delete queue, and it checks the data, not only the
+// owner, before it grants (two acquirers of one process share a session).
+// Each delete is conditional on the version it read, and is sent only after
+// checking that go-zookeeper is connected on the session it is meant for:
+// go-zookeeper re-sends a request still queued when a connection drops on
+// the next connection, which may belong to a NEW session, where a delete of
+// version 0 would remove the next holder's node. One window remains: a
+// delete queued in the instant between that check and the connection
+// dropping, then sent on a new session after the old one expired and the
+// next holder created the node with the same version. It needs a disconnect
+// within that instant and an expiry and a new holder before the reconnect;
+// go-zookeeper offers no way to withdraw a queued request to close it. The
+// ordered recipes are not exposed to it: their node names are unique.
 //
 // # Cancellation and cleanup
 //

@@ -90,6 +90,21 @@ func checkDriver(d Driver) error {
 	if d == nil {
 		return fmt.Errorf("%w: nil", ErrBadDriver)
 	}
+	var max int
+	switch sd := d.(type) {
+	case StandardDriver:
+		max = sd.MaxLeases
+	case *StandardDriver:
+		if sd == nil {
+			return fmt.Errorf("%w: nil", ErrBadDriver)
+		}
+		max = sd.MaxLeases
+	}
+	if max < 0 {
+		// 0 means 1; anything below would never hold (Decide would fail only
+		// after the node was created).
+		return fmt.Errorf("%w: MaxLeases %d, want at least 1", ErrBadDriver, max)
+	}
 	m := d.Marker()
 	if m == "" || strings.ContainsAny(m, "/\x00") {
 		return fmt.Errorf("%w: marker %q", ErrBadDriver, m)

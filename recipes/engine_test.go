@@ -109,11 +109,16 @@ func TestTokenIsCzxid(t *testing.T) {
 }
 
 // TestSemaphoreDriver: the engine with MaxLeases 3 lets three hold at once,
-// the fourth waits for the first.
+// the fourth waits for the first: a release of another holder fires no watch
+// and does not wake it.
 func TestSemaphoreDriver(t *testing.T) {
-	ns := zktest.NewNamespace(t)
+	// A server of its own: the test reads the server-wide watch counters.
+	ns := zktest.NewNamespaceOn(t, zktest.StartServerT(t))
 	ctx := ctxT(t)
-	in := newInternals(t, sessiontest.Connect(t, ns))
+	// Without the node watch, the fourth's watch on the node it waits for is
+	// the only watch on the server.
+	in := newInternals(t, sessiontest.Connect(t, ns), recipes.WithNodeWatch(false))
+	waiter := newInternals(t, sessiontest.Connect(t, ns), recipes.WithNodeWatch(false))
 	d := recipes.StandardDriver{Name: "lease-", MaxLeases: 3}
 	var ls []*recipes.Lease
 	for i := 0; i < 3; i++ {
@@ -135,31 +140,82 @@ func TestSemaphoreDriver(t *testing.T) {
 			t.Fatalf("participant %d = %+v", i, p)
 		}
 	}
-	done := make(chan *recipes.Lease, 1)
+	type result struct {
+		l   *recipes.Lease
+		err error
+	}
+	done := make(chan result, 1)
 	go func() {
-		l, err := in.Acquire(ctx, d, nil)
-		if err != nil {
-			t.Error(err)
-		}
-		done <- l
+		l, err := waiter.Acquire(ctx, d, nil)
+		done <- result{l, err}
 	}()
 	raw := ns.Conn(t)
 	waitChildren(t, raw, ns, 4)
-	ls[1].Release(ctx) // not the one it watches: it must not wake
+	// The fourth is parked once its watch is set.
+	zktest.Eventually(t, wait, func() bool { return mntrInt(t, ns, "zk_watch_count") == 1 }, "the fourth does not watch")
+	before := notifications(t, ns)
+	if err := ls[1].Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The server fires a delete's watches before it answers the delete: had
+	// the fourth watched the second's node (or the directory), it would have
+	// been notified by now.
+	if n := notifications(t, ns) - before; n != 0 {
+		t.Fatalf("releasing the second fired %d watch notifications, want none (the fourth watches the first)", n)
+	}
+	if n := mntrInt(t, ns, "zk_watch_count"); n != 1 {
+		t.Fatalf("watches after the second released: %d, want the fourth's one", n)
+	}
 	select {
-	case <-done:
-		t.Fatal("fourth acquired... after the second released? it watches the first")
+	case r := <-done:
+		t.Fatalf("the fourth returned after the second released: %v, %v", r.l, r.err)
 	default:
 	}
-	ls[0].Release(ctx)
-	l := <-done
-	if l == nil {
-		t.FailNow()
+	if err := ls[0].Release(ctx); err != nil {
+		t.Fatal(err)
 	}
-	for _, x := range []*recipes.Lease{l, ls[2]} {
-		x.Release(ctx)
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(wait):
+		t.Fatal("the fourth did not acquire after the first released")
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if n := notifications(t, ns) - before; n != 1 {
+		t.Fatalf("releasing the first fired %d watch notifications in all, want 1", n)
+	}
+	for _, x := range []*recipes.Lease{r.l, ls[2]} {
+		if err := x.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	waitChildren(t, raw, ns, 0)
+}
+
+// mntrInt reads an integer from the mntr output of ns's server.
+func mntrInt(t testing.TB, ns *zktest.Namespace, key string) int {
+	t.Helper()
+	m, err := zktest.Mntr(ctxT(t), ns.Server.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(m[key])
+	if err != nil {
+		t.Fatalf("mntr %s = %q: %v", key, m[key], err)
+	}
+	return n
+}
+
+// notifications returns how many watch notifications ns's server has sent.
+func notifications(t testing.TB, ns *zktest.Namespace) int64 {
+	t.Helper()
+	n, err := zktest.WatchNotifications(ctxT(t), ns.Server.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // TestWaitingNodeDeleted: a third party deletes our node while we wait: the
@@ -266,10 +322,33 @@ func TestDriverErrorCleansUp(t *testing.T) {
 	if ks := children(t, raw, ns); len(ks) != 0 {
 		t.Fatalf("nodes left: %q", ks)
 	}
-	for _, d := range []recipes.Driver{nil, recipes.StandardDriver{}, recipes.StandardDriver{Name: "a/b"}} {
-		if _, err := in.Acquire(ctx, d, nil); !errors.Is(err, recipes.ErrBadDriver) {
+	// Bad drivers are refused before any request: count them at a proxy.
+	ps, p := sessiontest.ConnectProxy(t, ns)
+	pin := newInternals(t, ps)
+	var requests atomic.Int32
+	p.OnRequest(func(r zktest.Request) zktest.Action {
+		if r.Op != zktest.OpPing {
+			requests.Add(1)
+		}
+		return zktest.Forward
+	})
+	for _, d := range []recipes.Driver{nil, recipes.StandardDriver{}, recipes.StandardDriver{Name: "a/b"},
+		recipes.StandardDriver{Name: "lock-", MaxLeases: -1}, &recipes.StandardDriver{Name: "lock-", MaxLeases: -2}} {
+		if _, err := pin.Acquire(ctx, d, nil); !errors.Is(err, recipes.ErrBadDriver) {
 			t.Fatalf("Acquire(%v) = %v", d, err)
 		}
+		if _, err := pin.TryAcquire(ctx, d, nil); !errors.Is(err, recipes.ErrBadDriver) {
+			t.Fatalf("TryAcquire(%v) = %v", d, err)
+		}
+		if _, err := pin.Participants(ctx, d); !errors.Is(err, recipes.ErrBadDriver) {
+			t.Fatalf("Participants(%v) = %v", d, err)
+		}
+	}
+	if n := requests.Load(); n != 0 {
+		t.Fatalf("%d requests sent for bad drivers", n)
+	}
+	if ks := children(t, raw, ns); len(ks) != 0 {
+		t.Fatalf("nodes left: %q", ks)
 	}
 	if _, err := recipes.NewInternals(nil, dir); !errors.Is(err, recipes.ErrNilSession) {
 		t.Fatalf("nil session: %v", err)
@@ -405,7 +484,8 @@ func TestPlainCreateAndDirData(t *testing.T) {
 func TestHandoffRequests(t *testing.T) {
 	for _, watch := range []bool{true, false} {
 		t.Run(fmt.Sprintf("nodewatch=%v", watch), func(t *testing.T) {
-			ns := zktest.NewNamespace(t)
+			// A server of its own: the test counts the watches on it.
+			ns := zktest.NewNamespaceOn(t, zktest.StartServerT(t))
 			raw := ns.Conn(t)
 			ctx := ctxT(t)
 			holder := newInternals(t, sessiontest.Connect(t, ns))
@@ -442,11 +522,7 @@ func TestHandoffRequests(t *testing.T) {
 			if watch {
 				want = 3
 			}
-			zktest.Eventually(t, wait, func() bool {
-				m, err := zktest.Mntr(ctx, ns.Server.Addr())
-				n, _ := strconv.Atoi(m["zk_watch_count"])
-				return err == nil && n >= want
-			}, "waiter not watching")
+			zktest.Eventually(t, wait, func() bool { return mntrInt(t, ns, "zk_watch_count") >= want }, "waiter not watching")
 			armed.Store(true)
 			hl.Release(ctx)
 			l := <-res

@@ -31,4 +31,8 @@ var (
 	// ErrNotOwner is returned by Reentrant.Exit when the calling goroutine
 	// does not hold the lease.
 	ErrNotOwner = errors.New("recipes: released by a goroutine that does not hold it")
+	// ErrNoGoroutineID is returned by Reentrant when the calling goroutine's
+	// id cannot be read (an unexpected runtime stack format): reentrancy
+	// keyed by goroutine would then treat every goroutine as one owner.
+	ErrNoGoroutineID = errors.New("recipes: cannot identify the calling goroutine")
 )

@@ -158,7 +158,12 @@ func (a *attempt) runFixed(name, id string) (*Lease, error) {
 			switch {
 			case err == nil:
 				if a.in.sess.Conn().SessionID() != a.ep.SessionID() || a.ep.Err() != nil {
-					in.deleteForeign(a.user, a.fixed)
+					// The create ran on another session (go-zookeeper re-sent
+					// it on a new one) or after our epoch ended. Never delete
+					// the fixed name unconditionally: by now it may be the
+					// next holder's. fail sweeps it by our data, which is
+					// unique to this acquire.
+					a.ghosts = true
 					return nil, a.fail(fmt.Errorf("create ran on another session: %w", errSessionChanged(a.ep)))
 				}
 				a.node, a.name = a.fixed, name
@@ -266,14 +271,9 @@ func (a *attempt) fixedExists() (held bool, err error) {
 			in.lg.Debug("adopted our node after a lost create reply", zap.String("node", a.name))
 			return true, nil
 		}
-		err := in.retry(a.ctx, a.ep, func(c *zk.Conn) error {
-			err := c.Delete(a.fixed, st.Version)
-			if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
-				return nil
-			}
-			return err
-		})
-		return false, err
+		// Ours, but created on another session (or our epoch is over):
+		// delete it while it still carries our data, then create again.
+		return false, in.retry(a.ctx, a.ep, deleteFixedOp(a.ep.SessionID(), a.fixed, a.data, 0))
 	}
 	if a.try {
 		return false, ErrWouldBlock
@@ -293,10 +293,8 @@ func (a *attempt) fixedExists() (held bool, err error) {
 
 // deleteOwned deletes the fixed node only while it is still ours (our data,
 // our session): unlike our sequential nodes, whose names are unique, the
-// fixed name may by now belong to the next holder. The check and the delete
-// are two requests; the delete is conditional on the version read, so only a
-// third party deleting our node and another participant recreating it
-// between the two (within one round trip) could fool it.
+// fixed name may by now belong to the next holder. See deleteFixedOp for how
+// the read, the checks and the delete fit together.
 //
 // After ep is over it checks on the current epoch: if our session id came
 // back (a Lost declared by the local timer), the node may still be there.
@@ -312,7 +310,27 @@ func (in *Internals) deleteOwned(ctx context.Context, ep *session.Epoch, node st
 		}
 		on = cur
 	}
-	return in.retry(ctx, on, func(c *zk.Conn) error {
+	return in.retry(ctx, on, deleteFixedOp(on.SessionID(), node, data, ep.SessionID()))
+}
+
+// deleteFixedOp returns a Retry op that deletes the fixed node while it
+// carries data (unique to one acquire) and, with owner != 0, while its
+// ephemeralOwner is owner. A missing or foreign node counts as done.
+//
+// The read and the delete are two requests; the delete is conditional on the
+// version read, so only a third party deleting our node and another
+// participant recreating it between the two (within one round trip) could
+// fool it. A second danger is go-zookeeper itself: a request still queued
+// when the connection drops is sent on the next connection, which may belong
+// to a NEW session (HAZARDS), and there a delete of version 0 would remove
+// the next holder's node of the same name. So right before the delete the op
+// checks that go-zookeeper is connected on session sid (the session Retry
+// runs on); otherwise it returns a connection error and Retry waits for the
+// connection and reads again. What remains is a delete queued in the instant
+// between that check and the connection dropping (see the package
+// documentation).
+func deleteFixedOp(sid int64, node string, data []byte, owner int64) func(c *zk.Conn) error {
+	return func(c *zk.Conn) error {
 		for {
 			got, st, err := c.Get(node)
 			if errors.Is(err, zk.ErrNoNode) {
@@ -321,8 +339,11 @@ func (in *Internals) deleteOwned(ctx context.Context, ep *session.Epoch, node st
 			if err != nil {
 				return err
 			}
-			if st.EphemeralOwner != ep.SessionID() || !bytes.Equal(got, data) {
+			if !bytes.Equal(got, data) || (owner != 0 && st.EphemeralOwner != owner) {
 				return nil
+			}
+			if err := onSession(c, sid); err != nil {
+				return err
 			}
 			err = c.Delete(node, st.Version)
 			if errors.Is(err, zk.ErrBadVersion) {
@@ -333,27 +354,49 @@ func (in *Internals) deleteOwned(ctx context.Context, ep *session.Epoch, node st
 			}
 			return err
 		}
-	})
+	}
+}
+
+// onSession returns nil if go-zookeeper is connected on session sid right
+// now (its own state, not the Session's view, which lags behind by one event),
+// else an error matching zk.ErrConnectionClosed, which Retry retries after the
+// connection is up again on its epoch.
+func onSession(c *zk.Conn, sid int64) error {
+	if st, id := c.State(), c.SessionID(); st != zk.StateHasSession || id != sid {
+		return fmt.Errorf("%w: not sent: the connection is %v on session 0x%x, want 0x%x", zk.ErrConnectionClosed, st, id, sid)
+	}
+	return nil
 }
 
 // deleteOwnedPersist runs deleteOwned until it is done, our epoch ends (the
 // server then removes the node), or Close was called and the cleanup timeout
-// passed. A fixed node cannot go to the session's guaranteed-delete queue,
-// which deletes unconditionally.
+// passed; connection errors are retried after a pause even when the
+// session's retry policy gives up. A fixed node never goes to the session's
+// guaranteed-delete queue, which deletes unconditionally. It returns the
+// error only when ZooKeeper refuses the delete (e.g. zk.ErrNoAuth), without
+// logging it: the caller reports it.
 func (in *Internals) deleteOwnedPersist(ep *session.Epoch, node string, data []byte) error {
 	ctx, cancel := in.untilClosed()
 	defer cancel()
-	err := in.deleteOwned(ctx, ep, node, data)
-	switch {
-	case err == nil, errors.Is(err, session.ErrLost), errors.Is(err, session.ErrClosed):
-		return nil
-	case ctx.Err() != nil:
-		in.lg.Warn("closed while the connection was down: our lock node stays until our session ends or reconnects",
-			zap.String("node", node))
-		return nil
+	d := armPauseMin
+	for {
+		err := in.deleteOwned(ctx, ep, node, data)
+		switch {
+		case err == nil, errors.Is(err, session.ErrLost), errors.Is(err, session.ErrClosed):
+			return nil
+		case ctx.Err() != nil:
+			in.lg.Warn("closed while the connection was down: our lock node stays until our session ends or reconnects",
+				zap.String("node", node))
+			return nil
+		case session.IsConnectionError(err):
+			// The retry policy gave up; the next deleteOwned waits for the
+			// connection again.
+			_ = pause(ctx, d)
+			d = min(2*d, armPauseMax)
+			continue
+		}
+		return in.errf(err)
 	}
-	in.lg.Error("could not delete our lock node", zap.String("node", node), zap.Error(err))
-	return in.errf(err)
 }
 
 // sweepFixed deletes the fixed node if it carries our data (a create whose
@@ -363,21 +406,13 @@ func (in *Internals) sweepFixed(ctx context.Context, node string, data []byte) {
 	if err != nil {
 		return
 	}
-	_ = in.retry(ctx, ep, func(c *zk.Conn) error {
-		got, st, err := c.Get(node)
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if !bytes.Equal(got, data) {
-			return nil
-		}
-		err = c.Delete(node, st.Version)
-		if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
-			return nil
-		}
-		return err
-	})
+	err = in.retry(ctx, ep, deleteFixedOp(ep.SessionID(), node, data, 0))
+	switch {
+	case err == nil:
+	case ctx.Err() != nil, session.IsConnectionError(err), errors.Is(err, session.ErrLost), errors.Is(err, session.ErrClosed):
+		in.lg.Debug("could not look for our lock node", zap.String("node", node), zap.Error(err))
+	default:
+		// Nobody else sees this failure (a background cleanup).
+		in.lg.Error("could not delete our lock node", zap.String("node", node), zap.Error(err))
+	}
 }

@@ -1,6 +1,7 @@
 package recipes
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -35,7 +36,6 @@ type Internals struct {
 
 	mu     sync.Mutex
 	closed bool
-	leases map[*Lease]struct{}
 
 	closeOnce sync.Once
 	dirReady  atomic.Bool // the directory was seen to exist (cache; redone on ErrNoNode)
@@ -67,7 +67,7 @@ func NewInternals(sess *session.Session, path string, opts ...InternalsOption) (
 		lg = sess.Logger().Named(cfg.name)
 	}
 	lg = lg.With(zap.String("path", full))
-	in := &Internals{sess: sess, path: full, cfg: cfg, lg: lg, leases: make(map[*Lease]struct{})}
+	in := &Internals{sess: sess, path: full, cfg: cfg, lg: lg}
 	in.noMulti.Store(cfg.plainCreate)
 	in.ctx, in.cancel = context.WithCancelCause(context.Background())
 	return in, nil
@@ -333,24 +333,15 @@ func (a *attempt) won() (l *Lease, retry bool, err error) {
 	return l, false, err
 }
 
-// connect waits for a connected, live epoch whose lease context is live.
+// connect waits for a connected, live epoch and takes its lease context at
+// the same instant (session.WaitLease), so the two agree.
 func (a *attempt) connect() error {
-	for {
-		ep, err := a.in.sess.WaitConnected(a.ctx)
-		if err != nil {
-			return err
-		}
-		lctx := a.in.sess.LeaseContext()
-		if lctx.Err() == nil && ep.Err() == nil {
-			a.ep, a.lctx = ep, lctx
-			return nil
-		}
-		// The connection dropped between the two calls; do not spin if the
-		// session is in a state WaitConnected accepts but leases do not.
-		if err := pause(a.ctx, 10*time.Millisecond); err != nil {
-			return err
-		}
+	ep, lctx, err := a.in.sess.WaitLease(a.ctx)
+	if err != nil {
+		return err
 	}
+	a.ep, a.lctx = ep, lctx
+	return nil
 }
 
 // pause waits d or until ctx ends (a backoff, not synchronisation).
@@ -366,41 +357,31 @@ func pause(ctx context.Context, d time.Duration) error {
 }
 
 // recapture captures a fresh lease context before a deciding read; while the
-// connection is down it waits for it to come back on our epoch.
+// connection is down it waits for it to come back on our epoch (WaitLease
+// takes the epoch and its lease context together, so nothing polls).
 func (a *attempt) recapture() error {
-	for {
-		lctx := a.in.sess.LeaseContext()
-		if err := a.ep.Err(); err != nil {
-			return err
-		}
-		if lctx.Err() == nil {
-			a.lctx = lctx
-			return nil
-		}
-		// Wait for the connection, but not past the end of our epoch.
-		wctx, cancel := context.WithCancel(a.ctx)
-		stop := context.AfterFunc(a.ep.Context(), cancel)
-		ep, err := a.in.sess.WaitConnected(wctx)
-		stop()
-		cancel()
-		if e := a.ep.Err(); e != nil {
-			return e
-		}
-		if err != nil {
-			return err
-		}
-		if ep != a.ep {
-			if err := a.ep.Err(); err != nil {
-				return err
-			}
-			return fmt.Errorf("%w: epoch changed while waiting", session.ErrLost)
-		}
-		if a.in.sess.LeaseContext().Err() != nil {
-			if err := pause(a.ctx, 10*time.Millisecond); err != nil {
-				return err
-			}
-		}
+	if err := a.ep.Err(); err != nil {
+		return err
 	}
+	// Wait for the connection, but not past the end of our epoch.
+	wctx, cancel := context.WithCancel(a.ctx)
+	defer cancel()
+	stop := context.AfterFunc(a.ep.Context(), cancel)
+	defer stop()
+	ep, lctx, err := a.in.sess.WaitLease(wctx)
+	if e := a.ep.Err(); e != nil {
+		return e
+	}
+	if err != nil {
+		return err
+	}
+	if ep != a.ep {
+		// Epochs change only when one ends, so ours is over (its Err may
+		// lag behind the new epoch by an instant).
+		return fmt.Errorf("%w: epoch changed while waiting", session.ErrLost)
+	}
+	a.lctx = lctx
+	return nil
 }
 
 // ensureDir makes sure the recipe directory exists (container nodes), once.
@@ -668,13 +649,14 @@ func (a *attempt) readChildren() error {
 // arms a data watch on it. A missing node means it was deleted.
 func (a *attempt) statSelf(watch bool) error {
 	var st *zk.Stat
+	var data []byte
 	var ch <-chan zk.Event
 	err := a.in.retry(a.ctx, a.ep, func(c *zk.Conn) error {
 		var err error
 		if watch {
-			_, st, ch, err = c.GetW(a.node)
+			data, st, ch, err = c.GetW(a.node)
 		} else {
-			_, st, err = c.Get(a.node)
+			data, st, err = c.Get(a.node)
 		}
 		return err
 	})
@@ -688,7 +670,23 @@ func (a *attempt) statSelf(watch bool) error {
 	if err != nil {
 		return err
 	}
+	if a.fixed != "" && !bytes.Equal(data, a.data) {
+		// A fixed name: our node was deleted and another acquire created the
+		// name again. Its owner may well be our session (two acquirers of
+		// one process share it), so only the data, unique to each acquire,
+		// tells. It is not ours: never delete it.
+		if e := a.ep.Err(); e != nil {
+			return e
+		}
+		a.node = ""
+		return ErrLockLost
+	}
 	if st.EphemeralOwner != a.ep.SessionID() {
+		if a.fixed != "" {
+			// Our data on another session's node (a create re-sent on a new
+			// session): fail sweeps it by our data, never by name alone.
+			a.node, a.ghosts = "", true
+		}
 		return fmt.Errorf("%w: node owner 0x%x", session.ErrSessionChanged, st.EphemeralOwner)
 	}
 	a.czxid = st.Czxid
@@ -763,7 +761,12 @@ func (a *attempt) fail(err error) error {
 			cancel()
 		}
 		if !done {
-			in.background(func(context.Context) { _ = in.deleteOwnedPersist(ep, node, data) })
+			in.background(func(context.Context) {
+				if err := in.deleteOwnedPersist(ep, node, data); err != nil {
+					// Nobody else sees this failure (a background cleanup).
+					in.lg.Error("could not delete our lock node", zap.String("node", node), zap.Error(err))
+				}
+			})
 		}
 	case a.node != "":
 		in.deleteNode(a.user, a.ep, a.node)

@@ -1,6 +1,7 @@
 package recipes
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync"
@@ -47,8 +48,14 @@ type Lease struct {
 	relDone chan struct{}
 	relErr  error
 
-	fixed    []byte // data of a fixed node (nil for sequential nodes)
-	fixedErr error  // the monitor's delete of a fixed node
+	fixed []byte // data of a fixed node (nil for sequential nodes)
+	// The monitor's delete of a fixed node, handed to Release: fixedSet once
+	// the monitor stored fixedErr; fixedGaveUp once Release stopped waiting
+	// for it (then the monitor logs a failure instead).
+	fixedMu     sync.Mutex
+	fixedErr    error
+	fixedSet    bool
+	fixedGaveUp bool
 
 	monitorDone chan struct{}
 }
@@ -72,7 +79,6 @@ func (in *Internals) grant(a *attempt) (*Lease, error) {
 		l.cancel(in.closedErr())
 		return nil, a.fail(ErrClosed)
 	}
-	in.leases[l] = struct{}{}
 	in.wg.Add(1)
 	in.mu.Unlock()
 	a.node = "" // owned by the lease now
@@ -145,9 +151,15 @@ func (l *Lease) Release(ctx context.Context) error {
 			// and keeps trying while the connection is down.
 			select {
 			case <-l.monitorDone:
-				l.relErr = l.fixedErr
 			case <-ctx.Done():
 			}
+			l.fixedMu.Lock()
+			if l.fixedSet {
+				l.relErr = l.fixedErr
+			} else {
+				l.fixedGaveUp = true
+			}
+			l.fixedMu.Unlock()
 			return
 		}
 		l.relErr = l.in.release(ctx, l.ep, l.node)
@@ -184,9 +196,6 @@ func (in *Internals) release(ctx context.Context, ep *session.Epoch, node string
 func (l *Lease) monitor(self <-chan zk.Event) {
 	in := l.in
 	defer func() {
-		in.mu.Lock()
-		delete(in.leases, l)
-		in.mu.Unlock()
 		close(l.monitorDone)
 		in.wg.Done()
 	}()
@@ -198,6 +207,8 @@ func (l *Lease) monitor(self <-chan zk.Event) {
 
 	for {
 		if in.cfg.nodeWatch && self == nil && mctx.Err() == nil {
+			// arm returns nil only after the lease ended or Close: the select
+			// below then returns at once. It never waits on a nil watch.
 			self = l.arm(mctx)
 		}
 		select {
@@ -224,7 +235,17 @@ func (l *Lease) monitor(self <-chan zk.Event) {
 	cause := context.Cause(l.ctx)
 	if l.fixed != nil {
 		if !errors.Is(cause, ErrLockLost) {
-			l.fixedErr = in.deleteOwnedPersist(l.ep, l.node, l.fixed)
+			err := in.deleteOwnedPersist(l.ep, l.node, l.fixed)
+			l.fixedMu.Lock()
+			l.fixedErr, l.fixedSet = err, true
+			// Release waits for the result (and returns it) when it ended
+			// the lease, unless its ctx ended first.
+			reported := errors.Is(cause, ErrReleased) && !l.fixedGaveUp
+			l.fixedMu.Unlock()
+			if err != nil && !reported {
+				// Nobody else sees this failure (a background cleanup).
+				in.lg.Error("could not delete our lock node", zap.String("node", l.name), zap.Error(err))
+			}
 		}
 		return
 	}
@@ -237,39 +258,70 @@ func (l *Lease) monitor(self <-chan zk.Event) {
 	in.deleteNode(context.Background(), l.ep, l.node)
 }
 
+// Bounds of the pause between two attempts of arm when the session's retry
+// policy gave up on connection errors.
+const (
+	armPauseMin = 50 * time.Millisecond
+	armPauseMax = time.Second
+)
+
 // arm sets a data watch on our node (GetW: unlike an exists-watch it is not
-// left registered when the node is already gone). It returns nil if the
-// lease ended meanwhile.
+// left registered when the node is already gone). It keeps trying until the
+// watch is set, the lease ends or ctx ends: when the session's retry policy
+// gives up on connection errors it waits for the connection on our epoch
+// (Retry does) and tries again after a growing pause, so that a connection
+// blip never leaves the lease unwatched. It returns nil only if ctx ended or
+// the lease ended (then the caller's select sees it end).
 func (l *Lease) arm(ctx context.Context) <-chan zk.Event {
-	var ch <-chan zk.Event
-	err := l.in.retry(ctx, l.ep, func(c *zk.Conn) error {
-		var err error
-		_, _, ch, err = c.GetW(l.node)
-		return err
-	})
-	switch {
-	case err == nil:
-		return ch
-	case errors.Is(err, zk.ErrNoNode):
-		l.lost()
-	case ctx.Err() != nil:
-	case errors.Is(err, session.ErrLost), errors.Is(err, session.ErrClosed):
-		if e := l.ep.Err(); e != nil {
-			l.cancel(e)
-		} else {
-			l.cancel(l.in.errf(err))
+	d := armPauseMin
+	for {
+		var ch <-chan zk.Event
+		var data []byte
+		err := l.in.retry(ctx, l.ep, func(c *zk.Conn) error {
+			var err error
+			data, _, ch, err = c.GetW(l.node)
+			return err
+		})
+		switch {
+		case err == nil:
+			if l.fixed != nil && !bytes.Equal(data, l.fixed) {
+				// A fixed name: the node there now is another acquire's
+				// (possibly of this process, on the same session); ours was
+				// deleted. Its watch fires unread.
+				l.lost()
+				return nil
+			}
+			return ch
+		case errors.Is(err, zk.ErrNoNode):
+			l.lost()
+			return nil
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, session.ErrLost), errors.Is(err, session.ErrClosed):
+			if e := l.ep.Err(); e != nil {
+				l.cancel(e)
+			} else {
+				l.cancel(l.in.errf(err))
+			}
+			return nil
+		case session.IsConnectionError(err):
+			// The retry policy gave up for now; the next Retry waits for the
+			// connection on our epoch again.
+			if ce := l.in.lg.Check(zap.DebugLevel, "arming the node watch failed, trying again"); ce != nil {
+				ce.Write(zap.String("node", l.name), zap.Duration("pause", d), zap.Error(err))
+			}
+			if pause(ctx, d) != nil {
+				return nil
+			}
+			d = min(2*d, armPauseMax)
+		default:
+			// A permanent error (e.g. zk.ErrNoAuth on our own node): we cannot
+			// watch; keep the lease and say so. A channel that never fires
+			// (not nil: the caller would re-arm in a hot loop).
+			l.in.lg.Warn("cannot watch our own node", zap.String("node", l.name), zap.Error(err))
+			return make(chan zk.Event)
 		}
-	case session.IsConnectionError(err):
-		// Retry gave up for now; try again shortly (pause ends with ctx).
-		_ = pause(ctx, time.Second)
-	default:
-		// A permanent error (e.g. zk.ErrNoAuth on our own node): we cannot
-		// watch; keep the lease and say so.
-		l.in.lg.Warn("cannot watch our own node", zap.String("node", l.name), zap.Error(err))
-		// Avoid a hot loop: a nil channel never fires.
-		return make(chan zk.Event)
 	}
-	return nil
 }
 
 // lost ends the lease because our node is gone: ErrLockLost if our session is

@@ -90,7 +90,8 @@ type Child struct {
 	// Marker is the marker that matched (the one occurring last in Name),
 	// e.g. "lock-".
 	Marker string
-	// Seq is the sequence number after the marker.
+	// Seq is the sequence number after the marker (negative after 2^31
+	// changes of the parent; SortChildren orders those last).
 	Seq int64
 }
 
@@ -101,10 +102,13 @@ type Child struct {
 // sequence is what follows the marker occurring last in the name. Names that
 // match no marker (foreign nodes, such as the directory of another recipe or a
 // non-fair lock's node) are ignored, not fatal. The result is ordered by
-// sequence, then by name; names is not modified.
+// sequence in creation order (the sequence read as an unsigned 32-bit
+// number, so that the negative ones, created after 2^31 changes of the
+// parent, come last), then by name; names is not modified.
 //
 // Curator compares the text after the marker, which for the server's
-// zero-padded non-negative sequences is the same order.
+// zero-padded non-negative sequences is the same order; for negative ones it
+// is not (see the package documentation).
 func SortChildren(names []string, markers []string) []Child {
 	out := make([]Child, 0, len(names))
 	for _, n := range names {
@@ -113,12 +117,28 @@ func SortChildren(names []string, markers []string) []Child {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].Seq != out[j].Seq {
-			return out[i].Seq < out[j].Seq
+		if a, b := serialOrder(out[i].Seq), serialOrder(out[j].Seq); a != b {
+			return a < b
 		}
 		return out[i].Name < out[j].Name
 	})
 	return out
+}
+
+// serialOrder returns the key by which sequence seq sorts: the sequence read
+// as an unsigned 32-bit number. The server formats the parent's cversion, a
+// signed 32-bit counter, with %010d; after 2^31 child changes it wraps to
+// negative values, which were created after every non-negative one. Sorting
+// them as signed numbers would put a new node before the holder's, and two
+// contenders would hold at once. Read as uint32 (serial-number order), the
+// order is the creation order until the counter wraps to 0 again, 2^32
+// changes after the directory was created. A sequence outside the 32-bit
+// range (never written by the server) keeps its value.
+func serialOrder(seq int64) int64 {
+	if seq < 0 && seq >= -1<<31 {
+		return seq + 1<<32
+	}
+	return seq
 }
 
 // parseChild finds the marker occurring last in name and parses the sequence

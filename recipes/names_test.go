@@ -106,11 +106,14 @@ func TestSortChildren(t *testing.T) {
 			seqs:    []int64{1, 2},
 		},
 		{
-			desc:    "negative sequence after 2^31 sorts first",
-			in:      []string{a + "lock-2147483647", b + "lock--000000001"},
+			// After 2^31 changes of the parent the server's sequence wraps to
+			// negative values: they were created later and must sort after
+			// the holder's, else the new node would hold too.
+			desc:    "negative sequence after 2^31 sorts after the positive ones",
+			in:      []string{b + "lock--000000001", a + "lock-2147483647", b + "lock--2147483648", a + "lock-0000000005"},
 			markers: []string{"lock-"},
-			want:    []string{b + "lock--000000001", a + "lock-2147483647"},
-			seqs:    []int64{-1, 2147483647},
+			want:    []string{a + "lock-0000000005", a + "lock-2147483647", b + "lock--2147483648", b + "lock--000000001"},
+			seqs:    []int64{5, 2147483647, -2147483648, -1},
 		},
 		{
 			desc:    "equal sequences by name",
@@ -198,6 +201,12 @@ func TestCheckDriver(t *testing.T) {
 		{StandardDriver{Name: "a\x00"}, false},
 		{badDriver{"__READ__", []string{"__READ__", "__WRIT__"}}, true},
 		{badDriver{"lock-", []string{"__READ__"}}, false},
+		{StandardDriver{Name: "lock-"}, true}, // 0 means 1
+		{StandardDriver{Name: "lock-", MaxLeases: 3}, true},
+		{StandardDriver{Name: "lock-", MaxLeases: -1}, false},
+		{&StandardDriver{Name: "lock-", MaxLeases: -1}, false},
+		{&StandardDriver{Name: "lock-", MaxLeases: 2}, true},
+		{(*StandardDriver)(nil), false},
 	} {
 		err := checkDriver(tc.d)
 		if (err == nil) != tc.ok {

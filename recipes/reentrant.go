@@ -15,6 +15,11 @@ import (
 // ownership with it: that goroutine's Enter finds nothing (and would queue
 // behind the holder), and its Exit fails with ErrNotOwner.
 //
+// Goroutine ids are parsed from runtime.Stack (internal/goid). Should that
+// ever fail (an unexpected runtime), every goroutine would look like the same
+// owner; Enter, Add and Exit then refuse with an error matching
+// ErrNoGoroutineID instead of sharing a hold between goroutines.
+//
 // The zero value is ready to use; a Reentrant is safe for concurrent use.
 type Reentrant struct {
 	mu    sync.Mutex
@@ -31,9 +36,14 @@ type hold struct {
 // returns (nil, 0, nil) when the goroutine holds nothing. If the goroutine's
 // lease has already ended (lost, closed), Enter does not re-enter and returns
 // the lease with an error wrapping its cause: the caller must release its
-// outer holds before it can acquire again.
-func (r *Reentrant) Enter() (*Lease, int, error) {
-	id := goid.ID()
+// outer holds before it can acquire again. If the goroutine cannot be
+// identified it returns (nil, 0, err) with err matching ErrNoGoroutineID.
+func (r *Reentrant) Enter() (*Lease, int, error) { return r.enter(goid.ID()) }
+
+func (r *Reentrant) enter(id uint64) (*Lease, int, error) {
+	if id == 0 {
+		return nil, 0, ErrNoGoroutineID
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	h := r.holds[id]
@@ -48,9 +58,14 @@ func (r *Reentrant) Enter() (*Lease, int, error) {
 }
 
 // Add records l as held by the calling goroutine, with a count of 1. If the
-// goroutine already holds a lease it returns an error and records nothing.
-func (r *Reentrant) Add(l *Lease) error {
-	id := goid.ID()
+// goroutine already holds a lease, or cannot be identified (ErrNoGoroutineID),
+// it returns an error and records nothing.
+func (r *Reentrant) Add(l *Lease) error { return r.add(goid.ID(), l) }
+
+func (r *Reentrant) add(id uint64, l *Lease) error {
+	if id == 0 {
+		return ErrNoGoroutineID
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.holds == nil {
@@ -66,9 +81,13 @@ func (r *Reentrant) Add(l *Lease) error {
 // Exit decrements the calling goroutine's hold count on l. It returns
 // last == true when the count reached zero (the record is gone; the caller
 // releases l), and an error matching ErrNotOwner if the calling goroutine does
-// not hold l (nothing changes then).
-func (r *Reentrant) Exit(l *Lease) (last bool, err error) {
-	id := goid.ID()
+// not hold l (nothing changes then), or ErrNoGoroutineID.
+func (r *Reentrant) Exit(l *Lease) (last bool, err error) { return r.exit(goid.ID(), l) }
+
+func (r *Reentrant) exit(id uint64, l *Lease) (last bool, err error) {
+	if id == 0 {
+		return false, ErrNoGoroutineID
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	h := r.holds[id]
@@ -83,9 +102,14 @@ func (r *Reentrant) Exit(l *Lease) (last bool, err error) {
 	return true, nil
 }
 
-// Count returns the calling goroutine's hold count (0 if it holds nothing).
-func (r *Reentrant) Count() int {
-	id := goid.ID()
+// Count returns the calling goroutine's hold count (0 if it holds nothing or
+// cannot be identified).
+func (r *Reentrant) Count() int { return r.countOf(goid.ID()) }
+
+func (r *Reentrant) countOf(id uint64) int {
+	if id == 0 {
+		return 0
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if h := r.holds[id]; h != nil {

@@ -79,3 +79,32 @@ func TestReentrantEndedLease(t *testing.T) {
 		t.Fatalf("Exit = %v %v", last, err)
 	}
 }
+
+// TestReentrantRefusesUnknownGoroutine: when the goroutine id cannot be read
+// (goid.ID returns 0 on an unexpected stack header), every goroutine would
+// share id 0 and re-enter each other's holds; Reentrant refuses instead.
+func TestReentrantRefusesUnknownGoroutine(t *testing.T) {
+	var r Reentrant
+	l, cancel := fakeLease()
+	defer cancel(nil)
+	if err := r.add(0, l); !errors.Is(err, ErrNoGoroutineID) {
+		t.Fatalf("add(0) = %v, want ErrNoGoroutineID", err)
+	}
+	if r.Holds() != 0 {
+		t.Fatalf("add(0) recorded a hold")
+	}
+	// Even with a hold recorded under id 0 (it cannot be), nothing re-enters it.
+	r.holds = map[uint64]*hold{0: {lease: l, count: 1}}
+	if got, n, err := r.enter(0); got != nil || n != 0 || !errors.Is(err, ErrNoGoroutineID) {
+		t.Fatalf("enter(0) = %v %d %v, want nil, 0, ErrNoGoroutineID", got, n, err)
+	}
+	if last, err := r.exit(0, l); last || !errors.Is(err, ErrNoGoroutineID) {
+		t.Fatalf("exit(0) = %v %v, want ErrNoGoroutineID", last, err)
+	}
+	if n := r.countOf(0); n != 0 {
+		t.Fatalf("countOf(0) = %d", n)
+	}
+	if r.holds[0].count != 1 {
+		t.Fatalf("the hold changed: %d", r.holds[0].count)
+	}
+}

@@ -37,10 +37,12 @@
 //   - Lost: the session is over. Declared on go-zookeeper's StateExpired, when
 //     the session id changes, and by a local timer when the connection has
 //     been down for the negotiated session timeout, counted from when the
-//     server was last heard from: go-zookeeper learns of an expiry only when
-//     it reconnects, which during a long partition is never. After Lost,
-//     go-zookeeper opens a new session by itself when it can, reported as
-//     Reconnected.
+//     server was last heard from minus a small margin (a twentieth of the
+//     timeout, at most 100 ms: the server may have last heard from us one
+//     network delay before we last heard from it): go-zookeeper learns of
+//     an expiry only when it reconnects, which during a long partition is
+//     never. After Lost, go-zookeeper opens a new session by itself when it
+//     can, reported as Reconnected.
 //   - ReadOnly: reserved; go-zookeeper v1.0.4 never asks for read-only mode.
 //   - Closed: Close was called.
 //
@@ -86,7 +88,10 @@
 //
 //   - Retry(ctx, ep, op) waits for the connection on ep before each attempt,
 //     retries connection-level errors with backoff, and stops with ErrLost
-//     once ep is over: nothing is retried across a session loss.
+//     once ep is over: nothing is retried across a session loss. An op that
+//     succeeded although the connection has moved to another session (a
+//     request go-zookeeper re-sent on a new session) is reported with
+//     ErrSessionChanged: writes must be conditional to be safe there.
 //   - CreateEphemeral(ctx, ep, ...) creates an ephemeral node and verifies its
 //     ephemeralOwner; a create that ran on another session, or finished after
 //     its caller gave up, is deleted again.

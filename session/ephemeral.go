@@ -137,7 +137,13 @@ func (s *Session) createWorker(op *createOp, ep *Epoch, p string, data []byte, f
 			if op.deliver(createResult{path: created, stat: st}) {
 				return
 			}
-			s.undoCreate(lg, ep, created, "create finished after the caller gave up")
+			switch err := s.undoCreate(lg, ep, created, "create finished after the caller gave up"); {
+			case err == nil, errors.Is(err, ErrClosed):
+				// Close ends the session, and the server deletes its ephemerals.
+			default:
+				// The caller has gone: nobody else sees this failure.
+				lg.Error("create finished after the caller gave up; could not delete the node", zap.Error(err))
+			}
 			return
 		case err == nil && !ok:
 			e := fmt.Errorf("session: create %s: node %s vanished before it was verified: %w", p, created, zk.ErrNoNode)
@@ -160,7 +166,7 @@ func (s *Session) createWorker(op *createOp, ep *Epoch, p string, data []byte, f
 			if uerr != nil {
 				e = fmt.Errorf("%w (deleting it failed: %w)", e, uerr)
 			}
-			op.deliver(createResult{err: e})
+			s.deliverUndone(lg, op, e, uerr)
 			return
 		case retryable(err) || errors.Is(err, zk.ErrSessionExpired):
 			// Cannot tell yet; wait for a connection (any session) and look again.
@@ -182,21 +188,32 @@ func (s *Session) createWorker(op *createOp, ep *Epoch, p string, data []byte, f
 			if uerr != nil {
 				e = fmt.Errorf("%w (deleting it failed: %w)", e, uerr)
 			}
-			op.deliver(createResult{err: e})
+			s.deliverUndone(lg, op, e, uerr)
 			return
 		}
 	}
+}
+
+// deliverUndone hands the error e of a create that was undone (uerr: how the
+// undo failed, or nil) to the caller; if the caller has gone, nobody else
+// sees a failed undo, so it is logged instead (not both: STYLE §4).
+func (s *Session) deliverUndone(lg *zap.Logger, op *createOp, e, uerr error) {
+	if op.deliver(createResult{err: e}) || uerr == nil || errors.Is(uerr, ErrClosed) {
+		return
+	}
+	lg.Error("could not undo a create: the node stays until its session ends", zap.Error(uerr))
 }
 
 // undoCreate deletes the node created at path by a create bound to ep, unless
 // it is gone or now belongs to a session that is neither ep's nor the
 // connection's current one. It retries connection errors until done, the
 // Session closes, or the node's session ends (the server then removes it).
+// A failure is returned, not logged (above Debug): the caller reports it.
 func (s *Session) undoCreate(lg *zap.Logger, ep *Epoch, path, why string) error {
 	b := s.cfg.retry()
 	for attempt := 1; ; attempt++ {
 		if err := s.waitUp(context.Background(), nil); err != nil {
-			lg.Warn(why+"; could not delete the node", zap.Error(err))
+			lg.Debug(why+"; could not delete the node", zap.Error(err))
 			return err
 		}
 		ok, st, err := s.conn.Exists(path)
@@ -221,7 +238,7 @@ func (s *Session) undoCreate(lg *zap.Logger, ep *Epoch, path, why string) error 
 			}
 		}
 		if !retryable(err) && !errors.Is(err, zk.ErrSessionExpired) {
-			lg.Error(why+"; could not delete the node", zap.Error(err), zap.Int("attempt", attempt))
+			lg.Debug(why+"; could not delete the node", zap.Error(err), zap.Int("attempt", attempt))
 			return err
 		}
 		d := b.NextBackOff()
@@ -229,7 +246,7 @@ func (s *Session) undoCreate(lg *zap.Logger, ep *Epoch, path, why string) error 
 			d = time.Second
 		}
 		if err := s.sleep(context.Background(), d, nil); err != nil {
-			lg.Warn(why+"; could not delete the node", zap.Error(err))
+			lg.Debug(why+"; could not delete the node", zap.Error(err))
 			return err
 		}
 	}

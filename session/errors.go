@@ -16,7 +16,9 @@ var (
 	// because the connection went down (the session may still be alive).
 	ErrSuspended = errors.New("session: connection suspended")
 	// ErrSessionChanged means an operation bound to an epoch ran, or may have
-	// run, on a different ZooKeeper session; its effect was undone.
+	// run, on a different ZooKeeper session (or after the epoch ended).
+	// CreateEphemeral undoes its create; Retry only reports it (the op's
+	// effect stays) and also wraps ErrLost or ErrClosed.
 	ErrSessionChanged = errors.New("session: session changed under the operation")
 	// ErrBadPath is returned for paths that are not valid ZooKeeper paths.
 	ErrBadPath = errors.New("session: bad path")

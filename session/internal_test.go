@@ -6,6 +6,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 func TestStateAndPolicyStrings(t *testing.T) {
@@ -70,5 +72,59 @@ func TestWireSniffsConnectResponse(t *testing.T) {
 	}
 	if _, err := w.Dial("tcp", "x:1", time.Second); !errors.Is(err, errWireClosed) {
 		t.Fatalf("dial after closeAll: %v", err)
+	}
+}
+
+// TestLossDeadlineMargin: the local timer counts one session timeout from the
+// last read minus a margin (the server may have last heard from us one
+// network delay before our last read), or from the disconnect if earlier.
+func TestLossDeadlineMargin(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		timeout, margin time.Duration
+	}{
+		{time.Second, 50 * time.Millisecond},
+		{2 * time.Second, 100 * time.Millisecond},
+		{30 * time.Second, 100 * time.Millisecond},
+		{500 * time.Millisecond, 25 * time.Millisecond},
+	} {
+		if m := lossMargin(tc.timeout); m != tc.margin {
+			t.Errorf("lossMargin(%v) = %v, want %v", tc.timeout, m, tc.margin)
+		}
+		s := &Session{wire: newWire(nil), timeout: tc.timeout}
+		s.epoch = newEpoch(s, 1, 1)
+		s.downSince = t0
+		if d, ok := s.lossDeadline(); !ok || !d.Equal(t0.Add(tc.timeout)) {
+			t.Errorf("timeout %v, never heard: deadline %v %v, want disconnect + timeout", tc.timeout, d.Sub(t0), ok)
+		}
+		s.wire.lastRead.Store(t0.Add(-300 * time.Millisecond).UnixNano())
+		if d, ok := s.lossDeadline(); !ok || !d.Equal(t0.Add(-300*time.Millisecond-tc.margin+tc.timeout)) {
+			t.Errorf("timeout %v: deadline %v after the disconnect, want %v", tc.timeout, d.Sub(t0), -300*time.Millisecond-tc.margin+tc.timeout)
+		}
+		s.connUp = true
+		if _, ok := s.lossDeadline(); ok {
+			t.Errorf("timeout %v: armed while connected", tc.timeout)
+		}
+	}
+}
+
+// TestDrainBounded: drain runs on the caller's goroutine (Close joins
+// everything it starts) and gives up after its limit when go-zookeeper's
+// channel is never closed.
+func TestDrainBounded(t *testing.T) {
+	never := make(chan zk.Event, 1)
+	never <- zk.Event{}
+	if drain(never, 20*time.Millisecond) {
+		t.Fatal("drain of an open channel reported it closed")
+	}
+	if len(never) != 0 {
+		t.Fatal("drain left a value")
+	}
+	closed := make(chan zk.Event, 2)
+	closed <- zk.Event{}
+	closed <- zk.Event{}
+	close(closed)
+	if !drain(closed, time.Minute) {
+		t.Fatal("drain of a closed channel timed out")
 	}
 }

@@ -78,7 +78,21 @@ func (s *Session) waitUp(ctx context.Context, ep *Epoch) error {
 //   - when ep ends it returns an error matching ErrLost (ErrClosed after
 //     Close), wrapping the last op error too if there was one; zk.ErrSessionExpired
 //     from op is reported the same way;
-//   - when ctx ends it returns ctx's error.
+//   - when ctx ends it returns ctx's error;
+//   - when op succeeds but the connection's session id is no longer ep's, or
+//     ep ended meanwhile, it returns an error wrapping ErrSessionChanged and
+//     ErrLost (ErrClosed after Close).
+//
+// The last case exists because go-zookeeper keeps a request that was queued
+// but not yet sent when the connection dropped, and sends it on the next
+// connection, which may belong to a NEW session (see HAZARDS): op may then
+// have run on the new session. Retry detects it afterwards, it cannot
+// prevent it. Reads are unaffected (the result is discarded), but a write op
+// must be safe to run on another session: make it conditional (a version, an
+// owner or data check that only our own node passes), and check
+// conn.State() == zk.StateHasSession && conn.SessionID() == ep.SessionID()
+// right before sending it, which narrows the window to a request queued just
+// as the connection drops.
 //
 // go-zookeeper has no per-call context, so a call already in flight is not
 // interrupted by ctx; go-zookeeper fails in-flight calls with
@@ -95,6 +109,17 @@ func (s *Session) Retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) e
 		}
 		err := op(s.conn)
 		if err == nil {
+			// go-zookeeper sets the new session id before it sends anything
+			// on the new session, and the id never goes back: if it is still
+			// ep's now, op ran on ep's session.
+			if now := s.conn.SessionID(); now != ep.id || !ep.live() {
+				why := ep.Err()
+				if why == nil {
+					why = causeErr(ErrLost, ep.id) // the state goroutine has not caught up yet
+				}
+				return fmt.Errorf("session: retry: %w: the operation succeeded, but the connection now has session %s (%v): %w",
+					ErrSessionChanged, fmtID(now), ep, why)
+			}
 			return nil
 		}
 		if errors.Is(err, zk.ErrSessionExpired) {

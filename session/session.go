@@ -271,10 +271,19 @@ func (s *Session) run() {
 }
 
 // lossDeadline returns when the local timer declares the current epoch lost:
-// one negotiated session timeout after the server was last heard from (or
-// after the disconnect, whichever is earlier). The server expires a session
-// no earlier than one timeout after it last heard from the client, which is
-// before we last heard from it, so by then the session may be gone.
+// one negotiated session timeout after the server last heard from us, as far
+// as we can tell. The server expires a session one timeout after it last
+// heard from the client (rounded up to its next tick). The last thing we read
+// from the server was its answer to something we sent earlier, which it
+// received one network delay before it answered: the server may therefore
+// have last heard from us up to one server-to-client delay BEFORE our last
+// read, and expire the session that much before lastHeard + timeout. (It may
+// also have heard from us later, through a ping whose answer was lost; that
+// only delays the expiry, and an early Lost is the safe mistake.) go-zookeeper
+// does not expose its round-trip times, so the delay is bounded by
+// lossMargin: a conservative figure for a LAN, not a measurement. The
+// deadline counts from the earlier of lastHeard - lossMargin and the
+// disconnect.
 func (s *Session) lossDeadline() (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -282,10 +291,19 @@ func (s *Session) lossDeadline() (time.Time, bool) {
 		return time.Time{}, false
 	}
 	start := s.downSince
-	if heard := s.wire.lastHeard(); !heard.IsZero() && heard.Before(start) {
-		start = heard
+	if heard := s.wire.lastHeard(); !heard.IsZero() {
+		if h := heard.Add(-lossMargin(s.timeout)); h.Before(start) {
+			start = h
+		}
 	}
 	return start.Add(s.timeout), true
+}
+
+// lossMargin is how much earlier than one session timeout after the last read
+// the local timer fires (see lossDeadline): a twentieth of the timeout, at
+// most 100 ms.
+func lossMargin(timeout time.Duration) time.Duration {
+	return min(timeout/20, 100*time.Millisecond)
 }
 
 func (s *Session) localLoss(deadline time.Time) {
@@ -508,8 +526,10 @@ func (s *Session) WaitLease(ctx context.Context) (*Epoch, context.Context, error
 // context with ErrClosed, lets the guaranteed-delete queue drain (at most
 // 2 s; what is left is logged and dropped), closes the connection (which ends
 // the ZooKeeper session, so its ephemeral nodes go), ends subscriptions, and
-// returns after every goroutine it started, go-zookeeper's included, has
-// exited. Idempotent; safe to call concurrently and while reconnecting.
+// returns after every goroutine it started has exited, and go-zookeeper's
+// too (those it waits for at most 10 s, then logs an error and returns: they
+// are not its to stop). Idempotent; safe to call concurrently and while
+// reconnecting.
 func (s *Session) Close() error {
 	s.closeOnce.Do(s.close)
 	return nil
@@ -548,9 +568,8 @@ func (s *Session) close() {
 	s.conn.Close()
 	s.wire.closeAll()
 	<-s.gdDone
-	select {
-	case <-drain(s.zkDone):
-	case <-time.After(closeZKTimeout):
+	if !drain(s.zkDone, closeZKTimeout) {
+		// Its goroutines are not ours to stop; ours is joined either way.
 		s.lg.Error("go-zookeeper did not stop in time", zap.Duration("waited", closeZKTimeout))
 	}
 	close(s.stop)
@@ -566,15 +585,24 @@ func (s *Session) close() {
 	}
 }
 
-// drain returns a channel closed once ch is closed, discarding its values.
-func drain(ch <-chan zk.Event) <-chan struct{} {
-	out := make(chan struct{})
-	go func() {
-		for range ch {
+// drain discards ch's values until ch is closed (true) or the time limit
+// passes (false). It runs on the caller's goroutine, so nothing of ours is
+// left behind when go-zookeeper does not stop in time; nobody needs to read
+// ch afterwards, since go-zookeeper drops events when it is full rather than
+// block.
+func drain(ch <-chan zk.Event, limit time.Duration) bool {
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	for {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				return true
+			}
+		case <-t.C:
+			return false
 		}
-		close(out)
-	}()
-	return out
+	}
 }
 
 // sleep waits d, or returns early with ctx's error, ErrClosed, or ep's error.

@@ -6,35 +6,44 @@
 // goroutine. Nothing else in the module should depend on goroutine identity.
 package goid
 
-import "runtime"
+import (
+	"math"
+	"runtime"
+)
 
 // ID returns the id of the calling goroutine. Ids are unique among live
-// goroutines and never reused within a process. It returns 0 only if the
-// runtime's stack header has an unexpected format, which the tests rule out for
-// the supported Go versions.
+// goroutines, never reused within a process, and never 0. It returns 0 only
+// if the runtime's stack header has an unexpected format, which the tests
+// rule out for the supported Go versions; callers must refuse to key
+// anything by 0 (every goroutine would share it).
 func ID() uint64 {
 	var buf [64]byte
 	n := runtime.Stack(buf[:], false)
 	return parse(buf[:n])
 }
 
-// parse reads the decimal id after "goroutine " at the start of b.
+// parse reads the decimal id in "goroutine <id> [...": it returns 0 unless b
+// starts with "goroutine ", then 1 to 20 digits that fit in a uint64 and are
+// not all zero, then a space.
 func parse(b []byte) uint64 {
 	const prefix = "goroutine "
 	if len(b) < len(prefix) || string(b[:len(prefix)]) != prefix {
 		return 0
 	}
 	var id uint64
-	digits := 0
-	for _, c := range b[len(prefix):] {
-		if c < '0' || c > '9' {
-			break
+	rest := b[len(prefix):]
+	for i, c := range rest {
+		if c == ' ' && i > 0 {
+			return id
 		}
-		id = id*10 + uint64(c-'0')
-		digits++
+		if c < '0' || c > '9' {
+			return 0
+		}
+		d := uint64(c - '0')
+		if id > (math.MaxUint64-d)/10 {
+			return 0 // overflow: not a runtime header
+		}
+		id = id*10 + d
 	}
-	if digits == 0 {
-		return 0
-	}
-	return id
+	return 0 // no space after the digits: truncated or unexpected
 }

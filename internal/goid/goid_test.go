@@ -12,10 +12,23 @@ func TestParse(t *testing.T) {
 	}{
 		{"goroutine 1 [running]:\n", 1},
 		{"goroutine 18446744073709 [running]:", 18446744073709},
+		{"goroutine 18446744073709551615 [running]:", 18446744073709551615},
+		// Malformed headers: 0, which callers must refuse.
 		{"goroutine x [running]:", 0},
 		{"gorout", 0},
 		{"", 0},
 		{"thread 5 [running]", 0},
+		{"goroutine 18446744073709551616 [running]:", 0}, // overflows uint64
+		{"goroutine 99999999999999999999999 [running]:", 0},
+		{"goroutine 12", 0},                // truncated before the space
+		{"goroutine 12x [running]:", 0},    // junk after the digits
+		{"goroutine  12 [running]:", 0},    // two spaces
+		{"goroutine -12 [running]:", 0},    // sign
+		{"goroutine 0 [running]:", 0},      // ids start at 1
+		{"Goroutine 12 [running]:", 0},     // case
+		{"goroutine 12\t[running]:", 0},    // other separator
+		{"goroutine 0012 [running]:", 12},  // leading zeros are still digits
+		{"goroutine 7 [chan receive]:", 7}, // any state
 	} {
 		if got := parse([]byte(tc.in)); got != tc.want {
 			t.Errorf("parse(%q) = %d, want %d", tc.in, got, tc.want)
