@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,20 +14,24 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// TestFailoverLatency measures failover on loopback: from the leader's Close
+// BenchmarkFailover measures failover on loopback: from the leader's Close
 // to the moment the next participant is told it leads (Latch: Await returns;
 // Selector: the callback starts), and for comparison a plain child watch on
 // the election path (set before the Close) firing. It only prints figures.
 // Run it with
 //
-//	ZKRECIPES_LATENCY=1 go test -run TestFailoverLatency -v ./leader/
+//	go test -run '^$' -bench Failover -benchtime 1x ./leader/
 //
-// (without -race: the race detector slows every goroutine hop). ZKRECIPES_LATENCY_SAMPLES
-// changes the number of samples (default 120).
-func TestFailoverLatency(t *testing.T) {
-	if os.Getenv("ZKRECIPES_LATENCY") == "" {
-		t.Skip("set ZKRECIPES_LATENCY=1 to measure failover latency")
+// (without -race: the race detector slows every goroutine hop). Each
+// benchmark iteration takes ZKRECIPES_LATENCY_SAMPLES samples (default 120)
+// of each kind; p50 and p99 are also reported as benchmark metrics.
+func BenchmarkFailover(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		measureFailover(b)
 	}
+}
+
+func measureFailover(t *testing.B) {
 	samples := 120
 	if v := os.Getenv("ZKRECIPES_LATENCY_SAMPLES"); v != "" {
 		fmt.Sscan(v, &samples)
@@ -124,6 +127,30 @@ func TestFailoverLatency(t *testing.T) {
 	t.Logf("  %-44s %s", "Latch (Close -> Await returns)", stats(latch))
 	t.Logf("  %-44s %s", "Selector (Close -> callback starts)", stats(sel))
 	t.Logf("  %-44s %s", "plain child watch on the path (Close -> event)", stats(watch))
+	t.ReportMetric(ms(percentile(latch, 0.50)), "latch-p50-ms")
+	t.ReportMetric(ms(percentile(latch, 0.99)), "latch-p99-ms")
+	t.ReportMetric(ms(percentile(sel, 0.50)), "selector-p50-ms")
+	t.ReportMetric(ms(percentile(sel, 0.99)), "selector-p99-ms")
+	t.ReportMetric(ms(percentile(watch, 0.50)), "childwatch-p50-ms")
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// percentile returns the p-th percentile (0..1) of d (nearest rank).
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(p*float64(len(s))+0.5) - 1
+	if i < 0 {
+		i = 0
+	}
+	if i >= len(s) {
+		i = len(s) - 1
+	}
+	return s[i]
 }
 
 // waitParticipants waits until the election has n participants.
@@ -140,26 +167,13 @@ func stats(d []time.Duration) string {
 	if len(d) == 0 {
 		return "no samples"
 	}
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	pct := func(p float64) time.Duration {
-		i := int(p*float64(len(s))+0.5) - 1
-		if i < 0 {
-			i = 0
-		}
-		if i >= len(s) {
-			i = len(s) - 1
-		}
-		return s[i]
-	}
 	over := 0
-	for _, x := range s {
+	for _, x := range d {
 		if x > 50*time.Millisecond {
 			over++
 		}
 	}
-	r := func(x time.Duration) string {
-		return strings.TrimSpace(fmt.Sprintf("%7.2fms", float64(x)/float64(time.Millisecond)))
-	}
-	return fmt.Sprintf("p50 %s  p99 %s  max %s  over 50ms: %d/%d", r(pct(0.50)), r(pct(0.99)), r(s[len(s)-1]), over, len(s))
+	r := func(x time.Duration) string { return fmt.Sprintf("%.2fms", ms(x)) }
+	return fmt.Sprintf("p50 %s  p99 %s  max %s  over 50ms: %d/%d",
+		r(percentile(d, 0.50)), r(percentile(d, 0.99)), r(percentile(d, 1)), over, len(d))
 }
