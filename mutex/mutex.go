@@ -54,11 +54,7 @@ type Mutex struct {
 // session's namespace). It validates its arguments and does no I/O; the lock
 // directory is created (as a container node) at the first Lock.
 func New(sess *session.Session, path string, opts ...Option) (*Mutex, error) {
-	c, err := buildConfig(opts)
-	if err != nil {
-		return nil, err
-	}
-	in, err := recipes.NewInternals(sess, path, c.internalsOptions()...)
+	in, c, err := newInternals(sess, path, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -35,11 +35,7 @@ type NonFair struct {
 // NewNonFair returns a non-fair lock on path. It validates its arguments and
 // does no I/O.
 func NewNonFair(sess *session.Session, path string, opts ...Option) (*NonFair, error) {
-	c, err := buildConfig(opts)
-	if err != nil {
-		return nil, err
-	}
-	in, err := recipes.NewInternals(sess, path, c.internalsOptions()...)
+	in, c, err := newInternals(sess, path, opts)
 	if err != nil {
 		return nil, err
 	}

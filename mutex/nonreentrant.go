@@ -29,11 +29,7 @@ type NonReentrant struct {
 // NewNonReentrant returns a non-reentrant fair mutex on path. It validates its
 // arguments and does no I/O.
 func NewNonReentrant(sess *session.Session, path string, opts ...Option) (*NonReentrant, error) {
-	c, err := buildConfig(opts)
-	if err != nil {
-		return nil, err
-	}
-	in, err := recipes.NewInternals(sess, path, c.internalsOptions()...)
+	in, c, err := newInternals(sess, path, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/participant"
 	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/session"
 )
 
 // Option configures a lock constructor (New, NewNonReentrant, NewNonFair).
@@ -19,6 +20,19 @@ type config struct {
 	nodeWatch bool
 	lg        *zap.Logger
 	cleanup   time.Duration
+}
+
+// newInternals builds the configuration and the engine every lock type runs on.
+func newInternals(sess *session.Session, path string, opts []Option) (*recipes.Internals, *config, error) {
+	c, err := buildConfig(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	in, err := recipes.NewInternals(sess, path, c.internalsOptions()...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return in, c, nil
 }
 
 func buildConfig(opts []Option) (*config, error) {
