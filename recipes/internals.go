@@ -363,6 +363,16 @@ func (a *attempt) recapture() error {
 	if err := a.ep.Err(); err != nil {
 		return err
 	}
+	if a.lctx != nil && a.lctx.Err() == nil {
+		// The lease context we hold has not ended, so the connection has
+		// not been suspended (nor the epoch lost) since we captured it: it
+		// is still the session's current one and a fresh capture would
+		// return it. This is the handoff path (a waiter woken by its
+		// predecessor's delete); skipping WaitLease saves a context, an
+		// AfterFunc and the session lock on it. A suspension from now on
+		// cancels it, and won checks it before granting.
+		return nil
+	}
 	// Wait for the connection, but not past the end of our epoch.
 	wctx, cancel := context.WithCancel(a.ctx)
 	defer cancel()
