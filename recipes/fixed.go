@@ -97,14 +97,11 @@ func (in *Internals) acquireFixed(ctx context.Context, name, id string, try bool
 	if err := checkFixedName(name); err != nil {
 		return nil, in.errf(err)
 	}
-	if !in.enter() {
-		return nil, in.closedErr()
+	actx, end, err := in.begin(ctx)
+	if err != nil {
+		return nil, err
 	}
-	defer in.wg.Done()
-	actx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(in.ctx, func() { cancel(in.closedErr()) })
-	defer stop()
+	defer end()
 	a := &attempt{in: in, ctx: actx, user: ctx, try: try, uuid: NewUUID()}
 	a.fixed = in.path + "/" + name
 	a.data = []byte(a.uuid + " " + id)

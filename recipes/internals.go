@@ -164,16 +164,29 @@ func (in *Internals) acquire(ctx context.Context, d Driver, data []byte, try boo
 	if err := checkDriver(d); err != nil {
 		return nil, in.errf(err)
 	}
-	if !in.enter() {
-		return nil, in.closedErr()
+	actx, end, err := in.begin(ctx)
+	if err != nil {
+		return nil, err
 	}
-	defer in.wg.Done()
-	actx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(in.ctx, func() { cancel(in.closedErr()) })
-	defer stop()
+	defer end()
 	a := &attempt{in: in, d: d, data: data, ctx: actx, user: ctx, try: try}
 	return a.run()
+}
+
+// begin registers an acquire with the Internals (so Close waits for it) and
+// returns its context, canceled by Close with the closed error; end must be
+// called when the acquire returns. It fails once the Internals is closed.
+func (in *Internals) begin(ctx context.Context) (context.Context, func(), error) {
+	if !in.enter() {
+		return nil, nil, in.closedErr()
+	}
+	actx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(in.ctx, func() { cancel(in.closedErr()) })
+	return actx, func() {
+		stop()
+		cancel(nil)
+		in.wg.Done()
+	}, nil
 }
 
 // attempt is one acquire in progress.
