@@ -154,9 +154,8 @@ func permanent(err error) bool {
 // disconnect or a session loss: not worth a warning.
 func sessionTrouble(err error) bool {
 	return errors.Is(err, session.ErrSuspended) || errors.Is(err, session.ErrLost) ||
-		errors.Is(err, session.ErrSessionChanged) || errors.Is(err, zk.ErrConnectionClosed) ||
-		errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrSessionExpired) ||
-		errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, recipes.ErrLockLost)
+		errors.Is(err, session.ErrSessionChanged) || session.IsConnectionError(err) ||
+		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, recipes.ErrLockLost)
 }
 
 // sleep waits for d, ctx or the session's Close.
@@ -174,7 +173,9 @@ func sleep(ctx context.Context, sess *session.Session, d time.Duration) error {
 }
 
 // release gives the lease back (deletes our node) with a detached, bounded
-// context. The engine queues a guaranteed delete when the connection is down.
+// context. The engine queues a guaranteed delete when the connection is down
+// or the lease's epoch is over (the same session id may come back after a
+// local-timer Lost, with the node still on the server).
 func (e *elector) release(l *recipes.Lease) {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
@@ -182,14 +183,6 @@ func (e *elector) release(l *recipes.Lease) {
 		if ce := e.lg.Check(zap.DebugLevel, "release"); ce != nil {
 			ce.Write(zap.String("node", l.Node()), zap.Error(err))
 		}
-	}
-	if l.Epoch().Err() != nil {
-		// The session's local timer may declare Lost while the server still
-		// keeps the session, which then comes back with the same id: the
-		// node survives, owned by a live session, and would block the
-		// election forever. The session's queue deletes it if that id comes
-		// back and drops it otherwise.
-		e.sess.GuaranteedDelete(l.Epoch(), l.Path(), -1)
 	}
 }
 

@@ -52,7 +52,7 @@ func (in *Internals) FixedHolder(ctx context.Context, name string) (*Participant
 	}
 	var data []byte
 	var st *zk.Stat
-	err = in.retry(ctx, ep, func(c *zk.Conn) error {
+	err = in.sess.Retry(ctx, ep, func(c *zk.Conn) error {
 		var err error
 		data, st, err = c.Get(in.path + "/" + name)
 		return err
@@ -151,7 +151,6 @@ func (a *attempt) runFixed(name, id string) (*Lease, error) {
 				}()
 			}
 			_, err := conn.Create(a.fixed, a.data, zk.FlagEphemeral, in.sess.ACL())
-			err = connErr(err)
 			switch {
 			case err == nil:
 				if a.in.sess.Conn().SessionID() != a.ep.SessionID() || a.ep.Err() != nil {
@@ -248,7 +247,7 @@ func (a *attempt) fixedExists() (held bool, err error) {
 	var data []byte
 	var st *zk.Stat
 	var ch <-chan zk.Event
-	err = in.retry(a.ctx, a.ep, func(c *zk.Conn) error {
+	err = in.sess.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
 		var err error
 		data, st, ch, err = c.GetW(a.fixed)
 		return err
@@ -270,7 +269,7 @@ func (a *attempt) fixedExists() (held bool, err error) {
 		}
 		// Ours, but created on another session (or our epoch is over):
 		// delete it while it still carries our data, then create again.
-		return false, in.retry(a.ctx, a.ep, deleteFixedOp(a.ep.SessionID(), a.fixed, a.data, 0))
+		return false, in.sess.Retry(a.ctx, a.ep, deleteFixedOp(a.ep.SessionID(), a.fixed, a.data, 0))
 	}
 	if a.try {
 		return false, ErrWouldBlock
@@ -307,7 +306,7 @@ func (in *Internals) deleteOwned(ctx context.Context, ep *session.Epoch, node st
 		}
 		on = cur
 	}
-	return in.retry(ctx, on, deleteFixedOp(on.SessionID(), node, data, ep.SessionID()))
+	return in.sess.Retry(ctx, on, deleteFixedOp(on.SessionID(), node, data, ep.SessionID()))
 }
 
 // deleteFixedOp returns a Retry op that deletes the fixed node while it
@@ -403,7 +402,7 @@ func (in *Internals) sweepFixed(ctx context.Context, node string, data []byte) {
 	if err != nil {
 		return
 	}
-	err = in.retry(ctx, ep, deleteFixedOp(ep.SessionID(), node, data, 0))
+	err = in.sess.Retry(ctx, ep, deleteFixedOp(ep.SessionID(), node, data, 0))
 	switch {
 	case err == nil:
 	case ctx.Err() != nil, session.IsConnectionError(err), errors.Is(err, session.ErrLost), errors.Is(err, session.ErrClosed):

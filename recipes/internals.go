@@ -418,7 +418,7 @@ func (in *Internals) ensureDir(ctx context.Context) error {
 	}
 	var ok bool
 	var st *zk.Stat
-	err = in.retry(ctx, ep, func(c *zk.Conn) error {
+	err = in.sess.Retry(ctx, ep, func(c *zk.Conn) error {
 		var err error
 		ok, st, err = c.Exists(in.path)
 		return err
@@ -461,7 +461,6 @@ func (in *Internals) createNode(conn *zk.Conn, p string, data []byte, flags int3
 			&zk.CreateRequest{Path: p, Data: data, Acl: acl, Flags: flags},
 			&zk.SetDataRequest{Path: in.path, Data: nil, Version: -1},
 		)
-		err = connErr(err)
 		if err == nil && len(res) == 2 && res[1].Stat != nil {
 			return res[0].String, res[1].Stat.Mzxid, nil
 		}
@@ -474,7 +473,7 @@ func (in *Internals) createNode(conn *zk.Conn, p string, data []byte, flags int3
 		}
 	}
 	path, err := conn.Create(p, data, flags, acl)
-	return path, 0, connErr(err)
+	return path, 0, err
 }
 
 type listResult struct {
@@ -582,7 +581,7 @@ func (a *attempt) findGhost() (bool, error) {
 	prefix := ProtectedPrefix(a.uuid)
 	var kids []string
 	var st *zk.Stat
-	err := in.retry(a.ctx, a.ep, func(c *zk.Conn) error {
+	err := in.sess.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
 		var err error
 		kids, st, err = c.Children(in.path)
 		return err
@@ -600,7 +599,7 @@ func (a *attempt) findGhost() (bool, error) {
 		p := in.path + "/" + k
 		var ok bool
 		var ks *zk.Stat
-		err := in.retry(a.ctx, a.ep, func(c *zk.Conn) error {
+		err := in.sess.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
 			var err error
 			ok, ks, err = c.Exists(p)
 			return err
@@ -623,7 +622,7 @@ func (a *attempt) findGhost() (bool, error) {
 		}
 		in.lg.Warn("deleting our node created on another session", zap.String("node", k),
 			zap.String("owner", fmt.Sprintf("0x%x", ks.EphemeralOwner)))
-		err = in.retry(a.ctx, a.ep, func(c *zk.Conn) error {
+		err = in.sess.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
 			err := c.Delete(p, ks.Version)
 			if errors.Is(err, zk.ErrNoNode) {
 				return nil
@@ -656,7 +655,7 @@ func (a *attempt) readChildren() error {
 		return err
 	}
 	in := a.in
-	err := in.retry(a.ctx, a.ep, func(c *zk.Conn) error {
+	err := in.sess.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
 		var err error
 		a.kids, a.kidStat, err = c.Children(in.path)
 		return err
@@ -674,7 +673,7 @@ func (a *attempt) statSelf(watch bool) error {
 	var st *zk.Stat
 	var data []byte
 	var ch <-chan zk.Event
-	err := a.in.retry(a.ctx, a.ep, func(c *zk.Conn) error {
+	err := a.in.sess.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
 		var err error
 		if watch {
 			data, st, ch, err = c.GetW(a.node)
@@ -725,7 +724,7 @@ func (a *attempt) statSelf(watch bool) error {
 func (a *attempt) wait(watch string) error {
 	in := a.in
 	var ch <-chan zk.Event
-	err := in.retry(a.ctx, a.ep, func(c *zk.Conn) error {
+	err := in.sess.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
 		var err error
 		_, _, ch, err = c.GetW(in.path + "/" + watch)
 		return err
@@ -862,7 +861,7 @@ func (in *Internals) deleteNode(ctx context.Context, ep *session.Epoch, node str
 // deleteRetry deletes node within ep, retrying connection errors; a missing
 // node counts as deleted.
 func (in *Internals) deleteRetry(ctx context.Context, ep *session.Epoch, node string) error {
-	return in.retry(ctx, ep, func(c *zk.Conn) error {
+	return in.sess.Retry(ctx, ep, func(c *zk.Conn) error {
 		err := c.Delete(node, -1)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
@@ -904,7 +903,7 @@ func (in *Internals) sweepGhosts(ctx context.Context, uuid string) {
 		return
 	}
 	var kids []string
-	if err := in.retry(ctx, ep, func(c *zk.Conn) error {
+	if err := in.sess.Retry(ctx, ep, func(c *zk.Conn) error {
 		var err error
 		kids, _, err = c.Children(in.path)
 		return err
@@ -971,7 +970,7 @@ func (in *Internals) Participants(ctx context.Context, d Driver) ([]Participant,
 		return nil, in.errf(err)
 	}
 	var kids []string
-	err = in.retry(ctx, ep, func(c *zk.Conn) error {
+	err = in.sess.Retry(ctx, ep, func(c *zk.Conn) error {
 		var err error
 		kids, _, err = c.Children(in.path)
 		return err
@@ -987,7 +986,7 @@ func (in *Internals) Participants(ctx context.Context, d Driver) ([]Participant,
 	for _, c := range sorted {
 		var data []byte
 		var st *zk.Stat
-		err := in.retry(ctx, ep, func(conn *zk.Conn) error {
+		err := in.sess.Retry(ctx, ep, func(conn *zk.Conn) error {
 			var err error
 			data, st, err = conn.Get(in.path + "/" + c.Name)
 			return err
@@ -1030,22 +1029,4 @@ func errSessionChanged(ep *session.Epoch) error {
 // errSessionLost wraps zk.ErrSessionExpired so that it matches session.ErrLost.
 func errSessionLost(err error) error {
 	return fmt.Errorf("%w: %w", session.ErrLost, err)
-}
-
-// retry is session.Retry with go-zookeeper's raw transport errors taken as
-// connection errors (see connErr).
-func (in *Internals) retry(ctx context.Context, ep *session.Epoch, op func(c *zk.Conn) error) error {
-	return in.sess.Retry(ctx, ep, func(c *zk.Conn) error { return connErr(op(c)) })
-}
-
-// connErr maps go-zookeeper's raw transport errors to zk.ErrConnectionClosed
-// (wrapping both): when a socket write fails, go-zookeeper v1.0.4 hands the
-// *net.OpError ("write: broken pipe") to the request instead of
-// zk.ErrConnectionClosed, although the request may or may not have reached
-// the server, exactly as for a dropped connection.
-func connErr(err error) error {
-	if err == nil || errors.Is(err, zk.ErrConnectionClosed) || !session.IsConnectionError(err) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", zk.ErrConnectionClosed, err)
 }

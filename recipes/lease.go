@@ -277,7 +277,7 @@ func (l *Lease) arm(ctx context.Context) <-chan zk.Event {
 	for {
 		var ch <-chan zk.Event
 		var data []byte
-		err := l.in.retry(ctx, l.ep, func(c *zk.Conn) error {
+		err := l.in.sess.Retry(ctx, l.ep, func(c *zk.Conn) error {
 			var err error
 			data, _, ch, err = c.GetW(l.node)
 			return err

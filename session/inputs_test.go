@@ -248,6 +248,8 @@ func TestIsConnectionError(t *testing.T) {
 		{zk.ErrNoAuth, false},
 		{zk.ErrSessionExpired, false},
 		{context.Canceled, false},
+		{errors.New("other"), false},
+		{&net.OpError{Op: "write", Net: "tcp", Err: fmt.Errorf("write: %w", syscall.EPIPE)}, true},
 	} {
 		if got := session.IsConnectionError(tc.err); got != tc.want {
 			t.Errorf("IsConnectionError(%v) = %v, want %v", tc.err, got, tc.want)
