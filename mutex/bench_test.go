@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"runtime"
 	"sort"
 	"sync"
@@ -25,28 +24,13 @@ import (
 //	go test -run '^$' -bench . -benchtime 2000x ./mutex/
 //	go test -run '^$' -bench WaiterFootprint -benchtime 1x ./mutex/
 
-// counter counts the frames a client writes: go-zookeeper writes each
-// request (and each ping) with one Write call.
-type counter struct{ n atomic.Int64 }
-
-type countConn struct {
-	net.Conn
-	c *counter
-}
-
-func (c countConn) Write(b []byte) (int, error) {
-	c.c.n.Add(1)
-	return c.Conn.Write(b)
-}
-
-func (c *counter) dialer() zk.Dialer {
-	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
-		conn, err := net.DialTimeout(network, addr, timeout)
-		if err != nil {
-			return nil, err
-		}
-		return countConn{conn, c}, nil
+// requests sums tap's request counts (pings excluded).
+func requests(tap *zktest.Tap) int64 {
+	var n int64
+	for _, k := range tap.Requests() {
+		n += k
 	}
+	return n
 }
 
 // BenchmarkUncontended: Lock + Unlock by one session, nobody else; reports
@@ -55,8 +39,8 @@ func BenchmarkUncontended(b *testing.B) {
 	for _, watch := range []bool{false, true} {
 		b.Run(fmt.Sprintf("nodewatch=%v", watch), func(b *testing.B) {
 			ns := zktest.NewNamespace(b)
-			var cnt counter
-			s := sessiontest.Connect(b, ns, session.WithDialer(cnt.dialer()), session.WithSessionTimeout(20*time.Second))
+			tap := zktest.NewTap()
+			s := sessiontest.Connect(b, ns, session.WithDialer(tap.Dialer()), session.WithSessionTimeout(20*time.Second))
 			m, err := mutex.New(s, lockPath, mutex.WithNodeWatch(watch))
 			if err != nil {
 				b.Fatal(err)
@@ -69,7 +53,7 @@ func BenchmarkUncontended(b *testing.B) {
 			}
 			l.Unlock(ctx)
 			b.ResetTimer()
-			n0 := cnt.n.Load()
+			n0 := requests(tap)
 			for i := 0; i < b.N; i++ {
 				l, err := m.Lock(ctx)
 				if err != nil {
@@ -81,7 +65,7 @@ func BenchmarkUncontended(b *testing.B) {
 			}
 			b.StopTimer()
 			m.Close() // joins the lease monitors, whose requests count too
-			b.ReportMetric(float64(cnt.n.Load()-n0)/float64(b.N), "req/op")
+			b.ReportMetric(float64(requests(tap)-n0)/float64(b.N), "req/op")
 		})
 	}
 }

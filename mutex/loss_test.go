@@ -496,8 +496,8 @@ func TestLockWhileDisconnected(t *testing.T) {
 		t.Run(k.name, func(t *testing.T) {
 			ns := zktest.NewNamespace(t)
 			raw := ns.Conn(t)
-			w := new(wireTap) // counts the client's connection attempts
-			s, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(10*time.Second), session.WithDialer(w.dialer()))
+			w := zktest.NewTap() // counts the client's connection attempts
+			s, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(10*time.Second), session.WithDialer(w.Dialer()))
 			rec := sessiontest.Record(t, s)
 			sid := s.Epoch().SessionID()
 			lk := k.make(t, s)

@@ -61,11 +61,11 @@ func watchesUnder(t testing.TB, addr, prefix string) int {
 }
 
 // tappedSession connects a session whose connections go through a fresh
-// wireTap.
-func tappedSession(t testing.TB, ns *zktest.Namespace) (*session.Session, *wireTap) {
+// zktest.Tap, which counts the connections and records the notifications.
+func tappedSession(t testing.TB, ns *zktest.Namespace) (*session.Session, *zktest.Tap) {
 	t.Helper()
-	w := new(wireTap)
-	return connect(t, ns, session.WithDialer(w.dialer())), w
+	w := zktest.NewTap()
+	return connect(t, ns, session.WithDialer(w.Dialer())), w
 }
 
 // TestWatchesPerRelease: 100 waiters queue on one fair lock; each unlocks as
@@ -103,7 +103,7 @@ func testWatchesPerRelease(t *testing.T, watch bool) {
 	ctx := ctxT(t)
 	opt := mutex.WithNodeWatch(watch)
 
-	var taps []*wireTap
+	var taps []*zktest.Tap
 	var sids []int64
 	tapped := func() *session.Session {
 		s, w := tappedSession(t, ns)
@@ -149,7 +149,7 @@ func testWatchesPerRelease(t *testing.T, watch bool) {
 	zktest.Eventually(t, wait, func() bool { return watchesUnder(t, addr, ns.Root) == wantWatches },
 		"the watches under the namespace never numbered %d", wantWatches)
 	for _, w := range taps {
-		w.Reset() // nothing fired yet; count from the first release on
+		w.ResetNotifications() // nothing fired yet; count from the first release on
 	}
 	fired0, events0 := watchCounters(t, addr)
 
@@ -169,13 +169,13 @@ func testWatchesPerRelease(t *testing.T, watch bool) {
 
 	toWaiters := map[string]int{} // lock node → notifications to other sessions
 	toOwn := map[string]int{}     // lock node → notifications to its owner
-	var other []notification
+	var other []zktest.Notification
 	var total int64
 	for i, w := range taps {
 		if d := w.Dials(); d != 1 {
 			t.Fatalf("session %d opened %d connections: a reconnect would blur the count", i, d)
 		}
-		for _, n := range w.Notifications(t) {
+		for _, n := range notes(t, w) {
 			total++
 			o, isLock := owner[n.Path]
 			switch {
@@ -258,7 +258,7 @@ func testHerdControl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	taps := []*wireTap{htap}
+	taps := []*zktest.Tap{htap}
 	held := make(chan *mutex.Lease, waiters)
 	errs := make(chan error, waiters)
 	var wg sync.WaitGroup
@@ -290,7 +290,7 @@ func testHerdControl(t *testing.T) {
 	zktest.Eventually(t, wait, func() bool {
 		got = 0
 		for _, w := range taps {
-			got += int64(len(w.Notifications(t)))
+			got += int64(len(notes(t, w)))
 		}
 		f, e := watchCounters(t, addr)
 		fired, events = f-fired0, e-events0

@@ -6,11 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 )
 
 // SessionCreds are what it takes to attach to a ZooKeeper session: its id,
@@ -23,100 +20,6 @@ type SessionCreds struct {
 
 // String returns the session id in hex, as server logs print it.
 func (c SessionCreds) String() string { return fmt.Sprintf("0x%x", c.ID) }
-
-// Tap wraps a dialer and records the session credentials in every
-// ConnectResponse read through it (go-zookeeper has no password accessor). It
-// does not alter the byte stream. It is safe for concurrent use.
-type Tap struct {
-	base zk.Dialer
-
-	mu       sync.Mutex
-	sessions []SessionCreds
-}
-
-// NewTap returns a Tap over net.DialTimeout.
-func NewTap() *Tap { return NewTapWith(net.DialTimeout) }
-
-// NewTapWith returns a Tap over base (for example a TLS dialer).
-func NewTapWith(base zk.Dialer) *Tap { return &Tap{base: base} }
-
-// Dialer returns the wrapping dialer, for zk.WithDialer or session.WithDialer.
-func (t *Tap) Dialer() zk.Dialer {
-	return func(network, address string, timeout time.Duration) (net.Conn, error) {
-		c, err := t.base(network, address, timeout)
-		if err != nil {
-			return nil, err
-		}
-		return &tapConn{Conn: c, tap: t}, nil
-	}
-}
-
-// Last returns the credentials of the most recent session established
-// through the tap; false if there was none.
-func (t *Tap) Last() (SessionCreds, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.sessions) == 0 {
-		return SessionCreds{}, false
-	}
-	return t.sessions[len(t.sessions)-1], true
-}
-
-// Sessions returns every session seen, oldest first, one entry per id.
-func (t *Tap) Sessions() []SessionCreds {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return append([]SessionCreds(nil), t.sessions...)
-}
-
-func (t *Tap) record(c SessionCreds) {
-	if c.ID == 0 { // the server refused the session (expired)
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for i, s := range t.sessions {
-		if s.ID == c.ID {
-			// move to the end: it is the most recent
-			t.sessions = append(t.sessions[:i], t.sessions[i+1:]...)
-			break
-		}
-	}
-	t.sessions = append(t.sessions, c)
-}
-
-// tapConn copies the first server frame it reads aside and parses it.
-type tapConn struct {
-	net.Conn
-	tap *Tap
-
-	mu   sync.Mutex
-	done bool
-	buf  []byte
-}
-
-func (c *tapConn) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
-	if n > 0 {
-		c.mu.Lock()
-		if !c.done {
-			c.buf = append(c.buf, b[:n]...)
-			if len(c.buf) >= 4 {
-				l := int(int32(binary.BigEndian.Uint32(c.buf)))
-				if l < 0 || l > maxFrame {
-					c.done, c.buf = true, nil
-				} else if len(c.buf) >= 4+l {
-					if creds, perr := parseConnectResponse(c.buf[4 : 4+l]); perr == nil {
-						c.tap.record(creds)
-					}
-					c.done, c.buf = true, nil
-				}
-			}
-		}
-		c.mu.Unlock()
-	}
-	return n, err
-}
 
 // ExpireSession ends the session creds at once: it attaches a second raw
 // connection to the session with its id and password, sends closeSession and

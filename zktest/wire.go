@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // ZooKeeper operation codes, as found in a request header (Request.Op).
@@ -37,6 +39,28 @@ const (
 	OpAddWatch        int32 = 106
 	OpCloseSession    int32 = -11
 )
+
+// opNames are ZooKeeper's names for the operation codes (ZooDefs.OpCode).
+var opNames = map[int32]string{
+	OpNotify: "notification", OpCreate: "create", OpDelete: "delete", OpExists: "exists",
+	OpGetData: "getData", OpSetData: "setData", OpGetACL: "getACL", OpSetACL: "setACL",
+	OpGetChildren: "getChildren", OpSync: "sync", OpPing: "ping", OpGetChildren2: "getChildren2",
+	OpCheck: "check", OpMulti: "multi", OpCreate2: "create2", OpReconfig: "reconfig",
+	OpCheckWatches: "checkWatches", OpRemoveWatches: "removeWatches",
+	OpCreateContainer: "createContainer", OpCreateTTL: "createTTL", OpMultiRead: "multiRead",
+	OpSetAuth: "setAuth", OpSetWatches: "setWatches", OpSetWatches2: "setWatches2",
+	OpAddWatch: "addWatch", OpCloseSession: "closeSession",
+}
+
+// OpName returns the name of a ZooKeeper operation code as ZooKeeper spells
+// it ("create", "getChildren2", "setWatches"...), or "op<n>" for a code it
+// does not know.
+func OpName(op int32) string {
+	if n, ok := opNames[op]; ok {
+		return n
+	}
+	return fmt.Sprintf("op%d", op)
+}
 
 // Special xids.
 const (
@@ -131,20 +155,136 @@ func connectRequest(c SessionCreds) []byte {
 	return b
 }
 
+// frameLen returns the body length announced by a frame's 4-byte prefix.
+func frameLen(prefix []byte) (int, error) {
+	n := int32(binary.BigEndian.Uint32(prefix))
+	if n < 0 || n > maxFrame {
+		return 0, fmt.Errorf("zktest: bad frame length %d", n)
+	}
+	return int(n), nil
+}
+
 // readFrame reads one length-prefixed frame and returns it with its prefix.
 func readFrame(r io.Reader) ([]byte, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, err
 	}
-	n := int32(binary.BigEndian.Uint32(hdr[:]))
-	if n < 0 || n > maxFrame {
-		return nil, fmt.Errorf("zktest: bad frame length %d", n)
+	n, err := frameLen(hdr[:])
+	if err != nil {
+		return nil, err
 	}
-	f := make([]byte, 4+int(n))
+	f := make([]byte, 4+n)
 	copy(f, hdr[:])
 	if _, err := io.ReadFull(r, f[4:]); err != nil {
 		return nil, err
 	}
 	return f, nil
+}
+
+// parseWatcherEvent decodes a notification frame (length prefix included): a
+// ReplyHeader (xid int32, zxid int64, err int32) then a WatcherEvent (type
+// int32, state int32, path string).
+func parseWatcherEvent(frame []byte) (Notification, error) {
+	const hdr = 4 + 16
+	if len(frame) < hdr+8 {
+		return Notification{}, errors.New("zktest: short watch notification")
+	}
+	ev := frame[hdr:]
+	path, ok := readString(ev[8:])
+	if !ok {
+		return Notification{}, errors.New("zktest: bad path in watch notification")
+	}
+	return Notification{
+		Type:  zk.EventType(int32(binary.BigEndian.Uint32(ev))),
+		State: zk.State(int32(binary.BigEndian.Uint32(ev[4:]))),
+		Path:  path,
+	}, nil
+}
+
+// frameScanner cuts a ZooKeeper stream, fed in arbitrary pieces as it passes,
+// into frames; it never holds up or changes the stream. Of each frame it
+// collects the length prefix and the first peek bytes of the body and asks
+// head whether it wants the whole frame; frames it does not want are skipped,
+// not buffered, so large replies and requests cost no copy. After the first
+// error (a bad length, or one returned by head or whole) it ignores the rest
+// of the stream. It is not safe for concurrent use.
+type frameScanner struct {
+	peek int
+	// head is given frame n (counted from 0) up to its first peek body bytes,
+	// prefix included; it reports whether the whole frame is wanted.
+	head func(n int, h []byte) (bool, error)
+	// whole is given frame n complete, prefix included, when head wanted it.
+	whole func(n int, f []byte) error
+
+	n    int    // frames done
+	buf  []byte // the current frame so far (prefix included)
+	need int    // length buf must reach before the next step
+	size int    // the current frame's length, prefix included; 0 until the prefix is in
+	keep bool   // collecting the whole current frame
+	skip int    // bytes of the current frame still to pass over
+	err  error
+}
+
+func newFrameScanner(peek int, head func(int, []byte) (bool, error), whole func(int, []byte) error) *frameScanner {
+	return &frameScanner{peek: peek, head: head, whole: whole, need: 4}
+}
+
+// feed consumes p and returns the scanner's error, if any.
+func (s *frameScanner) feed(p []byte) error {
+	for s.err == nil {
+		if s.skip > 0 {
+			k := min(s.skip, len(p))
+			s.skip, p = s.skip-k, p[k:]
+			if s.skip > 0 {
+				return nil
+			}
+			s.next()
+			continue
+		}
+		if len(s.buf) < s.need {
+			k := min(s.need-len(s.buf), len(p))
+			s.buf, p = append(s.buf, p[:k]...), p[k:]
+			if len(s.buf) < s.need {
+				return nil
+			}
+		}
+		switch {
+		case s.size == 0: // the prefix is in
+			l, err := frameLen(s.buf)
+			if err != nil {
+				s.err = err
+				break
+			}
+			s.size, s.need = 4+l, 4+min(l, s.peek)
+		case !s.keep: // the head is in
+			want, err := s.head(s.n, s.buf)
+			switch {
+			case err != nil:
+				s.err = err
+			case want:
+				s.keep, s.need = true, s.size
+			default:
+				s.skip = s.size - len(s.buf)
+				if s.skip == 0 {
+					s.next()
+				}
+			}
+		default: // the whole frame is in
+			s.err = s.whole(s.n, s.buf)
+			s.next()
+		}
+	}
+	s.buf = nil
+	return s.err
+}
+
+// next gets ready for the following frame.
+func (s *frameScanner) next() {
+	s.n++
+	s.buf = s.buf[:0]
+	if cap(s.buf) > 4<<10 {
+		s.buf = nil // do not hold on to one large frame's buffer
+	}
+	s.need, s.size, s.keep, s.skip = 4, 0, false, 0
 }
