@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/session"
@@ -81,17 +80,7 @@ func (b *bench) herdRun(ctx context.Context, sessions []*session.Session, path s
 	errs := make(chan error, len(ms))
 	for _, m := range ms[1:] {
 		wg.Add(1)
-		go func(m *mutex.Mutex) {
-			defer wg.Done()
-			l, err := m.Lock(wctx)
-			if err != nil {
-				errs <- err
-				return
-			}
-			if err := l.Unlock(context.WithoutCancel(wctx)); err != nil {
-				errs <- err
-			}
-		}(m)
+		go lockOnce(wctx, m, &wg, errs)
 	}
 	defer wg.Wait()
 	defer cancel()
@@ -139,29 +128,29 @@ func (b *bench) herdRun(ctx context.Context, sessions []*session.Session, path s
 }
 
 // waitServer polls the server's mntr counters (there is no event for them)
-// every 20 ms until cond holds; an error from errs or ctx ends the wait.
+// until cond holds; an error from errs or ctx ends the wait.
 func (b *bench) waitServer(ctx context.Context, cond func(map[string]float64) bool, errs <-chan error, what string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var failed bool
+	err := waitFor(ctx, errs, what, func() bool {
 		m := b.mntr(ctx)
-		if m == nil {
-			return errors.New("mntr failed")
-		}
-		if cond(m) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("waiting for %s: 30 s passed", what)
-		}
-		t := time.NewTimer(20 * time.Millisecond)
-		select {
-		case <-t.C:
-		case err := <-errs:
-			t.Stop()
-			return fmt.Errorf("waiting for %s: %w", what, err)
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("waiting for %s: %w", what, context.Cause(ctx))
-		}
+		failed = m == nil
+		return failed || cond(m)
+	})
+	if err == nil && failed {
+		return errors.New("mntr failed")
+	}
+	return err
+}
+
+// lockOnce is one waiter: Lock, then Unlock at once; errors go to errs.
+func lockOnce(ctx context.Context, m *mutex.Mutex, wg *sync.WaitGroup, errs chan<- error) {
+	defer wg.Done()
+	l, err := m.Lock(ctx)
+	if err != nil {
+		errs <- err
+		return
+	}
+	if err := l.Unlock(context.WithoutCancel(ctx)); err != nil {
+		errs <- err
 	}
 }

@@ -48,17 +48,7 @@ func (b *bench) memory(ctx context.Context) error {
 	for _, m := range ms[1:] {
 		for k := 0; k < *perSession; k++ {
 			wg.Add(1)
-			go func(m *mutex.Mutex) {
-				defer wg.Done()
-				l, err := m.Lock(wctx)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if err := l.Unlock(context.WithoutCancel(wctx)); err != nil {
-					errs <- err
-				}
-			}(m)
+			go lockOnce(wctx, m, &wg, errs)
 		}
 	}
 	defer wg.Wait()
