@@ -136,11 +136,14 @@ func (o *observer) run(ctx context.Context) {
 		if _, err := o.sess.WaitConnected(ctx); err != nil {
 			return
 		}
-		cur, ev, err := o.read()
+		cur, w, err := o.read(ctx)
 		if errors.Is(err, errRescan) {
 			continue
 		}
 		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
 			if ce := o.lg.Check(zap.DebugLevel, "observe: read failed"); ce != nil {
 				ce.Write(zap.Error(err))
 			}
@@ -153,7 +156,7 @@ func (o *observer) run(ctx context.Context) {
 			o.deliver(cur)
 			last, first = cur, false
 		}
-		if ev == nil { // the path does not exist: poll for it, without a watch
+		if w == nil { // the path does not exist: poll for it, without a watch
 			if poll == 0 {
 				poll = absentPollMin
 			}
@@ -165,7 +168,8 @@ func (o *observer) run(ctx context.Context) {
 		}
 		poll = 0
 		select {
-		case <-ev:
+		case ev, ok := <-w.Events():
+			w.Event(ev, ok)
 		case <-ctx.Done():
 			return
 		case <-o.sess.Done():
@@ -174,33 +178,41 @@ func (o *observer) run(ctx context.Context) {
 	}
 }
 
-// read returns the current leader and a channel that fires at the next
-// change of the election's children. When the election path does not exist
-// it returns the zero Participant and a nil channel: neither the client nor
-// the server keeps a children watch for a getChildren that failed with
-// NoNode, so nothing stays registered.
-func (o *observer) read() (Participant, <-chan zk.Event, error) {
-	conn := o.sess.Conn()
-	names, _, ev, err := conn.ChildrenW(o.full)
-	if errors.Is(err, zk.ErrNoNode) {
-		return Participant{}, nil, nil
+// read returns the current leader and a watch that fires at the next change
+// of the election's children. When the election path does not exist it
+// returns the zero Participant and a nil watch: neither the client nor the
+// server keeps a children watch for a getChildren that failed with NoNode,
+// so nothing stays registered. ctx bounds the reads (session.Call); the
+// children watch is the session's shared one, so observers that come and go
+// leave at most one registration on the path.
+func (o *observer) read(ctx context.Context) (Participant, *session.Watch, error) {
+	type result struct {
+		p Participant
+		w *session.Watch
 	}
-	if err != nil {
-		return Participant{}, nil, err
-	}
-	sorted := recipes.SortChildren(names, observerDriver{}.Markers())
-	if len(sorted) == 0 {
-		return Participant{}, ev, nil
-	}
-	node := sorted[0].Name
-	data, _, err := conn.Get(o.full + "/" + node)
-	if errors.Is(err, zk.ErrNoNode) {
-		return Participant{}, nil, errRescan // the first node went between the reads
-	}
-	if err != nil {
-		return Participant{}, nil, err
-	}
-	return Participant{ID: string(data), Node: node, IsLeader: true}, ev, nil
+	r, err := session.Call(ctx, o.sess, func(conn *zk.Conn) (result, error) {
+		names, _, w, err := o.sess.ChildrenW(o.full)
+		if errors.Is(err, zk.ErrNoNode) {
+			return result{}, nil
+		}
+		if err != nil {
+			return result{}, err
+		}
+		sorted := recipes.SortChildren(names, observerDriver{}.Markers())
+		if len(sorted) == 0 {
+			return result{w: w}, nil
+		}
+		node := sorted[0].Name
+		data, _, err := conn.Get(o.full + "/" + node)
+		if errors.Is(err, zk.ErrNoNode) {
+			return result{}, errRescan // the first node went between the reads
+		}
+		if err != nil {
+			return result{}, err
+		}
+		return result{Participant{ID: string(data), Node: node, IsLeader: true}, w}, nil
+	}, nil)
+	return r.p, r.w, err
 }
 
 // deliver replaces any value the receiver has not taken with p.

@@ -86,7 +86,7 @@ func parseFixedData(data []byte) (uuid, id string) {
 type getResult struct {
 	data []byte
 	stat *zk.Stat
-	ch   <-chan zk.Event
+	w    *session.Watch
 	err  error
 }
 
@@ -142,15 +142,17 @@ func (a *attempt) runFixed(name, id string) (*Lease, error) {
 					defer in.wg.Done()
 					runtime.Gosched()
 					var r getResult
-					if in.cfg.nodeWatch {
-						r.data, r.stat, r.ch, r.err = conn.GetW(a.fixed)
+					// A try-acquire never sets a watch it will not wait on:
+					// if the create fails, this read was of the holder's node.
+					if in.cfg.nodeWatch && !a.try {
+						r.data, r.stat, r.w, r.err = in.sess.GetW(a.fixed)
 					} else {
 						r.data, r.stat, r.err = conn.Get(a.fixed)
 					}
 					got <- r
 				}()
 			}
-			_, err := conn.Create(a.fixed, a.data, zk.FlagEphemeral, in.sess.ACL())
+			err := a.createFixed()
 			switch {
 			case err == nil:
 				if a.in.sess.Conn().SessionID() != a.ep.SessionID() || a.ep.Err() != nil {
@@ -164,16 +166,20 @@ func (a *attempt) runFixed(name, id string) (*Lease, error) {
 				}
 				a.node, a.name = a.fixed, name
 				if got != nil {
-					r := <-got
-					if r.err == nil && bytes.Equal(r.data, a.data) && r.stat.EphemeralOwner == a.ep.SessionID() {
-						a.czxid = r.stat.Czxid
-						a.self = r.ch
+					select {
+					case r := <-got:
+						if r.err == nil && bytes.Equal(r.data, a.data) && r.stat.EphemeralOwner == a.ep.SessionID() {
+							a.czxid = r.stat.Czxid
+							a.self = r.w
+						}
+					case <-a.ctx.Done():
+						// Leave the read behind: the next step fails on ctx.
 					}
 				}
 			case errors.Is(err, zk.ErrNodeExists):
-				if got != nil {
-					<-got // a watch it may have set on the holder's node fires unread
-				}
+				// A watch the pipelined read may have set on the holder's node
+				// is the shared one that fixedExists waits on.
+				awaitRead(a.ctx, got)
 				held, err := a.fixedExists()
 				if err != nil {
 					return nil, a.fail(err)
@@ -182,18 +188,14 @@ func (a *attempt) runFixed(name, id string) (*Lease, error) {
 					continue
 				}
 			case errors.Is(err, zk.ErrNoNode):
-				if got != nil {
-					<-got
-				}
+				awaitRead(a.ctx, got)
 				in.dirReady.Store(false)
 				if err := in.ensureDir(a.ctx); err != nil {
 					return nil, a.fail(err)
 				}
 				continue
 			case session.IsConnectionError(err):
-				if got != nil {
-					<-got
-				}
+				awaitRead(a.ctx, got)
 				a.ghosts = true
 				held, err := a.fixedExists()
 				if err != nil {
@@ -203,14 +205,10 @@ func (a *attempt) runFixed(name, id string) (*Lease, error) {
 					continue
 				}
 			case errors.Is(err, zk.ErrSessionExpired):
-				if got != nil {
-					<-got
-				}
+				awaitRead(a.ctx, got)
 				return nil, a.fail(errSessionLost(err))
 			default:
-				if got != nil {
-					<-got
-				}
+				awaitRead(a.ctx, got)
 				return nil, a.fail(err)
 			}
 		}
@@ -238,6 +236,35 @@ func (a *attempt) runFixed(name, id string) (*Lease, error) {
 	}
 }
 
+// awaitRead waits for the pipelined read, if any, within ctx.
+func awaitRead(ctx context.Context, got chan getResult) {
+	if got == nil {
+		return
+	}
+	select {
+	case <-got:
+	case <-ctx.Done():
+	}
+}
+
+// createFixed sends the create of the fixed node and waits for it within the
+// attempt's ctx, the only bound (session.Call). If ctx ends first, the
+// request goes on without us, and once it has completed the session's queue
+// deletes the node if it carries our data (unique to this acquire), whatever
+// the outcome: a late success, or a ghost after a connection error.
+func (a *attempt) createFixed() error {
+	in := a.in
+	ep, node, data := a.ep, a.fixed, a.data
+	_, err := session.Call(a.ctx, in.sess, func(c *zk.Conn) (string, error) {
+		return c.Create(node, data, zk.FlagEphemeral, in.sess.ACL())
+	}, func(_ string, err error) {
+		if err == nil || session.IsConnectionError(err) || errors.Is(err, zk.ErrSessionExpired) {
+			in.sess.GuaranteedDeleteIfData(ep, node, data)
+		}
+	})
+	return err
+}
+
 // fixedExists handles an existing (or unknown) fixed node: it adopts the node
 // if it is ours (our data, our session) and reports held; deletes it if it is
 // ours on another session; otherwise waits for its deletion (or returns
@@ -246,10 +273,15 @@ func (a *attempt) fixedExists() (held bool, err error) {
 	in := a.in
 	var data []byte
 	var st *zk.Stat
-	var ch <-chan zk.Event
+	var w *session.Watch
 	err = in.sess.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
 		var err error
-		data, st, ch, err = c.GetW(a.fixed)
+		if a.try {
+			// A try-acquire never sets a watch it will not wait on.
+			data, st, err = c.Get(a.fixed)
+		} else {
+			data, st, w, err = in.sess.GetW(a.fixed)
+		}
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
@@ -262,7 +294,7 @@ func (a *attempt) fixedExists() (held bool, err error) {
 		if st.EphemeralOwner == a.ep.SessionID() && a.ep.Err() == nil {
 			a.node, a.name, a.czxid = a.fixed, a.fixed[strings.LastIndexByte(a.fixed, '/')+1:], st.Czxid
 			if in.cfg.nodeWatch {
-				a.self = ch
+				a.self = w // nil for a try-acquire: armed when granted
 			}
 			in.lg.Debug("adopted our node after a lost create reply", zap.String("node", a.name))
 			return true, nil
@@ -278,7 +310,8 @@ func (a *attempt) fixedExists() (held bool, err error) {
 		ce.Write(zap.String("node", a.fixed))
 	}
 	select {
-	case <-ch:
+	case ev, ok := <-w.Events():
+		w.Event(ev, ok)
 		return false, nil
 	case <-a.ep.Lost():
 		return false, a.ep.Err()
@@ -392,23 +425,5 @@ func (in *Internals) deleteOwnedPersist(ep *session.Epoch, node string, data []b
 			continue
 		}
 		return in.errf(err)
-	}
-}
-
-// sweepFixed deletes the fixed node if it carries our data (a create whose
-// reply was lost), best effort within ctx.
-func (in *Internals) sweepFixed(ctx context.Context, node string, data []byte) {
-	ep, err := in.sess.WaitConnected(ctx)
-	if err != nil {
-		return
-	}
-	err = in.sess.Retry(ctx, ep, deleteFixedOp(ep.SessionID(), node, data, 0))
-	switch {
-	case err == nil:
-	case ctx.Err() != nil, session.IsConnectionError(err), errors.Is(err, session.ErrLost), errors.Is(err, session.ErrClosed):
-		in.lg.Debug("could not look for our lock node", zap.String("node", node), zap.Error(err))
-	default:
-		// Nobody else sees this failure (a background cleanup).
-		in.lg.Error("could not delete our lock node", zap.String("node", node), zap.Error(err))
 	}
 }

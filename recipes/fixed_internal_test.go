@@ -73,17 +73,25 @@ func TestDeleteFixedOp(t *testing.T) {
 	}
 }
 
-// TestSweepFixedByData: the sweep after a create that ran on another session
-// deletes the fixed node only if it carries our data, never by name alone.
+// TestSweepFixedByData: the durable cleanup after a create that ran on
+// another session (or whose reply was lost) deletes the fixed node only if it
+// carries our data, never by name alone.
 func TestSweepFixedByData(t *testing.T) {
-	s, in, node := fixedSetup(t)
+	s, _, node := fixedSetup(t)
 	c := s.Conn()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	ep := s.Epoch()
+	wait := func(done <-chan struct{}) {
+		t.Helper()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the queued delete did not finish")
+		}
+	}
 	if _, err := c.Create(node, []byte("next holder"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	in.sweepFixed(ctx, node, []byte("mine"))
+	wait(s.GuaranteedDeleteIfData(ep, node, []byte("mine")))
 	if !exists(t, c, node) {
 		t.Fatal("the sweep deleted another acquire's node")
 	}
@@ -93,7 +101,7 @@ func TestSweepFixedByData(t *testing.T) {
 	if _, err := c.Create(node, []byte("mine"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	in.sweepFixed(ctx, node, []byte("mine"))
+	wait(s.GuaranteedDeleteIfData(ep, node, []byte("mine")))
 	if exists(t, c, node) {
 		t.Fatal("the sweep left our node")
 	}

@@ -208,7 +208,7 @@ type attempt struct {
 	ghosts bool   // a create failed at connection level: a ghost may exist
 	fixed  string // full path of the fixed node (fixed-node locks only)
 
-	self    <-chan zk.Event // data watch on our own node, if armed
+	self    *session.Watch // data watch on our own node, if armed
 	kids    []string        // snapshot to decide on, nil to read again
 	kidStat *zk.Stat
 	prev    []Child // the last snapshot decided on, up to ours (see keepPrefix)
@@ -517,7 +517,7 @@ func (a *attempt) createAndList() error {
 				listed <- listResult{kids, st, err}
 			}()
 		}
-		created, czxid, err := in.createNode(conn, base, a.data, zk.FlagEphemeralSequential)
+		created, czxid, err := a.create(base)
 		switch {
 		case err == nil:
 			if e := a.ownCreate(created); e != nil {
@@ -525,10 +525,14 @@ func (a *attempt) createAndList() error {
 			}
 			a.czxid = czxid
 			if listed != nil {
-				r := <-listed
-				if r.err == nil && contains(r.kids, a.name) {
-					a.kids, a.kidStat = r.kids, r.stat
-					in.checkDirData(r.stat)
+				select {
+				case r := <-listed:
+					if r.err == nil && contains(r.kids, a.name) {
+						a.kids, a.kidStat = r.kids, r.stat
+						in.checkDirData(r.stat)
+					}
+				case <-a.ctx.Done():
+					// Leave the read behind: the next step fails on ctx.
 				}
 			}
 			return nil
@@ -554,6 +558,31 @@ func (a *attempt) createAndList() error {
 	}
 }
 
+// created is the outcome of createNode.
+type created struct {
+	path  string
+	czxid int64
+}
+
+// create sends our protected create and waits for it within the attempt's
+// ctx, the only bound (session.Call). If ctx ends first, the request goes on
+// without us, and once it has completed the session's queue sweeps the
+// directory for our UUID, whatever the outcome: a late success leaves a node
+// nobody waits on, and a connection error may have left a ghost.
+func (a *attempt) create(base string) (string, int64, error) {
+	in := a.in
+	ep, prefix := a.ep, ProtectedPrefix(a.uuid)
+	r, err := session.Call(a.ctx, in.sess, func(c *zk.Conn) (created, error) {
+		p, z, err := in.createNode(c, base, a.data, zk.FlagEphemeralSequential)
+		return created{p, z}, err
+	}, func(_ created, err error) {
+		if err == nil || session.IsConnectionError(err) || errors.Is(err, zk.ErrSessionExpired) {
+			in.sess.GuaranteedSweep(ep, in.path, prefix)
+		}
+	})
+	return r.path, r.czxid, err
+}
+
 // ownCreate checks that a successful create ran on our epoch's session:
 // requests queued while disconnected may be sent on a NEW session after the
 // old one expired (see HAZARDS). The connection's session id can only move
@@ -566,7 +595,9 @@ func (a *attempt) ownCreate(created string) error {
 		return fmt.Errorf("create returned unexpected name %q", created)
 	}
 	if a.in.sess.Conn().SessionID() != a.ep.SessionID() || a.ep.Err() != nil {
-		a.in.deleteForeign(a.user, created)
+		// It landed on another session: the sweep (see fail) deletes it,
+		// on whichever session is current.
+		a.ghosts = true
 		return errSessionChanged(a.ep)
 	}
 	a.node, a.name, a.seq = created, name, c.Seq
@@ -655,16 +686,22 @@ func (a *attempt) readChildren() error {
 		return err
 	}
 	in := a.in
+	var kids []string
+	var st *zk.Stat
 	err := in.sess.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
 		var err error
-		a.kids, a.kidStat, err = c.Children(in.path)
+		kids, st, err = c.Children(in.path)
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
 		a.kids, a.kidStat = []string{}, nil // directory gone: so is our node
 		return nil
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	a.kids, a.kidStat = kids, st
+	return nil
 }
 
 // statSelf reads our own node: its czxid (the fencing token) and, with watch,
@@ -672,11 +709,12 @@ func (a *attempt) readChildren() error {
 func (a *attempt) statSelf(watch bool) error {
 	var st *zk.Stat
 	var data []byte
-	var ch <-chan zk.Event
-	err := a.in.sess.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
+	var w *session.Watch
+	sess := a.in.sess
+	err := sess.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
 		var err error
 		if watch {
-			data, st, ch, err = c.GetW(a.node)
+			data, st, w, err = sess.GetW(a.node)
 		} else {
 			data, st, err = c.Get(a.node)
 		}
@@ -713,7 +751,7 @@ func (a *attempt) statSelf(watch bool) error {
 	}
 	a.czxid = st.Czxid
 	if watch {
-		a.self = ch
+		a.self = w
 	}
 	return nil
 }
@@ -723,10 +761,10 @@ func (a *attempt) statSelf(watch bool) error {
 // predecessor returns at once (rescan).
 func (a *attempt) wait(watch string) error {
 	in := a.in
-	var ch <-chan zk.Event
-	err := in.sess.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
+	var w *session.Watch
+	err := in.sess.Retry(a.ctx, a.ep, func(*zk.Conn) error {
 		var err error
-		_, _, ch, err = c.GetW(in.path + "/" + watch)
+		_, _, w, err = in.sess.GetW(in.path + "/" + watch)
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
@@ -746,19 +784,25 @@ func (a *attempt) wait(watch string) error {
 	if ce := in.lg.Check(zap.DebugLevel, "waiting"); ce != nil {
 		ce.Write(zap.String("node", a.name), zap.String("watch", watch))
 	}
+	var selfEvents <-chan zk.Event
+	if a.self != nil {
+		selfEvents = a.self.Events()
+	}
 	select {
-	case ev := <-ch:
-		if ev.Type == zk.EventNodeDeleted {
+	case ev, ok := <-w.Events():
+		if w.Event(ev, ok).Type == zk.EventNodeDeleted {
 			a.gone = watch
 		}
 		// Events come in order on the connection: if our own node changed
 		// before the predecessor went, its event is already queued.
 		select {
-		case <-a.self:
+		case ev, ok := <-selfEvents:
+			a.self.Event(ev, ok)
 			a.self, a.gone = nil, ""
 		default:
 		}
-	case <-a.self:
+	case ev, ok := <-selfEvents:
+		a.self.Event(ev, ok)
 		a.self = nil // fired: rescan finds out what happened, rearm later
 	case <-a.ep.Lost():
 		return a.ep.Err()
@@ -769,46 +813,32 @@ func (a *attempt) wait(watch string) error {
 }
 
 // fail cleans up after a failed attempt and returns the error to report.
+//
+// Our node (or a ghost that a create with an unknown outcome may have left)
+// goes to the session's durable queue, which deletes it as soon as the
+// connection allows, retrying across disconnects for as long as the session
+// lives; fail then waits for that delete only briefly (awaitCleanup), so that
+// the call still returns within its ctx whatever the network does.
 func (a *attempt) fail(err error) error {
 	in := a.in
+	var done <-chan struct{}
 	switch {
+	case a.ep == nil:
 	case a.node != "" && a.fixed != "":
-		// A fixed node is deleted conditionally (see deleteOwned): try now
-		// if the connection is up, else keep trying in the background.
-		ep, node, data := a.ep, a.node, a.data
-		done := false
-		if up(in.sess) {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(a.user), in.cfg.cleanupTimeout)
-			done = in.deleteOwned(dctx, ep, node, data) == nil
-			cancel()
-		}
-		if !done {
-			in.background(func(context.Context) {
-				if err := in.deleteOwnedPersist(ep, node, data); err != nil {
-					// Nobody else sees this failure (a background cleanup).
-					in.lg.Error("could not delete our lock node", zap.String("node", node), zap.Error(err))
-				}
-			})
-		}
+		// A fixed name may be the next holder's by now: delete it only
+		// while it carries our data, unique to this acquire.
+		done = in.sess.GuaranteedDeleteIfData(a.ep, a.node, a.data)
 	case a.node != "":
-		in.deleteNode(a.user, a.ep, a.node)
-	case a.ghosts && a.ep != nil:
+		done = in.sess.GuaranteedDelete(a.ep, a.node, -1)
+	case a.ghosts && a.fixed != "":
+		done = in.sess.GuaranteedDeleteIfData(a.ep, a.fixed, a.data)
+	case a.ghosts:
 		// A create whose reply was lost may have left a node we cannot
-		// name: look for our UUID (or data) once connected.
-		sweep := func(ctx context.Context) {
-			if a.fixed != "" {
-				in.sweepFixed(ctx, a.fixed, a.data)
-			} else {
-				in.sweepGhosts(ctx, a.uuid)
-			}
-		}
-		if up(in.sess) {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(a.user), in.cfg.cleanupTimeout)
-			sweep(dctx)
-			cancel()
-		} else {
-			in.background(sweep)
-		}
+		// name: the queue looks for our UUID.
+		done = in.sess.GuaranteedSweep(a.ep, in.path, ProtectedPrefix(a.uuid))
+	}
+	if done != nil {
+		in.awaitCleanup(a.user, done)
 	}
 	a.node = ""
 	// Report the caller's ctx error rather than a wrapped one from below.
@@ -821,6 +851,48 @@ func (a *attempt) fail(err error) error {
 	return in.errf(err)
 }
 
+// cleanupGrace is how long a call whose ctx has ended still waits for its
+// queued cleanup, so that on a healthy connection the node is gone when the
+// call returns. It is the most by which a failed or canceled call overshoots
+// its ctx.
+const cleanupGrace = 20 * time.Millisecond
+
+// awaitCleanup waits for a queued delete (done) while the connection is up:
+// within ctx plus cleanupGrace, and at most the cleanup timeout. What is not
+// finished by then the session's queue finishes later.
+func (in *Internals) awaitCleanup(ctx context.Context, done <-chan struct{}) {
+	if !up(in.sess) {
+		return
+	}
+	limit := time.NewTimer(in.cfg.cleanupTimeout)
+	defer limit.Stop()
+	ctxDone := ctx.Done()
+	var grace <-chan time.Time
+	if ctx.Err() != nil {
+		ctxDone = nil
+		g := time.NewTimer(cleanupGrace)
+		defer g.Stop()
+		grace = g.C
+	}
+	for {
+		select {
+		case <-done:
+			return
+		case <-limit.C:
+			return
+		case <-grace:
+			return
+		case <-in.sess.Done():
+			return
+		case <-ctxDone:
+			ctxDone = nil
+			g := time.NewTimer(cleanupGrace)
+			defer g.Stop()
+			grace = g.C
+		}
+	}
+}
+
 // ctxError returns ctx's error, with its cause when that says more.
 func ctxError(ctx context.Context) error {
 	err := ctx.Err()
@@ -830,32 +902,17 @@ func ctxError(ctx context.Context) error {
 	return err
 }
 
-// deleteNode deletes a node of ours created under ep, with a detached bounded
-// context derived from ctx; if the connection is down or the time runs out,
-// the delete goes to the session's guaranteed-delete queue. So does a node of
-// an epoch that is over: usually the server has deleted it with its session
-// and the queue drops it, but after a Lost declared by the local timer the
-// same session id may come back with the node still there, and then the
-// queue deletes it.
+// deleteNode deletes a node of ours created under ep through the session's
+// guaranteed-delete queue, and waits for it as awaitCleanup does. The queue
+// deletes it as soon as the connection is up on ep's session, or drops it
+// when that session is gone (the server then has deleted it); after a Lost
+// declared by the local timer the same session id may come back with the
+// node still there, and then the queue deletes it.
 func (in *Internals) deleteNode(ctx context.Context, ep *session.Epoch, node string) {
 	if ep == nil {
 		return
 	}
-	if ep.Err() != nil || !up(in.sess) {
-		in.sess.GuaranteedDelete(ep, node, -1)
-		return
-	}
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.cfg.cleanupTimeout)
-	defer cancel()
-	err := in.deleteRetry(dctx, ep, node)
-	if err == nil || errors.Is(err, session.ErrClosed) {
-		return
-	}
-	if errors.Is(err, session.ErrLost) || session.IsConnectionError(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		in.sess.GuaranteedDelete(ep, node, -1)
-		return
-	}
-	in.lg.Error("could not delete our node", zap.String("node", node), zap.Error(err))
+	in.awaitCleanup(ctx, in.sess.GuaranteedDelete(ep, node, -1))
 }
 
 // deleteRetry deletes node within ep, retrying connection errors; a missing
@@ -878,59 +935,6 @@ func up(s *session.Session) bool {
 		return true
 	}
 	return false
-}
-
-// deleteForeign deletes a node we created that landed on a session other
-// than our epoch's (it belongs to the connection's current session), within
-// a bounded detached context.
-func (in *Internals) deleteForeign(ctx context.Context, node string) {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.cfg.cleanupTimeout)
-	defer cancel()
-	ep, err := in.sess.WaitConnected(dctx)
-	if err != nil {
-		in.lg.Warn("could not delete a node created on another session", zap.String("node", node), zap.Error(err))
-		return
-	}
-	in.deleteNode(dctx, ep, node)
-}
-
-// sweepGhosts deletes, best effort within ctx, any child carrying our UUID:
-// a create whose reply was lost may have landed, even on a session other
-// than the one we bound it to.
-func (in *Internals) sweepGhosts(ctx context.Context, uuid string) {
-	ep, err := in.sess.WaitConnected(ctx)
-	if err != nil {
-		return
-	}
-	var kids []string
-	if err := in.sess.Retry(ctx, ep, func(c *zk.Conn) error {
-		var err error
-		kids, _, err = c.Children(in.path)
-		return err
-	}); err != nil {
-		return
-	}
-	prefix := ProtectedPrefix(uuid)
-	for _, k := range kids {
-		if strings.HasPrefix(k, prefix) {
-			in.lg.Debug("deleting a ghost node", zap.String("node", k))
-			in.deleteNode(ctx, ep, in.path+"/"+k)
-		}
-	}
-}
-
-// background runs f in a goroutine Close waits for, with a context that is
-// canceled the cleanup timeout after Close. Used for cleanup that must wait
-// for the connection. The caller must itself be counted in in.wg (an acquire
-// or a lease monitor), so that the Add never races with Close's Wait.
-func (in *Internals) background(f func(ctx context.Context)) {
-	in.wg.Add(1)
-	go func() {
-		defer in.wg.Done()
-		ctx, cancel := in.untilClosed()
-		defer cancel()
-		f(ctx)
-	}()
 }
 
 // untilClosed returns a context canceled the cleanup timeout after Close.

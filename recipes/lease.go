@@ -193,7 +193,7 @@ func (in *Internals) release(ctx context.Context, ep *session.Epoch, node string
 // and, with the node watch, when a third party deletes our node; it then
 // deletes the node unless Release or the third party did. self is a data
 // watch on our node inherited from the wait, or nil.
-func (l *Lease) monitor(self <-chan zk.Event) {
+func (l *Lease) monitor(self *session.Watch) {
 	in := l.in
 	defer func() {
 		close(l.monitorDone)
@@ -211,11 +211,16 @@ func (l *Lease) monitor(self <-chan zk.Event) {
 			// below then returns at once. It never waits on a nil watch.
 			self = l.arm(mctx)
 		}
+		var selfEvents <-chan zk.Event
+		if self != nil {
+			selfEvents = self.Events()
+		}
 		select {
 		case <-l.ctx.Done():
 		case <-in.ctx.Done():
 			l.cancel(in.closedErr())
-		case ev := <-self:
+		case ev, ok := <-selfEvents:
+			ev = self.Event(ev, ok)
 			self = nil
 			switch ev.Type {
 			case zk.EventNodeDeleted:
@@ -272,14 +277,15 @@ const (
 // (Retry does) and tries again after a growing pause, so that a connection
 // blip never leaves the lease unwatched. It returns nil only if ctx ended or
 // the lease ended (then the caller's select sees it end).
-func (l *Lease) arm(ctx context.Context) <-chan zk.Event {
+func (l *Lease) arm(ctx context.Context) *session.Watch {
 	d := armPauseMin
+	sess := l.in.sess
 	for {
-		var ch <-chan zk.Event
+		var w *session.Watch
 		var data []byte
-		err := l.in.sess.Retry(ctx, l.ep, func(c *zk.Conn) error {
+		err := sess.Retry(ctx, l.ep, func(*zk.Conn) error {
 			var err error
-			data, _, ch, err = c.GetW(l.node)
+			data, _, w, err = sess.GetW(l.node)
 			return err
 		})
 		switch {
@@ -291,7 +297,7 @@ func (l *Lease) arm(ctx context.Context) <-chan zk.Event {
 				l.lost()
 				return nil
 			}
-			return ch
+			return w
 		case errors.Is(err, zk.ErrNoNode):
 			l.lost()
 			return nil
@@ -319,7 +325,7 @@ func (l *Lease) arm(ctx context.Context) <-chan zk.Event {
 			// watch; keep the lease and say so. A channel that never fires
 			// (not nil: the caller would re-arm in a hot loop).
 			l.in.lg.Warn("cannot watch our own node", zap.String("node", l.name), zap.Error(err))
-			return make(chan zk.Event)
+			return session.NeverFires()
 		}
 	}
 }

@@ -1,7 +1,10 @@
 package session
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -9,13 +12,31 @@ import (
 	"go.uber.org/zap"
 )
 
-// gdItem is one queued guaranteed delete.
+// gdKind says what a queued item does.
+type gdKind int
+
+const (
+	gdDelete     gdKind = iota // delete path (at version), while on session id
+	gdSweep                    // delete every child of path named prefix*
+	gdDeleteData               // delete path while its data equals data
+)
+
+// gdItem is one queued guaranteed delete or sweep.
 type gdItem struct {
-	id      int64 // session that owns the node
+	kind    gdKind
+	id      int64 // session that owns (or created) the node
 	path    string
 	version int32
+	prefix  string
+	data    []byte
 	attempt int
+	done    chan struct{} // closed when the item is finished or dropped
 }
+
+func (it *gdItem) finish() { close(it.done) }
+
+// closedChan is returned for items that are dropped at once.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // GuaranteedDelete queues the deletion of the ephemeral node path (full
 // server path) owned by ep's session, with version (-1 for any). One
@@ -26,36 +47,158 @@ type gdItem struct {
 // local-timer Lost the same id may come back, and then the delete still
 // happens). A missing node counts as deleted; any other failure is logged at
 // error level and dropped. Close lets the queue drain for at most 2 s, then
-// logs and drops what is left. Never blocks; safe for concurrent use.
-func (s *Session) GuaranteedDelete(ep *Epoch, path string, version int32) {
-	lg := s.lg.With(zap.String("path", path))
+// logs and drops what is left. The returned channel is closed when the item
+// is finished: deleted, found missing, or dropped. Never blocks; safe for
+// concurrent use.
+func (s *Session) GuaranteedDelete(ep *Epoch, path string, version int32) <-chan struct{} {
+	return s.enqueue(ep, &gdItem{kind: gdDelete, path: path, version: version})
+}
+
+// GuaranteedSweep queues the deletion of every child of the directory dir
+// (full server path) whose name starts with prefix, whoever owns it: the
+// durable cleanup after a create whose outcome is unknown (its reply was
+// lost, or its caller gave up while it was in flight). prefix must identify
+// nodes of one caller only, such as a protected name's "_c_<uuid>-". The
+// background goroutine lists dir once the connection is up (on any session:
+// a create that go-zookeeper re-sent on a new session landed there) and
+// deletes what matches, retrying connection-level errors across disconnects
+// until one listing and its deletes have succeeded, or Close. Queue it only
+// once the create has returned: a request still in flight could land after
+// the sweep. The returned channel is closed when the sweep is finished or
+// dropped. Never blocks; safe for concurrent use.
+func (s *Session) GuaranteedSweep(ep *Epoch, dir, prefix string) <-chan struct{} {
+	if prefix == "" || strings.ContainsAny(prefix, "/\x00") {
+		s.lg.Error("guaranteed sweep dropped", zap.String("path", dir),
+			zap.Error(fmt.Errorf("%w: prefix %q", ErrBadPath, prefix)))
+		return closedChan
+	}
+	return s.enqueue(ep, &gdItem{kind: gdSweep, path: dir, prefix: prefix})
+}
+
+// GuaranteedDeleteIfData queues the deletion of the node path while its data
+// equals data, whoever owns it: the durable cleanup of a node with a fixed
+// name, which by now may be someone else's (data must be unique to one
+// create, e.g. carry a UUID). The delete is conditional on the version read
+// with the data, and is sent only while go-zookeeper is connected on the
+// session it read on (see the recipes engine's fixed-node locks). It runs on
+// any session, like GuaranteedSweep, and is finished once the node is gone or
+// carries other data. The returned channel is closed when it is finished or
+// dropped. Never blocks; safe for concurrent use.
+func (s *Session) GuaranteedDeleteIfData(ep *Epoch, path string, data []byte) <-chan struct{} {
+	return s.enqueue(ep, &gdItem{kind: gdDeleteData, path: path, data: append([]byte(nil), data...)})
+}
+
+// enqueue validates and queues it for ep's session.
+func (s *Session) enqueue(ep *Epoch, it *gdItem) <-chan struct{} {
+	lg := s.lg.With(zap.String("path", it.path))
 	if ep == nil || ep.s != s {
 		lg.Error("guaranteed delete dropped", zap.Error(ErrBadEpoch))
-		return
+		return closedChan
 	}
-	if err := ValidatePath(path); err != nil {
+	if err := ValidatePath(it.path); err != nil {
 		lg.Error("guaranteed delete dropped", zap.Error(err), hexID(ep.id))
-		return
+		return closedChan
 	}
-	if s.isClosed() {
-		lg.Debug("guaranteed delete dropped: session closed", hexID(ep.id))
-		return
-	}
+	it.id = ep.id
+	it.done = make(chan struct{})
 	s.gdMu.Lock()
-	s.gdItems = append(s.gdItems, &gdItem{id: ep.id, path: path, version: version})
+	if s.gdStopped || s.isClosed() {
+		s.gdMu.Unlock()
+		lg.Debug("guaranteed delete dropped: session closed", hexID(ep.id))
+		return closedChan
+	}
+	s.gdItems = append(s.gdItems, it)
 	s.gdMu.Unlock()
 	if ce := lg.Check(zap.DebugLevel, "guaranteed delete queued"); ce != nil {
-		ce.Write(hexID(ep.id))
+		ce.Write(hexID(ep.id), zap.Int("kind", int(it.kind)))
 	}
 	select {
 	case s.gdKick <- struct{}{}:
 	default:
+	}
+	return it.done
+}
+
+// work runs one item once on a connection that is up on session cur. It
+// reports whether the item is finished and the error of a failed attempt
+// (a connection-level error means: keep it and try again).
+func (s *Session) work(it *gdItem, cur int64) (finished bool, err error) {
+	switch it.kind {
+	case gdSweep:
+		kids, _, err := s.conn.Children(it.path)
+		if errors.Is(err, zk.ErrNoNode) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		for _, k := range kids {
+			if !strings.HasPrefix(k, it.prefix) {
+				continue
+			}
+			if err := s.conn.Delete(it.path+"/"+k, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return false, err
+			}
+			s.lg.Warn("deleted our node left by a create whose outcome was unknown",
+				zap.String("path", it.path), zap.String("node", k), hexID(it.id))
+		}
+		return true, nil
+	case gdDeleteData:
+		for {
+			got, st, err := s.conn.Get(it.path)
+			if errors.Is(err, zk.ErrNoNode) {
+				return true, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			if !bytes.Equal(got, it.data) {
+				return true, nil // gone already; the name is someone else's now
+			}
+			// A request still queued when the connection drops is sent on
+			// the next connection, which may belong to a new session where
+			// the name is another holder's at the same version: send the
+			// delete only while connected on the session we read on.
+			if st, id := s.conn.State(), s.conn.SessionID(); st != zk.StateHasSession || id != cur {
+				return false, zk.ErrConnectionClosed
+			}
+			err = s.conn.Delete(it.path, st.Version)
+			switch {
+			case err == nil, errors.Is(err, zk.ErrNoNode):
+				return true, nil
+			case errors.Is(err, zk.ErrBadVersion):
+				continue
+			}
+			return false, err
+		}
+	default:
+		if it.id != cur {
+			s.lg.Debug("guaranteed delete dropped: session changed, the server removes its ephemerals",
+				zap.String("path", it.path), hexID(it.id), zap.String("current_session_id", fmtID(cur)))
+			return true, nil
+		}
+		err := s.conn.Delete(it.path, it.version)
+		if err == nil || errors.Is(err, zk.ErrNoNode) {
+			return true, nil
+		}
+		return false, err
 	}
 }
 
 // runDeletes is the guaranteed-delete goroutine.
 func (s *Session) runDeletes() {
 	defer close(s.gdDone)
+	defer func() {
+		// Nothing is queued after this; what is left is dropped.
+		s.gdMu.Lock()
+		s.gdStopped = true
+		left := s.gdItems
+		s.gdItems = nil
+		s.gdMu.Unlock()
+		for _, it := range left {
+			it.finish()
+		}
+	}()
 	var (
 		b        backoff.BackOff
 		deadline <-chan time.Time
@@ -72,27 +215,25 @@ func (s *Session) runDeletes() {
 		var keep []*gdItem
 		failed := false
 		for _, it := range items {
-			lg := s.lg.With(zap.String("path", it.path), hexID(it.id))
 			if !up {
 				keep = append(keep, it)
 				continue
 			}
-			if it.id != cur {
-				lg.Debug("guaranteed delete dropped: session changed, the server removes its ephemerals",
-					zap.String("current_session_id", fmtID(cur)))
-				continue
-			}
 			it.attempt++
-			err := s.conn.Delete(it.path, it.version)
+			finished, err := s.work(it, cur)
+			lg := s.lg.With(zap.String("path", it.path), hexID(it.id), zap.Int("attempt", it.attempt))
 			switch {
-			case err == nil, errors.Is(err, zk.ErrNoNode):
-				lg.Debug("guaranteed delete done", zap.Int("attempt", it.attempt))
+			case finished:
+				lg.Debug("guaranteed delete done")
+				it.finish()
 			case retryable(err):
-				lg.Debug("guaranteed delete failed, will retry", zap.Int("attempt", it.attempt), zap.Error(err))
+				lg.Debug("guaranteed delete failed, will retry", zap.Error(err))
 				keep = append(keep, it)
 				failed = true
 			default:
-				lg.Error("guaranteed delete failed", zap.Int("attempt", it.attempt), zap.Error(err))
+				// Nobody else sees this failure (a background cleanup).
+				lg.Error("guaranteed delete failed", zap.Error(err))
+				it.finish()
 			}
 		}
 		s.gdMu.Lock()
@@ -146,6 +287,7 @@ func (s *Session) runDeletes() {
 			for _, it := range left {
 				s.lg.Error("guaranteed delete dropped at close", zap.String("path", it.path), hexID(it.id),
 					zap.Int("attempt", it.attempt))
+				it.finish()
 			}
 			if timer != nil {
 				timer.Stop()

@@ -94,10 +94,15 @@ func (s *Session) waitUp(ctx context.Context, ep *Epoch) error {
 // right before sending it, which narrows the window to a request queued just
 // as the connection drops.
 //
-// go-zookeeper has no per-call context, so a call already in flight is not
-// interrupted by ctx; go-zookeeper fails in-flight calls with
-// zk.ErrConnectionClosed when the connection drops (at most about ⅔ of the
-// session timeout after the server went silent). Safe for concurrent use.
+// ctx is the only bound: go-zookeeper has no per-call context, so each
+// attempt runs on a goroutine of the Session (Close waits for it) and Retry
+// stops waiting for it as soon as ctx ends, returning ctx's error whatever
+// the network does. The abandoned attempt completes or fails later and its
+// result is discarded: op must therefore not write to memory that the caller
+// reads after Retry returned an error (assign to the caller's local
+// variables, or return through them only on success), and a write op whose
+// late success matters must be undone by other means (see Call's late
+// function, CreateEphemeral and GuaranteedSweep). Safe for concurrent use.
 func (s *Session) Retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) error) error {
 	if err := s.checkEpoch(ep); err != nil {
 		return err
@@ -107,7 +112,12 @@ func (s *Session) Retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) e
 		if err := s.waitUp(ctx, ep); err != nil {
 			return retryStopped(err, nil)
 		}
-		err := op(s.conn)
+		_, err := call(ctx, s, func(c *zk.Conn) (struct{}, error) { return struct{}{}, op(c) }, nil)
+		if err != nil && (err == ctx.Err() || err == ErrClosed) {
+			// ctx ended (or Close began) while op was in flight: op goes on on
+			// a goroutine of the Session and its result is discarded.
+			return retryStopped(err, nil)
+		}
 		if err == nil {
 			// go-zookeeper sets the new session id before it sends anything
 			// on the new session, and the id never goes back: if it is still
@@ -187,7 +197,11 @@ func (s *Session) EnsureContainers(ctx context.Context, p string) error {
 		if err := s.waitUp(ctx, nil); err != nil {
 			return fmt.Errorf("session: ensure %s: %w", p, err)
 		}
-		err := s.ensureOnce(p, ns)
+		_, err := call(ctx, s, func(*zk.Conn) (struct{}, error) { return struct{}{}, s.ensureOnce(p, ns) }, nil)
+		if err != nil && (err == ctx.Err() || err == ErrClosed) {
+			// A late create of a container is harmless: the server reaps it.
+			return fmt.Errorf("session: ensure %s: %w", p, err)
+		}
 		if err == nil {
 			return nil
 		}

@@ -62,9 +62,12 @@ type Session struct {
 	closedCtx context.Context
 
 	gdMu    sync.Mutex
-	gdItems []*gdItem
-	gdKick  chan struct{}
-	gdDone  chan struct{} // closed when the delete queue's goroutine exits
+	watches watchRegistry
+
+	gdItems   []*gdItem
+	gdStopped bool // the delete queue's goroutine has exited
+	gdKick    chan struct{}
+	gdDone    chan struct{} // closed when the delete queue's goroutine exits
 
 	closeOnce sync.Once
 	wg        sync.WaitGroup // state goroutine and CreateEphemeral workers
@@ -173,7 +176,7 @@ func (s *Session) addAuth(ctx context.Context, cred authCred) error {
 		if _, err := s.WaitConnected(ctx); err != nil {
 			return err
 		}
-		err := s.conn.AddAuth(cred.scheme, cred.auth)
+		_, err := call(ctx, s, func(c *zk.Conn) (struct{}, error) { return struct{}{}, c.AddAuth(cred.scheme, cred.auth) }, nil)
 		if err == nil || !retryable(err) {
 			return err
 		}
@@ -538,6 +541,10 @@ func (s *Session) Close() error {
 func (s *Session) close() {
 	s.mu.Lock()
 	s.closing = true
+	// With the connection down (or never up: Connect gave up) nobody would
+	// answer go-zookeeper's closeSession, and it would wait a second for
+	// the reply: close the sockets first, so that it fails at once.
+	connected := s.connUp
 	close(s.done)
 	var id int64
 	if s.epoch != nil {
@@ -565,6 +572,9 @@ func (s *Session) close() {
 	// down nobody answers and it takes that second. Closing the sockets then
 	// ends go-zookeeper's goroutines even if they wait on a silent server (a
 	// handshake waits up to 10 × ⅔ of the session timeout).
+	if !connected {
+		s.wire.closeAll()
+	}
 	s.conn.Close()
 	s.wire.closeAll()
 	<-s.gdDone

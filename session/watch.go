@@ -1,0 +1,257 @@
+package session
+
+import (
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// go-zookeeper v1.0.4 cannot remove a watch: every GetW, ExistsW or
+// ChildrenW adds a channel that stays registered in the client (and a watch
+// on the server) until the node changes, however long after its caller gave
+// up. A TryLock loop or timed-out Locks against a lock held for hours would
+// pile them up without bound. So the Session keeps one registration per node
+// and kind: a caller that finds a registration that has not fired yet reads
+// the node without a watch and waits on the existing one, which is
+// guaranteed to fire at the node's next change, since it was set before
+// that read. Registrations are therefore bounded by the number of watched
+// nodes, whoever waits on them.
+
+type watchKind uint8
+
+const (
+	dataWatch watchKind = iota + 1
+	childWatch
+)
+
+type watchKey struct {
+	path string
+	kind watchKind
+}
+
+// watchEntry is one registration in go-zookeeper.
+type watchEntry struct {
+	s     *Session
+	key   watchKey
+	ready chan struct{}   // closed once ch or err is set
+	ch    <-chan zk.Event // go-zookeeper's channel: one event, then closed
+	err   error           // the registering request failed: no watch
+	once  sync.Once
+	fired chan struct{} // closed once ev is stored
+	ev    zk.Event
+}
+
+// Watch is a subscription to a shared watch (see Session.GetW). It fires
+// once. Receive from Events in a select; whatever the receive returns, pass
+// it to Event to learn what happened: several subscribers share one
+// go-zookeeper channel, on which only one of them receives the event itself
+// and the others see the channel closed. A Watch is safe for concurrent use.
+type Watch struct{ e *watchEntry }
+
+// Events returns the channel to select on. It is ready exactly when the
+// watch has fired (it never fires twice).
+func (w *Watch) Events() <-chan zk.Event { return w.e.ch }
+
+// Event returns the event the watch fired with, given what a receive from
+// Events returned (ev, ok). Call it only after such a receive.
+func (w *Watch) Event(ev zk.Event, ok bool) zk.Event { return w.e.settle(ev, ok) }
+
+// settle records the event of a fired watch and forgets the registration:
+// the subscriber that received the event itself stores it; those that found
+// the channel closed wait for it (it is stored right after the receive).
+func (e *watchEntry) settle(ev zk.Event, ok bool) zk.Event {
+	if ok {
+		e.once.Do(func() {
+			e.ev = ev
+			close(e.fired)
+		})
+		e.s.forgetWatch(e)
+	}
+	<-e.fired
+	return e.ev
+}
+
+// takeIfFired reports whether the registration has fired, storing its
+// event if this call is the one that receives it. It never takes the
+// registry's lock, so it may run under it. Only for entries whose ready is
+// closed and err is nil.
+func (e *watchEntry) takeIfFired() bool {
+	select {
+	case <-e.fired:
+		return true
+	default:
+	}
+	select {
+	case ev, ok := <-e.ch:
+		if ok {
+			e.once.Do(func() {
+				e.ev = ev
+				close(e.fired)
+			})
+		}
+		// Closed: whoever received the event stores it before it does
+		// anything else (settle, or this function).
+		<-e.fired
+		return true
+	default:
+		return false
+	}
+}
+
+// watchRegistry holds the Session's registrations.
+type watchRegistry struct {
+	mu        sync.Mutex
+	entries   map[watchKey]*watchEntry
+	pruneSize int // prune when the map grows past this
+}
+
+func (s *Session) forgetWatch(e *watchEntry) {
+	r := &s.watches
+	r.mu.Lock()
+	if r.entries[e.key] == e {
+		delete(r.entries, e.key)
+	}
+	r.mu.Unlock()
+}
+
+// pruneLocked removes registrations that fired while nobody waited on them.
+// It runs when the map has doubled since the last prune, so its cost per
+// registration stays constant. r.mu held.
+func (r *watchRegistry) pruneLocked() {
+	if len(r.entries) < r.pruneSize {
+		return
+	}
+	for k, e := range r.entries {
+		select {
+		case <-e.ready:
+		default:
+			continue // being registered
+		}
+		if e.err != nil {
+			delete(r.entries, k)
+			continue
+		}
+		if e.takeIfFired() {
+			delete(r.entries, k)
+		}
+	}
+	r.pruneSize = max(64, 2*len(r.entries))
+}
+
+// WatchCount returns how many watch registrations the Session holds in
+// go-zookeeper (set and not yet fired, as far as it knows): the number of
+// distinct nodes and kinds watched. For tests and monitoring.
+func (s *Session) WatchCount() int {
+	r := &s.watches
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.entries {
+		select {
+		case <-e.ready:
+			if e.err == nil && !e.takeIfFired() {
+				n++
+			}
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// GetW reads the node at the full server path p and returns its data and
+// Stat with a data watch that fires at the node's next change or deletion
+// (or with zk.EventNotWatching when the session ends). Watches are shared:
+// if the Session already holds an unfired data watch on p, GetW reads the
+// node without a watch and subscribes to that one, so go-zookeeper and the
+// server keep at most one data watch per node for this Session, however many
+// callers wait on it or gave up waiting. A missing node returns
+// zk.ErrNoNode and no watch. It blocks on ZooKeeper without a context: run
+// it inside Retry, which bounds it by ctx.
+func (s *Session) GetW(p string) ([]byte, *zk.Stat, *Watch, error) {
+	var data []byte
+	var st *zk.Stat
+	w, err := s.shared(watchKey{p, dataWatch},
+		func(c *zk.Conn) (<-chan zk.Event, error) {
+			var ch <-chan zk.Event
+			var err error
+			data, st, ch, err = c.GetW(p)
+			return ch, err
+		},
+		func(c *zk.Conn) error {
+			var err error
+			data, st, err = c.Get(p)
+			return err
+		})
+	return data, st, w, err
+}
+
+// ChildrenW is GetW for the children of p: it returns the children and a
+// shared child watch that fires at the next change of the list.
+func (s *Session) ChildrenW(p string) ([]string, *zk.Stat, *Watch, error) {
+	var kids []string
+	var st *zk.Stat
+	w, err := s.shared(watchKey{p, childWatch},
+		func(c *zk.Conn) (<-chan zk.Event, error) {
+			var ch <-chan zk.Event
+			var err error
+			kids, st, ch, err = c.ChildrenW(p)
+			return ch, err
+		},
+		func(c *zk.Conn) error {
+			var err error
+			kids, st, err = c.Children(p)
+			return err
+		})
+	return kids, st, w, err
+}
+
+// shared registers (with register) or joins (reading with read) the watch
+// for key, and returns the subscription.
+func (s *Session) shared(key watchKey, register func(*zk.Conn) (<-chan zk.Event, error), read func(*zk.Conn) error) (*Watch, error) {
+	r := &s.watches
+	for {
+		r.mu.Lock()
+		if r.entries == nil {
+			r.entries = make(map[watchKey]*watchEntry)
+		}
+		e := r.entries[key]
+		if e == nil {
+			e = &watchEntry{s: s, key: key, ready: make(chan struct{}), fired: make(chan struct{})}
+			r.entries[key] = e
+			r.pruneLocked()
+			r.mu.Unlock()
+			ch, err := register(s.conn)
+			if err != nil {
+				e.err = err
+				close(e.ready)
+				s.forgetWatch(e)
+				return nil, err
+			}
+			e.ch = ch
+			close(e.ready)
+			return &Watch{e}, nil
+		}
+		r.mu.Unlock()
+		<-e.ready // the registering request is bounded by go-zookeeper
+		if e.err != nil || e.takeIfFired() {
+			// No watch came of it, or it has fired already: register anew.
+			s.forgetWatch(e)
+			continue
+		}
+		// The registration was set before this read, so it fires at any
+		// change after the read.
+		if err := read(s.conn); err != nil {
+			// zk.ErrNoNode included: the node is gone, its watch fires (or
+			// has fired) with NodeDeleted, and the caller needs none.
+			return nil, err
+		}
+		return &Watch{e}, nil
+	}
+}
+
+// NeverFires returns a Watch that never fires: for a caller that cannot
+// watch (e.g. zk.ErrNoAuth) and must not re-arm in a loop.
+func NeverFires() *Watch {
+	return &Watch{&watchEntry{ready: closedChan, fired: make(chan struct{})}}
+}
