@@ -209,7 +209,7 @@ type attempt struct {
 	fixed  string // full path of the fixed node (fixed-node locks only)
 
 	self    *session.Watch // data watch on our own node, if armed
-	kids    []string        // snapshot to decide on, nil to read again
+	kids    []string       // snapshot to decide on, nil to read again
 	kidStat *zk.Stat
 	prev    []Child // the last snapshot decided on, up to ours (see keepPrefix)
 	gone    string  // the watched child, reported deleted by its watch
