@@ -855,7 +855,7 @@ func (a *attempt) fail(err error) error {
 // queued cleanup, so that on a healthy connection the node is gone when the
 // call returns. It is the most by which a failed or canceled call overshoots
 // its ctx.
-const cleanupGrace = 20 * time.Millisecond
+const cleanupGrace = 10 * time.Millisecond
 
 // awaitCleanup waits for a queued delete (done) while the connection is up:
 // within ctx plus cleanupGrace, and at most the cleanup timeout. What is not
