@@ -115,7 +115,6 @@ func (in *Internals) acquireFixed(ctx context.Context, name, id string, try bool
 
 func (a *attempt) runFixed(name, id string) (*Lease, error) {
 	in := a.in
-	conn := in.sess.Conn()
 	if err := a.connect(); err != nil {
 		return nil, a.fail(err)
 	}
@@ -141,14 +140,20 @@ func (a *attempt) runFixed(name, id string) (*Lease, error) {
 				go func() {
 					defer in.wg.Done()
 					runtime.Gosched()
-					var r getResult
-					// A try-acquire never sets a watch it will not wait on:
-					// if the create fails, this read was of the holder's node.
-					if in.cfg.nodeWatch && !a.try {
-						r.data, r.stat, r.w, r.err = in.sess.GetW(a.fixed)
-					} else {
-						r.data, r.stat, r.err = conn.Get(a.fixed)
-					}
+					r, err := session.Call(a.ctx, in.sess, func(c *zk.Conn) (getResult, error) {
+						var r getResult
+						var err error
+						// A try-acquire never sets a watch it will not wait
+						// on: if the create fails, this read was of the
+						// holder's node.
+						if in.cfg.nodeWatch && !a.try {
+							r.data, r.stat, r.w, err = in.sess.GetW(a.fixed)
+						} else {
+							r.data, r.stat, err = c.Get(a.fixed)
+						}
+						return r, err
+					}, nil)
+					r.err = err
 					got <- r
 				}()
 			}

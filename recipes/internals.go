@@ -490,7 +490,6 @@ type listResult struct {
 // extra round trip.
 func (a *attempt) createAndList() error {
 	in := a.in
-	conn := in.sess.Conn()
 	base := in.path + "/" + ProtectedPrefix(a.uuid) + a.d.Marker()
 	pipelined := true
 	for tries := 0; ; tries++ {
@@ -513,8 +512,12 @@ func (a *attempt) createAndList() error {
 				// Let the create be queued first; if this read still wins,
 				// our node is missing from it and we read again.
 				runtime.Gosched()
-				kids, st, err := conn.Children(in.path)
-				listed <- listResult{kids, st, err}
+				r, err := session.Call(a.ctx, in.sess, func(c *zk.Conn) (listResult, error) {
+					kids, st, err := c.Children(in.path)
+					return listResult{kids: kids, stat: st}, err
+				}, nil)
+				r.err = err
+				listed <- r
 			}()
 		}
 		created, czxid, err := a.create(base)
