@@ -99,6 +99,12 @@ func (s *Session) waitUp(ctx context.Context, ep *Epoch) error {
 // zk.ErrConnectionClosed when the connection drops (at most about ⅔ of the
 // session timeout after the server went silent). Safe for concurrent use.
 func (s *Session) Retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) error) error {
+	if ctx == nil {
+		return fmt.Errorf("session: retry: %w: nil context", ErrBadOption)
+	}
+	if op == nil {
+		return fmt.Errorf("session: retry: %w: nil op", ErrBadOption)
+	}
 	if err := s.checkEpoch(ep); err != nil {
 		return err
 	}
@@ -175,6 +181,9 @@ func (s *Session) isClosed() bool {
 // when the server reaps a container in between. Errors wrap ErrBadPath for a
 // bad p or one outside the namespace, ctx's error, or ErrClosed.
 func (s *Session) EnsureContainers(ctx context.Context, p string) error {
+	if ctx == nil {
+		return fmt.Errorf("session: ensure %s: %w: nil context", p, ErrBadOption)
+	}
 	if err := ValidatePath(p); err != nil {
 		return err
 	}
