@@ -22,6 +22,8 @@ var (
 	// ErrBadOption is returned by constructors for an invalid option value or
 	// an option that does not apply to the type being built.
 	ErrBadOption = errors.New("leader: bad option")
-	// ErrBadArgument is returned for a nil session or a nil callback.
+	// ErrBadArgument is returned for a nil context, a nil session or a nil
+	// callback, before anything is started; the message names the argument.
+	// It is also the cause of a nil *Term.
 	ErrBadArgument = errors.New("leader: bad argument")
 )

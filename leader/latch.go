@@ -259,9 +259,12 @@ func (l *Latch) pump(sub *latchSub) {
 // ErrNotStarted before Start, ErrClosed after Close, and the error that
 // stopped the election (see Err): one matching session.ErrClosed if the
 // session was closed, or a permanent ZooKeeper error such as zk.ErrNoAuth.
-// The term may end at any moment after Await returns: watch its Done. Safe to
-// call concurrently.
+// The term may end at any moment after Await returns: watch its Done. A nil
+// ctx gives ErrBadArgument. Safe to call concurrently.
 func (l *Latch) Await(ctx context.Context) (*Term, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("leader %s: %w: nil context", l.e.in.Path(), ErrBadArgument)
+	}
 	for {
 		l.mu.Lock()
 		switch {
@@ -340,8 +343,15 @@ func (l *Latch) IsLeader() bool { return l.Term() != nil }
 // on an error (see Err); events still buffered stay readable, but Close waits
 // only briefly for a receiver that has fallen more than the buffer behind.
 // To stop leading work at once, watch the term's Done rather than this
-// channel.
+// channel. Given a nil ctx it logs an error and returns a closed channel
+// without events.
 func (l *Latch) Changes(ctx context.Context) <-chan Event {
+	if ctx == nil {
+		l.e.lg.Error("Changes called with a nil context: returning a closed channel")
+		c := make(chan Event)
+		close(c)
+		return c
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ev := Event{At: time.Now()}
@@ -374,6 +384,9 @@ func (l *Latch) ID() string { return l.e.id }
 // Participants reads the election's participants from ZooKeeper, in election
 // order; the first one leads. ctx bounds the reads.
 func (l *Latch) Participants(ctx context.Context) ([]Participant, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("leader %s: %w: nil context", l.e.in.Path(), ErrBadArgument)
+	}
 	if err := l.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -386,6 +399,9 @@ func (l *Latch) Participants(ctx context.Context) ([]Participant, error) {
 // stopped leading, while its node stays first until its session ends or its
 // connection is back.
 func (l *Latch) Leader(ctx context.Context) (Participant, error) {
+	if ctx == nil {
+		return Participant{}, fmt.Errorf("leader %s: %w: nil context", l.e.in.Path(), ErrBadArgument)
+	}
 	if err := l.checkOpen(); err != nil {
 		return Participant{}, err
 	}

@@ -30,6 +30,9 @@ func (observerDriver) Decide(sorted []recipes.Child, self int) (bool, string, er
 // (lock-). A path that does not exist has no participants. ctx bounds the
 // reads. It is for processes that watch an election without taking part.
 func Participants(ctx context.Context, sess *session.Session, path string) ([]Participant, error) {
+	if ctx == nil {
+		return nil, errNilContext(path)
+	}
 	in, err := observerInternals(sess, path)
 	if err != nil {
 		return nil, err
@@ -45,6 +48,9 @@ func Participants(ctx context.Context, sess *session.Session, path string) ([]Pa
 // Leader reads the current leader of the election at path: the participant
 // whose node sorts first. It returns ErrNoLeader when there is none.
 func Leader(ctx context.Context, sess *session.Session, path string) (Participant, error) {
+	if ctx == nil {
+		return Participant{}, errNilContext(path)
+	}
 	ps, err := Participants(ctx, sess, path)
 	if err != nil {
 		return Participant{}, err
@@ -53,6 +59,12 @@ func Leader(ctx context.Context, sess *session.Session, path string) (Participan
 		return Participant{}, fmt.Errorf("leader %q: %w", path, ErrNoLeader)
 	}
 	return ps[0], nil
+}
+
+// errNilContext is the error of a call on the election at path given a nil
+// ctx.
+func errNilContext(path string) error {
+	return fmt.Errorf("leader %q: %w: nil context", path, ErrBadArgument)
 }
 
 func observerInternals(sess *session.Session, path string) (*recipes.Internals, error) {
@@ -84,9 +96,13 @@ func observerInternals(sess *session.Session, path string) (*recipes.Internals, 
 // connection is suspended has already stopped leading while its node is still
 // first.
 //
-// Observe returns an error only for bad arguments; it does no I/O before it
-// returns.
+// Observe returns an error only for bad arguments (a nil ctx or session:
+// ErrBadArgument; a bad path), and then starts nothing; it does no I/O
+// before it returns.
 func Observe(ctx context.Context, sess *session.Session, path string) (<-chan Participant, error) {
+	if ctx == nil {
+		return nil, errNilContext(path)
+	}
 	if sess == nil {
 		return nil, fmt.Errorf("leader %q: %w: nil session", path, ErrBadArgument)
 	}

@@ -27,6 +27,8 @@ import (
 //   - with WithRequeue(false), nil when work returned nil, or the cause of
 //     the loss (matching session.ErrSuspended, session.ErrLost, ...);
 //   - an error matching session.ErrClosed if the session is closed;
+//   - ErrBadArgument for a nil ctx, session or work, ErrBadOption for a bad
+//     option, before anything is started;
 //   - a permanent ZooKeeper error that entering the election again cannot
 //     cure, such as one matching zk.ErrNoAuth when the election path's ACL
 //     does not admit the session's credentials (also zk.ErrAuthFailed,
@@ -37,6 +39,9 @@ import (
 //
 // Options: WithID, WithRequeue (default true), WithLogger.
 func Run(ctx context.Context, sess *session.Session, path string, work func(ctx context.Context) error, opts ...Option) error {
+	if ctx == nil {
+		return errNilContext(path)
+	}
 	if work == nil {
 		return fmt.Errorf("leader %q: %w: nil work", path, ErrBadArgument)
 	}

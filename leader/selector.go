@@ -231,6 +231,9 @@ func (s *Selector) ID() string { return s.e.id }
 // Participants reads the election's participants from ZooKeeper, in election
 // order; the first one leads. ctx bounds the reads.
 func (s *Selector) Participants(ctx context.Context) ([]Participant, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("leader %s: %w: nil context", s.e.in.Path(), ErrBadArgument)
+	}
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -240,6 +243,9 @@ func (s *Selector) Participants(ctx context.Context) ([]Participant, error) {
 // Leader reads the current leader from ZooKeeper: the participant whose node
 // sorts first. It returns ErrNoLeader when there is none.
 func (s *Selector) Leader(ctx context.Context) (Participant, error) {
+	if ctx == nil {
+		return Participant{}, fmt.Errorf("leader %s: %w: nil context", s.e.in.Path(), ErrBadArgument)
+	}
 	if err := s.checkOpen(); err != nil {
 		return Participant{}, err
 	}

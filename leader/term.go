@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -12,7 +13,9 @@ import (
 // ZooKeeper session) until leadership ended for any reason. A participant has
 // at most one live term at a time; a new term is a new *Term.
 //
-// A Term is safe for concurrent use.
+// A Term is safe for concurrent use. A nil *Term behaves as a term that has
+// ended: Done is closed, Err and the cause of Context match ErrBadArgument
+// (naming the nil term), and the other methods return zero values.
 type Term struct {
 	ctx     context.Context // canceled when the term ends; carries the term
 	cancel  context.CancelCauseFunc
@@ -46,13 +49,16 @@ func (t *Term) end(cause error) { t.cancel(cause) }
 // without warning: a third party deletes it, or the session is ended on the
 // server while this client's connection stays up (an operator's kill through
 // another ensemble member).
-func (t *Term) Done() <-chan struct{} { return t.ctx.Done() }
+func (t *Term) Done() <-chan struct{} { return t.Context().Done() }
 
 // Err returns nil while the term lasts, and afterwards why it ended: an error
 // matching session.ErrSuspended, session.ErrLost, session.ErrClosed,
 // recipes.ErrLockLost (node deleted by a third party), recipes.ErrClosed,
 // ErrResigned, ErrClosed or, for Run, the caller's context error.
 func (t *Term) Err() error {
+	if t == nil {
+		return errNilTerm()
+	}
 	if t.ctx.Err() == nil {
 		return nil
 	}
@@ -62,34 +68,78 @@ func (t *Term) Err() error {
 // Context returns a context that is canceled when the term ends, with
 // context.Cause equal to Err. Work guarded by leadership can run under it.
 // TermFromContext recovers the term from it and from contexts derived from it.
-func (t *Term) Context() context.Context { return t.ctx }
+func (t *Term) Context() context.Context {
+	if t == nil {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(errNilTerm())
+		return ctx
+	}
+	return t.ctx
+}
+
+// errNilTerm is the error of a nil *Term.
+func errNilTerm() error { return fmt.Errorf("%w: nil term", ErrBadArgument) }
 
 // Token returns a fencing token for the term: the czxid of this participant's
 // node. It grows across the whole ensemble, so a resource that remembers the
 // highest token it has seen can refuse a deposed leader's late writes.
-func (t *Term) Token() int64 { return t.lease.Token() }
+func (t *Term) Token() int64 {
+	if t == nil {
+		return 0
+	}
+	return t.lease.Token()
+}
 
 // ID returns the participant id (the node's data).
-func (t *Term) ID() string { return t.lease.ID() }
+func (t *Term) ID() string {
+	if t == nil {
+		return ""
+	}
+	return t.lease.ID()
+}
 
 // Node returns the name of this participant's node, e.g.
 // "_c_6f1c…-latch-0000000003".
-func (t *Term) Node() string { return t.lease.Node() }
+func (t *Term) Node() string {
+	if t == nil {
+		return ""
+	}
+	return t.lease.Node()
+}
 
 // Path returns the full server path of this participant's node (session
 // namespace included).
-func (t *Term) Path() string { return t.lease.Path() }
+func (t *Term) Path() string {
+	if t == nil {
+		return ""
+	}
+	return t.lease.Path()
+}
 
 // SessionID returns the ZooKeeper session id that owns this participant's
 // node (its ephemeralOwner): the session under which the term was won.
-func (t *Term) SessionID() int64 { return t.lease.Epoch().SessionID() }
+func (t *Term) SessionID() int64 {
+	if t == nil {
+		return 0
+	}
+	return t.lease.Epoch().SessionID()
+}
 
 // Started returns the local time at which the term began.
-func (t *Term) Started() time.Time { return t.started }
+func (t *Term) Started() time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.started
+}
 
 // TermFromContext returns the term whose Context is ctx or an ancestor of
-// ctx, such as the context given to a Selector callback or to Run's work.
+// ctx, such as the context given to a Selector callback or to Run's work. A
+// nil ctx holds no term.
 func TermFromContext(ctx context.Context) (*Term, bool) {
+	if ctx == nil {
+		return nil, false
+	}
 	t, ok := ctx.Value(termKey{}).(*Term)
 	return t, ok
 }

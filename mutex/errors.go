@@ -20,9 +20,12 @@ var (
 	// ErrClosed is returned by calls after Close and by Locks waiting when
 	// Close was called; it is also the cause of leases ended by Close.
 	ErrClosed = errors.New("mutex: closed")
-	// ErrBadOption is returned by constructors for an invalid option.
+	// ErrBadOption is returned by constructors for an invalid option, and by
+	// calls for an invalid argument (a nil context, a nil lease); the message
+	// names it.
 	ErrBadOption = errors.New("mutex: bad option")
-	// ErrNoLocks is returned by NewMulti without locks or with a nil one.
+	// ErrNoLocks is returned by NewMulti without locks or with a nil one (a
+	// nil Locker or a typed nil such as a (*Mutex)(nil)).
 	ErrNoLocks = errors.New("mutex: multi-lock needs at least one lock, none nil")
 
 	// ErrReleased is the cause of a lease ended by its last Unlock (the

@@ -22,6 +22,10 @@ import (
 // one goroutine's nested holds share one lock node (and Done, Err, Context,
 // Token): the lock is released at the last Unlock. A Lease is safe for
 // concurrent use.
+//
+// A nil *Lease behaves as a lease that has ended: Done is closed, Err, the
+// cause of Context and Unlock's error match ErrBadOption (naming the nil
+// lease), and the other methods return zero values.
 type Lease struct {
 	l     *recipes.Lease
 	path  string
@@ -34,31 +38,76 @@ type Lease struct {
 }
 
 // Done returns a channel that is closed when ownership of the lock ends.
-func (l *Lease) Done() <-chan struct{} { return l.l.Done() }
+func (l *Lease) Done() <-chan struct{} { return l.Context().Done() }
 
 // Err returns nil while the lock is held, then why ownership ended.
-func (l *Lease) Err() error { return l.l.Err() }
+func (l *Lease) Err() error {
+	if l == nil {
+		return errNilLease()
+	}
+	return l.l.Err()
+}
 
 // Context returns a context canceled when ownership ends, with
 // context.Cause(ctx) == Err().
-func (l *Lease) Context() context.Context { return l.l.Context() }
+func (l *Lease) Context() context.Context {
+	if l == nil {
+		return endedContext(errNilLease())
+	}
+	return l.l.Context()
+}
+
+// errNilLease is the error of a nil *Lease.
+func errNilLease() error { return fmt.Errorf("%w: nil lease", ErrBadOption) }
+
+// endedContext returns a context that is already canceled with cause.
+func endedContext(cause error) context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(cause)
+	return ctx
+}
 
 // Token returns the fencing token: the czxid of the lock node. Tokens of
 // successive holders grow, across the whole ensemble, so a resource that
 // remembers the highest token it has seen can refuse a stale holder.
-func (l *Lease) Token() int64 { return l.l.Token() }
+func (l *Lease) Token() int64 {
+	if l == nil {
+		return 0
+	}
+	return l.l.Token()
+}
 
 // Path returns the full server path of the lock node.
-func (l *Lease) Path() string { return l.l.Path() }
+func (l *Lease) Path() string {
+	if l == nil {
+		return ""
+	}
+	return l.l.Path()
+}
 
 // Node returns the name of the lock node.
-func (l *Lease) Node() string { return l.l.Node() }
+func (l *Lease) Node() string {
+	if l == nil {
+		return ""
+	}
+	return l.l.Node()
+}
 
 // SessionID returns the ZooKeeper session id that owns the lock node.
-func (l *Lease) SessionID() int64 { return l.l.Epoch().SessionID() }
+func (l *Lease) SessionID() int64 {
+	if l == nil {
+		return 0
+	}
+	return l.l.Epoch().SessionID()
+}
 
 // ID returns the participant id stored in the lock node.
-func (l *Lease) ID() string { return l.l.ID() }
+func (l *Lease) ID() string {
+	if l == nil {
+		return ""
+	}
+	return l.l.ID()
+}
 
 // Unlock gives up this hold. For a reentrant Mutex it must be called by the
 // goroutine that locked (else ErrNotOwner and nothing changes), and the lock
@@ -66,8 +115,12 @@ func (l *Lease) ID() string { return l.l.ID() }
 // goroutine may call it. The node is deleted within ctx, or handed to the
 // session's guaranteed-delete queue if the connection is down or ctx ends, so
 // it never stays behind. Unlock after the lease was lost returns nil (the
-// engine already removed the node). Idempotent per handle.
+// engine already removed the node). Idempotent per handle. A nil ctx is taken
+// as context.Background(): a release is cleanup and is never refused.
 func (l *Lease) Unlock(ctx context.Context) error {
+	if l == nil {
+		return errNilLease()
+	}
 	if l.re != nil {
 		if err := l.checkOwner(); err != nil {
 			return err

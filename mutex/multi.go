@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 )
@@ -23,7 +24,9 @@ type Multi struct {
 	locks []Locker
 }
 
-// NewMulti returns a multi-lock over locks (at least one, none nil).
+// NewMulti returns a multi-lock over locks (at least one, none nil: neither
+// a nil Locker nor a typed nil such as a (*Mutex)(nil)); otherwise it returns
+// an error matching ErrNoLocks that names the first nil lock.
 func NewMulti(locks ...Locker) (*Multi, error) {
 	if len(locks) == 0 {
 		return nil, ErrNoLocks
@@ -32,6 +35,9 @@ func NewMulti(locks ...Locker) (*Multi, error) {
 		if l == nil {
 			return nil, fmt.Errorf("%w: lock %d is nil", ErrNoLocks, i)
 		}
+		if isNil(l) {
+			return nil, fmt.Errorf("%w: lock %d is a nil %T", ErrNoLocks, i, l)
+		}
 	}
 	return &Multi{locks: append([]Locker(nil), locks...)}, nil
 }
@@ -39,7 +45,8 @@ func NewMulti(locks ...Locker) (*Multi, error) {
 // Lock takes every lock in order, blocking within ctx. If one fails (ctx
 // ends, a lock is closed, the session is lost, ...), the locks already taken
 // are unlocked in reverse order before Lock returns the error (which names
-// the lock that failed and wraps its error, e.g. context.Canceled).
+// the lock that failed and wraps its error, e.g. context.Canceled). A nil ctx
+// gives ErrBadOption before any lock is tried.
 func (m *Multi) Lock(ctx context.Context) (*MultiLease, error) {
 	return m.lock(ctx, false)
 }
@@ -51,6 +58,9 @@ func (m *Multi) TryLock(ctx context.Context) (*MultiLease, error) {
 }
 
 func (m *Multi) lock(ctx context.Context, try bool) (*MultiLease, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("mutex: multi-lock: %w: nil context", ErrBadOption)
+	}
 	held := make([]*Lease, 0, len(m.locks))
 	for _, lk := range m.locks {
 		var l *Lease
@@ -86,6 +96,17 @@ func (m *Multi) lock(ctx context.Context, try bool) (*MultiLease, error) {
 	return ml, nil
 }
 
+// isNil reports whether v, a non-nil interface value, holds a nil pointer,
+// func, map, slice, channel or interface (a typed nil).
+func isNil(v any) bool {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Slice, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
+}
+
 func unlockReverse(ctx context.Context, leases []*Lease) error {
 	var errs []error
 	for i := len(leases) - 1; i >= 0; i-- {
@@ -97,7 +118,9 @@ func unlockReverse(ctx context.Context, leases []*Lease) error {
 }
 
 // MultiLease is the handle of a held multi-lock. Done is closed as soon as
-// any of its locks is lost (or at Unlock); Err is the first cause.
+// any of its locks is lost (or at Unlock); Err is the first cause. A nil
+// *MultiLease behaves as one that has ended: Done is closed, Err, the cause
+// of Context and Unlock's error match ErrBadOption, Leases is nil.
 type MultiLease struct {
 	leases []*Lease
 	ctx    context.Context
@@ -108,10 +131,13 @@ type MultiLease struct {
 }
 
 // Done returns a channel closed when any lock of the set ends.
-func (ml *MultiLease) Done() <-chan struct{} { return ml.ctx.Done() }
+func (ml *MultiLease) Done() <-chan struct{} { return ml.Context().Done() }
 
 // Err returns nil while every lock is held, then the cause of the first end.
 func (ml *MultiLease) Err() error {
+	if ml == nil {
+		return errNilMultiLease()
+	}
 	if ml.ctx.Err() == nil {
 		return nil
 	}
@@ -120,10 +146,23 @@ func (ml *MultiLease) Err() error {
 
 // Context returns a context canceled when any lock of the set ends, with
 // context.Cause(ctx) == Err().
-func (ml *MultiLease) Context() context.Context { return ml.ctx }
+func (ml *MultiLease) Context() context.Context {
+	if ml == nil {
+		return endedContext(errNilMultiLease())
+	}
+	return ml.ctx
+}
+
+// errNilMultiLease is the error of a nil *MultiLease.
+func errNilMultiLease() error { return fmt.Errorf("%w: nil multi-lease", ErrBadOption) }
 
 // Leases returns the leases of the set, in locking order.
-func (ml *MultiLease) Leases() []*Lease { return append([]*Lease(nil), ml.leases...) }
+func (ml *MultiLease) Leases() []*Lease {
+	if ml == nil {
+		return nil
+	}
+	return append([]*Lease(nil), ml.leases...)
+}
 
 // Unlock releases every lock in reverse order (see Lease.Unlock) and returns
 // the errors joined. If the set holds a reentrant Mutex and the calling
@@ -132,8 +171,12 @@ func (ml *MultiLease) Leases() []*Lease { return append([]*Lease(nil), ml.leases
 // and Unlock may be called again from the right goroutine. Otherwise every
 // lock is released and Done is closed, with cause ErrReleased unless a lock
 // was lost before (also when a delete failed); calling Unlock again releases
-// nothing more.
+// nothing more. A nil ctx is taken as context.Background(), as by
+// Lease.Unlock.
 func (ml *MultiLease) Unlock(ctx context.Context) error {
+	if ml == nil {
+		return errNilMultiLease()
+	}
 	// Check every owner before releasing anything: a refusal halfway
 	// through would leave the set half released.
 	for _, l := range ml.leases {

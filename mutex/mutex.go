@@ -81,7 +81,9 @@ func (m *Mutex) ID() string { return m.id }
 // session is suspended it keeps its place and waits. Other errors:
 // ErrClosed, session.ErrLost (the session ended while waiting; a wait never
 // carries over to a new session), ErrLockLost (our waiting node was deleted
-// by someone else), ZooKeeper errors. Safe for concurrent use.
+// by someone else), ZooKeeper errors; ErrBadOption for a nil ctx, before
+// anything else (a holding goroutine does not re-enter then). Safe for
+// concurrent use.
 func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
 	return m.lock(ctx, false)
 }
@@ -94,6 +96,9 @@ func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
 }
 
 func (m *Mutex) lock(ctx context.Context, try bool) (*Lease, error) {
+	if ctx == nil {
+		return nil, errNilContext(m.path)
+	}
 	if l, _, err := m.re.Enter(); l != nil {
 		if err != nil {
 			return nil, fmt.Errorf("mutex %s: %w", m.path, err)
@@ -129,12 +134,23 @@ func (m *Mutex) HeldByMe() bool { return m.re.Count() > 0 }
 // first, then the waiters. It reads the lock directory (ctx bounds it);
 // nodes of other processes, Curator's included, are listed with their ids.
 func (m *Mutex) Participants(ctx context.Context) ([]Participant, error) {
+	if ctx == nil {
+		return nil, errNilContext(m.path)
+	}
 	return m.in.Participants(ctx, driver)
 }
 
 // Holder returns the participant holding the lock, or nil if it is free.
 func (m *Mutex) Holder(ctx context.Context) (*Participant, error) {
+	if ctx == nil {
+		return nil, errNilContext(m.path)
+	}
 	return holder(m.in.Participants(ctx, driver))
+}
+
+// errNilContext is the error of a call on the lock at path given a nil ctx.
+func errNilContext(path string) error {
+	return fmt.Errorf("mutex %s: %w: nil context", path, ErrBadOption)
 }
 
 func holder(ps []Participant, err error) (*Participant, error) {

@@ -48,6 +48,9 @@ func (m *NonFair) Path() string { return m.path }
 // Lock blocks until the lock is held or ctx ends; errors and cleanup are as
 // for Mutex.Lock.
 func (m *NonFair) Lock(ctx context.Context) (*Lease, error) {
+	if ctx == nil {
+		return nil, errNilContext(m.path)
+	}
 	l, err := m.in.AcquireFixed(ctx, NonFairNode, m.id)
 	if err != nil {
 		return nil, err
@@ -58,6 +61,9 @@ func (m *NonFair) Lock(ctx context.Context) (*Lease, error) {
 // TryLock takes the lock if it is free, else returns an error matching
 // ErrLocked.
 func (m *NonFair) TryLock(ctx context.Context) (*Lease, error) {
+	if ctx == nil {
+		return nil, errNilContext(m.path)
+	}
 	l, err := m.in.TryAcquireFixed(ctx, NonFairNode, m.id)
 	if errors.Is(err, recipes.ErrWouldBlock) {
 		return nil, fmt.Errorf("mutex %s: %w", m.path, ErrLocked)
@@ -71,6 +77,9 @@ func (m *NonFair) TryLock(ctx context.Context) (*Lease, error) {
 // Holder returns the holder of the lock (its participant id, session and
 // token), or nil if it is free.
 func (m *NonFair) Holder(ctx context.Context) (*Participant, error) {
+	if ctx == nil {
+		return nil, errNilContext(m.path)
+	}
 	return m.in.FixedHolder(ctx, NonFairNode)
 }
 

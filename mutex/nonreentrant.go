@@ -42,6 +42,9 @@ func (m *NonReentrant) Path() string { return m.path }
 // Lock blocks until the lock is held, as Mutex.Lock does, but never
 // re-enters (see NonReentrant).
 func (m *NonReentrant) Lock(ctx context.Context) (*Lease, error) {
+	if ctx == nil {
+		return nil, errNilContext(m.path)
+	}
 	l, err := m.in.Acquire(ctx, driver, []byte(m.id))
 	if err != nil {
 		return nil, err
@@ -52,6 +55,9 @@ func (m *NonReentrant) Lock(ctx context.Context) (*Lease, error) {
 // TryLock takes the lock if no one holds it (this process included), else
 // returns an error matching ErrLocked.
 func (m *NonReentrant) TryLock(ctx context.Context) (*Lease, error) {
+	if ctx == nil {
+		return nil, errNilContext(m.path)
+	}
 	l, err := m.in.TryAcquire(ctx, driver, []byte(m.id))
 	if errors.Is(err, recipes.ErrWouldBlock) {
 		return nil, fmt.Errorf("mutex %s: %w", m.path, ErrLocked)
@@ -64,11 +70,17 @@ func (m *NonReentrant) TryLock(ctx context.Context) (*Lease, error) {
 
 // Participants returns the contenders in queue order, the holder first.
 func (m *NonReentrant) Participants(ctx context.Context) ([]Participant, error) {
+	if ctx == nil {
+		return nil, errNilContext(m.path)
+	}
 	return m.in.Participants(ctx, driver)
 }
 
 // Holder returns the participant holding the lock, or nil if it is free.
 func (m *NonReentrant) Holder(ctx context.Context) (*Participant, error) {
+	if ctx == nil {
+		return nil, errNilContext(m.path)
+	}
 	return holder(m.in.Participants(ctx, driver))
 }
 

@@ -2,6 +2,7 @@ package recipes
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 )
 
@@ -87,7 +88,7 @@ func (d StandardDriver) Decide(sorted []Child, self int) (bool, string, error) {
 
 // checkDriver validates a driver before any I/O.
 func checkDriver(d Driver) error {
-	if d == nil {
+	if d == nil || isNil(d) {
 		return fmt.Errorf("%w: nil", ErrBadDriver)
 	}
 	var max int
@@ -115,4 +116,16 @@ func checkDriver(d Driver) error {
 		}
 	}
 	return fmt.Errorf("%w: marker %q is not among Markers() %q", ErrBadDriver, m, d.Markers())
+}
+
+// isNil reports whether v, a non-nil interface value, holds a nil pointer,
+// func, map, slice, channel or interface (a typed nil), whose methods would
+// typically panic.
+func isNil(v any) bool {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Slice, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
 }

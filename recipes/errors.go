@@ -26,7 +26,8 @@ var (
 	// ErrBadDriver is returned for a nil driver, an empty or invalid marker,
 	// or an invalid StandardDriver.MaxLeases.
 	ErrBadDriver = errors.New("recipes: bad driver")
-	// ErrBadOption is returned for an invalid option value.
+	// ErrBadOption is returned for an invalid option value, and for an invalid
+	// argument of a call (a nil context, a nil lease); the message names it.
 	ErrBadOption = errors.New("recipes: bad option")
 	// ErrNotOwner is returned by Reentrant.Exit when the calling goroutine
 	// does not hold the lease.

@@ -39,6 +39,9 @@ func (in *Internals) TryAcquireFixed(ctx context.Context, name, id string) (*Lea
 // FixedHolder returns the holder of the fixed-node lock <dir>/name, or nil if
 // it is free. ctx bounds the requests.
 func (in *Internals) FixedHolder(ctx context.Context, name string) (*Participant, error) {
+	if ctx == nil {
+		return nil, in.errf(fmt.Errorf("%w: nil context", ErrBadOption))
+	}
 	if err := checkFixedName(name); err != nil {
 		return nil, in.errf(err)
 	}

@@ -965,6 +965,9 @@ func (in *Internals) untilClosed() (context.Context, context.CancelFunc) {
 // the holders first. A node that disappears while it is read is skipped. A
 // missing directory gives an empty list. ctx bounds the requests.
 func (in *Internals) Participants(ctx context.Context, d Driver) ([]Participant, error) {
+	if ctx == nil {
+		return nil, in.errf(fmt.Errorf("%w: nil context", ErrBadOption))
+	}
 	if err := checkDriver(d); err != nil {
 		return nil, in.errf(err)
 	}

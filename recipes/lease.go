@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -32,6 +33,10 @@ import (
 // guaranteed-delete queue if the connection is down), so a holder told it
 // lost the lock never keeps blocking others. A Lease is safe for concurrent
 // use; it is not tied to a goroutine (see Reentrant).
+//
+// A nil *Lease behaves as a lease that has ended: Done is closed, Err, the
+// cause of Context and Release's error match ErrBadOption (naming the nil
+// lease), and the other methods return zero values.
 type Lease struct {
 	in    *Internals
 	ep    *session.Epoch
@@ -90,10 +95,13 @@ func (in *Internals) grant(a *attempt) (*Lease, error) {
 }
 
 // Done returns a channel that is closed when ownership ends.
-func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
+func (l *Lease) Done() <-chan struct{} { return l.Context().Done() }
 
 // Err returns nil while the lease is held, then why it ended (see Lease).
 func (l *Lease) Err() error {
+	if l == nil {
+		return errNilLease()
+	}
 	if l.ctx.Err() == nil {
 		return nil
 	}
@@ -102,27 +110,67 @@ func (l *Lease) Err() error {
 
 // Context returns a context canceled when the lease ends, with
 // context.Cause(ctx) == Err(). Run the guarded work under it.
-func (l *Lease) Context() context.Context { return l.ctx }
+func (l *Lease) Context() context.Context {
+	if l == nil {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(errNilLease())
+		return ctx
+	}
+	return l.ctx
+}
+
+// errNilLease is the error of a nil *Lease.
+func errNilLease() error { return fmt.Errorf("%w: nil lease", ErrBadOption) }
 
 // Token returns the fencing token: the czxid of our node. It grows across the
 // whole ensemble and survives the recipe directory being deleted and
 // recreated (sequence numbers do not).
-func (l *Lease) Token() int64 { return l.token }
+func (l *Lease) Token() int64 {
+	if l == nil {
+		return 0
+	}
+	return l.token
+}
 
 // Path returns the full server path of our node.
-func (l *Lease) Path() string { return l.node }
+func (l *Lease) Path() string {
+	if l == nil {
+		return ""
+	}
+	return l.node
+}
 
 // Node returns the name of our node.
-func (l *Lease) Node() string { return l.name }
+func (l *Lease) Node() string {
+	if l == nil {
+		return ""
+	}
+	return l.name
+}
 
 // Seq returns the sequence number of our node (0 for a fixed node).
-func (l *Lease) Seq() int64 { return l.seq }
+func (l *Lease) Seq() int64 {
+	if l == nil {
+		return 0
+	}
+	return l.seq
+}
 
 // ID returns the participant id stored in our node.
-func (l *Lease) ID() string { return l.id }
+func (l *Lease) ID() string {
+	if l == nil {
+		return ""
+	}
+	return l.id
+}
 
 // Epoch returns the session epoch the node belongs to.
-func (l *Lease) Epoch() *session.Epoch { return l.ep }
+func (l *Lease) Epoch() *session.Epoch {
+	if l == nil {
+		return nil
+	}
+	return l.ep
+}
 
 // Release ends the lease (Err becomes ErrReleased, Done closes) and then
 // deletes our node, retrying connection errors within ctx; if the connection
@@ -134,8 +182,14 @@ func (l *Lease) Epoch() *session.Epoch { return l.ep }
 // the lease had already ended (loss, Close), Release returns nil at once: the
 // engine deletes the node (or the server did). Idempotent and safe for
 // concurrent use; every call returns the first call's result. It returns an
-// error only when ZooKeeper refuses the delete (e.g. zk.ErrNoAuth).
+// error only when ZooKeeper refuses the delete (e.g. zk.ErrNoAuth), or for a
+// nil *Lease. A nil ctx is taken as context.Background(): a release is
+// cleanup and is never refused (the delete is still bounded by the lease's
+// session).
 func (l *Lease) Release(ctx context.Context) error {
+	if l == nil {
+		return errNilLease()
+	}
 	if ctx == nil {
 		ctx = context.Background()
 	}

@@ -57,12 +57,15 @@ func (r *Reentrant) enter(id uint64) (*Lease, int, error) {
 	return h.lease, h.count, nil
 }
 
-// Add records l as held by the calling goroutine, with a count of 1. If the
-// goroutine already holds a lease, or cannot be identified (ErrNoGoroutineID),
-// it returns an error and records nothing.
+// Add records l as held by the calling goroutine, with a count of 1. If l is
+// nil (ErrBadOption), the goroutine already holds a lease, or it cannot be
+// identified (ErrNoGoroutineID), it returns an error and records nothing.
 func (r *Reentrant) Add(l *Lease) error { return r.add(goid.ID(), l) }
 
 func (r *Reentrant) add(id uint64, l *Lease) error {
+	if l == nil {
+		return fmt.Errorf("%w: nil lease", ErrBadOption)
+	}
 	if id == 0 {
 		return ErrNoGoroutineID
 	}

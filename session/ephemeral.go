@@ -70,6 +70,9 @@ func (o *createOp) abandon() bool {
 // (zk.ErrNodeExists, zk.ErrNoNode for a missing parent, zk.ErrNoAuth, ...)
 // are wrapped with the path. Safe for concurrent use.
 func (s *Session) CreateEphemeral(ctx context.Context, ep *Epoch, p string, data []byte, flags int32) (string, *zk.Stat, error) {
+	if ctx == nil {
+		return "", nil, fmt.Errorf("session: create %s: %w: nil context", p, ErrBadOption)
+	}
 	if err := ValidatePath(p); err != nil {
 		return "", nil, err
 	}

@@ -24,7 +24,9 @@ var (
 	ErrBadPath = errors.New("session: bad path")
 	// ErrNoServers is returned by Connect for an empty server list.
 	ErrNoServers = errors.New("session: no servers")
-	// ErrBadOption is returned by Connect for an invalid option value.
+	// ErrBadOption is returned by Connect for an invalid option value, and by
+	// every call for an invalid argument (a nil context, a nil function,
+	// flags CreateEphemeral does not take); the message names the argument.
 	ErrBadOption = errors.New("session: bad option")
 	// ErrBadEpoch is returned when a nil *Epoch, or one from another Session,
 	// is passed to a method that binds an operation to an epoch.

@@ -175,12 +175,23 @@ func WithLossPolicy(p LossPolicy) Option {
 // WithRetry sets the factory of the backoff used by Retry, EnsureContainers
 // and the guaranteed-delete queue (default DefaultBackOff). It is called once
 // per operation; returning backoff.Stop from NextBackOff ends the retries.
+// A nil factory, or one that returns nil when Connect calls it once to check
+// it, is an error; should it return nil later, DefaultBackOff is used for
+// that operation.
 func WithRetry(factory func() backoff.BackOff) Option {
 	return func(c *config) error {
 		if factory == nil {
 			return badOption("nil retry factory")
 		}
-		c.retry = factory
+		if factory() == nil {
+			return badOption("retry factory returned a nil backoff")
+		}
+		c.retry = func() backoff.BackOff {
+			if b := factory(); b != nil {
+				return b
+			}
+			return DefaultBackOff()
+		}
 		return nil
 	}
 }

@@ -104,6 +104,12 @@ func (s *Session) waitUp(ctx context.Context, ep *Epoch) error {
 // late success matters must be undone by other means (see Call's late
 // function, CreateEphemeral and GuaranteedSweep). Safe for concurrent use.
 func (s *Session) Retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) error) error {
+	if ctx == nil {
+		return fmt.Errorf("session: retry: %w: nil context", ErrBadOption)
+	}
+	if op == nil {
+		return fmt.Errorf("session: retry: %w: nil op", ErrBadOption)
+	}
 	if err := s.checkEpoch(ep); err != nil {
 		return err
 	}
@@ -185,6 +191,9 @@ func (s *Session) isClosed() bool {
 // when the server reaps a container in between. Errors wrap ErrBadPath for a
 // bad p or one outside the namespace, ctx's error, or ErrClosed.
 func (s *Session) EnsureContainers(ctx context.Context, p string) error {
+	if ctx == nil {
+		return fmt.Errorf("session: ensure %s: %w: nil context", p, ErrBadOption)
+	}
 	if err := ValidatePath(p); err != nil {
 		return err
 	}

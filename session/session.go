@@ -89,8 +89,11 @@ type zkEvent struct {
 // ctx bounds only this wait; when it ends first, Connect closes everything it
 // started and returns an error that names the servers and wraps ctx's error
 // (and the last dial error, if any). An empty server list gives ErrNoServers;
-// a bad option ErrBadOption.
+// a bad option or a nil ctx ErrBadOption, before anything is started.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
+	if ctx == nil {
+		return nil, badOption("nil context")
+	}
 	cfg := defaultConfig()
 	for _, o := range opts {
 		if o == nil {
@@ -489,8 +492,8 @@ func (s *Session) LeaseContext() context.Context {
 
 // WaitConnected blocks until the connection is up on a live epoch (state
 // Connected or Reconnected) and returns that epoch. It returns ctx's error
-// (wrapped) when ctx ends first and ErrClosed after Close. Safe for concurrent
-// use.
+// (wrapped) when ctx ends first and ErrClosed after Close; a nil ctx gives
+// ErrBadOption. Safe for concurrent use.
 func (s *Session) WaitConnected(ctx context.Context) (*Epoch, error) {
 	ep, _, err := s.WaitLease(ctx)
 	return ep, err
@@ -500,6 +503,9 @@ func (s *Session) WaitConnected(ctx context.Context) (*Epoch, error) {
 // same instant, so the two agree: the context is live when WaitLease returns
 // and belongs to the returned epoch.
 func (s *Session) WaitLease(ctx context.Context) (*Epoch, context.Context, error) {
+	if ctx == nil {
+		return nil, nil, fmt.Errorf("session: waiting for a connection: %w: nil context", ErrBadOption)
+	}
 	for {
 		s.mu.Lock()
 		if s.closing {

@@ -185,8 +185,11 @@ func (e *Ensemble) modes(ctx context.Context) []string {
 }
 
 // WaitReady blocks until every running, unfrozen member reports a Mode and
-// exactly one of them is leader, or ctx ends.
+// exactly one of them is leader, or ctx ends. A nil ctx gives ErrBadArgument.
 func (e *Ensemble) WaitReady(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("zktest: ensemble: %w: nil context", ErrBadArgument)
+	}
 	t := time.NewTimer(0)
 	defer t.Stop()
 	var modes []string

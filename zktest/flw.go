@@ -13,8 +13,12 @@ import (
 
 // FourLetterWord sends a four-letter command (such as "srvr", "mntr", "conf")
 // to addr and returns the whole answer. It blocks until the server closes the
-// connection or ctx ends; without a ctx deadline it gives up after 10 s.
+// connection or ctx ends; without a ctx deadline it gives up after 10 s. A nil
+// ctx gives ErrBadArgument (so do Srvr, Mntr and WatchNotifications).
 func FourLetterWord(ctx context.Context, addr, cmd string) (string, error) {
+	if ctx == nil {
+		return "", fmt.Errorf("zktest: %s %s: %w: nil context", cmd, addr, ErrBadArgument)
+	}
 	if len(cmd) != 4 {
 		return "", fmt.Errorf("zktest: four-letter word %q is not four letters", cmd)
 	}

@@ -27,8 +27,11 @@ func (c SessionCreds) String() string { return fmt.Sprintf("0x%x", c.ID) }
 // before it returns. The victim's client learns of it (StateExpired) when it
 // reconnects. The servers are tried in order until one answers. A session
 // that is already gone gives nil. ctx bounds the whole call (10 s per server
-// without a deadline).
+// without a deadline). A nil ctx gives ErrBadArgument.
 func ExpireSession(ctx context.Context, servers []string, creds SessionCreds) error {
+	if ctx == nil {
+		return fmt.Errorf("zktest: expire session %s: %w: nil context", creds, ErrBadArgument)
+	}
 	if creds.ID == 0 {
 		return errors.New("zktest: expire session: no session id")
 	}

@@ -47,8 +47,14 @@ type Notification struct {
 // NewTap returns a Tap over net.DialTimeout.
 func NewTap() *Tap { return NewTapWith(net.DialTimeout) }
 
-// NewTapWith returns a Tap over base (for example a TLS dialer).
-func NewTapWith(base zk.Dialer) *Tap { return &Tap{base: base, requests: make(map[int32]int64)} }
+// NewTapWith returns a Tap over base (for example a TLS dialer); a nil base
+// means net.DialTimeout.
+func NewTapWith(base zk.Dialer) *Tap {
+	if base == nil {
+		base = net.DialTimeout
+	}
+	return &Tap{base: base, requests: make(map[int32]int64)}
+}
 
 // Dialer returns the wrapping dialer, for zk.WithDialer or session.WithDialer.
 func (t *Tap) Dialer() zk.Dialer {

@@ -148,9 +148,14 @@ func NewNamespace(t testing.TB) *Namespace {
 	return NewNamespaceOn(t, Shared(t))
 }
 
-// NewNamespaceOn is NewNamespace on the given server.
+// NewNamespaceOn is NewNamespace on the given server; a nil server fails the
+// test.
 func NewNamespaceOn(t testing.TB, s *Server) *Namespace {
 	t.Helper()
+	if s == nil {
+		t.Fatalf("zktest: NewNamespaceOn: nil server")
+		return nil
+	}
 	ns := &Namespace{
 		Server: s,
 		Root:   fmt.Sprintf("/zktest/%s-%d", sanitize(t.Name()), nsCounter.Add(1)),
@@ -293,9 +298,14 @@ func sanitize(name string) string {
 
 // Eventually polls cond every 10 ms until it returns true, and fails the test
 // with t.Fatalf and msgAndArgs (a format string and its arguments) if that
-// does not happen within timeout. Call it only from the test's goroutine.
+// does not happen within timeout. Call it only from the test's goroutine. A
+// nil cond fails the test at once.
 func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msgAndArgs ...any) {
 	t.Helper()
+	if cond == nil {
+		t.Fatalf("zktest: Eventually: nil cond: %s", formatMsg(msgAndArgs))
+		return
+	}
 	deadline := time.Now().Add(timeout)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()

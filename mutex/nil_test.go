@@ -1,0 +1,336 @@
+package mutex_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/goleak"
+
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// nilCtx is a nil context.Context, as a careless caller passes it.
+var nilCtx context.Context
+
+// nilCase is one call of the API with a nil or otherwise bad input. call
+// returns the call's error; it fails t itself when the call returns
+// something besides the error (a lease, a participant).
+type nilCase struct {
+	name string
+	call func(t *testing.T) error
+	want error  // the sentinel the error must match
+	arg  string // the text naming the bad argument
+}
+
+// checkNilCases runs each case in its own subtest and checks that the call
+// does not panic, returns an error matching want that names arg, leaves no
+// goroutine running, and creates or deletes no znode under root.
+func checkNilCases(t *testing.T, raw *zk.Conn, root string, cases []nilCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := subtree(t, raw, root)
+			running := goleak.IgnoreCurrent()
+			p, err := catchPanic(func() error { return c.call(t) })
+			switch {
+			case p != nil:
+				t.Errorf("panic: %v", p)
+			case err == nil:
+				t.Errorf("no error, want one matching %v naming %q", c.want, c.arg)
+			case !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.arg):
+				t.Errorf("err = %v, want one matching %v naming %q", err, c.want, c.arg)
+			}
+			if err := goleak.Find(running); err != nil {
+				t.Errorf("the call left goroutines running: %v", err)
+			}
+			if after := subtree(t, raw, root); !slices.Equal(before, after) {
+				t.Errorf("znodes under %s changed: before %q, after %q", root, before, after)
+			}
+		})
+	}
+}
+
+// catchPanic calls f and returns what it panicked with, or its error.
+func catchPanic(f func() error) (p any, err error) {
+	defer func() { p = recover() }()
+	return nil, f()
+}
+
+// subtree lists every znode below root (root excluded), sorted.
+func subtree(t *testing.T, raw *zk.Conn, root string) []string {
+	t.Helper()
+	kids, _, err := raw.Children(root)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("children of %s: %v", root, err)
+	}
+	var out []string
+	for _, k := range kids {
+		p := root + "/" + k
+		out = append(out, p)
+		out = append(out, subtree(t, raw, p)...)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// noLease checks that a call that failed returned nothing but its error.
+func noLease[L comparable](t *testing.T, l L, err error) error {
+	t.Helper()
+	var zero L
+	if l != zero {
+		t.Errorf("returned %v with %v", l, err)
+	}
+	return err
+}
+
+// nilLocker is a Locker whose Lock and TryLock return neither a lease nor an
+// error.
+type nilLocker struct{}
+
+func (nilLocker) Lock(context.Context) (*mutex.Lease, error)    { return nil, nil }
+func (nilLocker) TryLock(context.Context) (*mutex.Lease, error) { return nil, nil }
+func (nilLocker) Path() string                                  { return "/nil" }
+
+// TestNilInputs: every lock kind, Multi and the leases refuse a nil context,
+// a nil session, a typed nil lock and a nil lease with an error matching the
+// package's sentinel, before they start anything.
+func TestNilInputs(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	s := connect(t, ns)
+	ctx := ctxT(t)
+	m := newMutex(t, s)
+	nr, err := mutex.NewNonReentrant(s, lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nr.Close() })
+	nf, err := mutex.NewNonFair(s, lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nf.Close() })
+	multi, err := mutex.NewMulti(m, nf)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cases := []nilCase{
+		{"New nil session", func(t *testing.T) error {
+			m, err := mutex.New(nil, lockPath)
+			return noLease(t, m, err)
+		}, mutex.ErrNilSession, "nil session"},
+		{"NewNonFair nil session", func(*testing.T) error {
+			_, err := mutex.NewNonFair(nil, lockPath)
+			return err
+		}, mutex.ErrNilSession, "nil session"},
+		{"NewNonReentrant nil option", func(*testing.T) error {
+			_, err := mutex.NewNonReentrant(s, lockPath, nil)
+			return err
+		}, mutex.ErrBadOption, "nil option"},
+		{"NewMulti typed nil Mutex", func(t *testing.T) error {
+			ml, err := mutex.NewMulti(m, (*mutex.Mutex)(nil))
+			return noLease(t, ml, err)
+		}, mutex.ErrNoLocks, "lock 1"},
+		{"NewMulti typed nil NonFair", func(*testing.T) error {
+			_, err := mutex.NewMulti((*mutex.NonFair)(nil), m)
+			return err
+		}, mutex.ErrNoLocks, "lock 0"},
+		{"NewMulti typed nil NonReentrant", func(*testing.T) error {
+			_, err := mutex.NewMulti(m, nf, (*mutex.NonReentrant)(nil))
+			return err
+		}, mutex.ErrNoLocks, "lock 2"},
+		{"NewMulti nil Locker", func(*testing.T) error {
+			_, err := mutex.NewMulti(m, nil)
+			return err
+		}, mutex.ErrNoLocks, "lock 1"},
+		{"NewMulti none", func(*testing.T) error {
+			_, err := mutex.NewMulti()
+			return err
+		}, mutex.ErrNoLocks, "at least one"},
+		{"Multi.Lock nil ctx", func(t *testing.T) error {
+			ml, err := multi.Lock(nilCtx)
+			return noLease(t, ml, err)
+		}, mutex.ErrBadOption, "nil context"},
+		{"Multi.TryLock nil ctx", func(t *testing.T) error {
+			ml, err := multi.TryLock(nilCtx)
+			return noLease(t, ml, err)
+		}, mutex.ErrBadOption, "nil context"},
+		{"Multi.Lock of a Locker returning no lease", func(t *testing.T) error {
+			multi, err := mutex.NewMulti(nilLocker{}, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ml, err := multi.Lock(ctx)
+			return noLease(t, ml, err)
+		}, mutex.ErrBadOption, "nil lease"},
+		{"nil Lease Unlock", func(*testing.T) error {
+			var l *mutex.Lease
+			return l.Unlock(ctx)
+		}, mutex.ErrBadOption, "nil lease"},
+		{"nil Lease Release", func(*testing.T) error {
+			var l *mutex.Lease
+			return l.Release(ctx)
+		}, mutex.ErrBadOption, "nil lease"},
+		{"nil MultiLease Unlock", func(*testing.T) error {
+			var ml *mutex.MultiLease
+			return ml.Unlock(ctx)
+		}, mutex.ErrBadOption, "nil multi-lease"},
+	}
+	for _, k := range []struct {
+		name string
+		lk   interface {
+			mutex.Locker
+			Holder(context.Context) (*mutex.Participant, error)
+		}
+	}{{"Mutex", m}, {"NonReentrant", nr}, {"NonFair", nf}} {
+		cases = append(cases,
+			nilCase{k.name + ".Lock nil ctx", func(t *testing.T) error {
+				l, err := k.lk.Lock(nilCtx)
+				return noLease(t, l, err)
+			}, mutex.ErrBadOption, "nil context"},
+			nilCase{k.name + ".TryLock nil ctx", func(t *testing.T) error {
+				l, err := k.lk.TryLock(nilCtx)
+				return noLease(t, l, err)
+			}, mutex.ErrBadOption, "nil context"},
+			nilCase{k.name + ".Holder nil ctx", func(t *testing.T) error {
+				p, err := k.lk.Holder(nilCtx)
+				return noLease(t, p, err)
+			}, mutex.ErrBadOption, "nil context"},
+		)
+		if pl, ok := k.lk.(interface {
+			Participants(context.Context) ([]mutex.Participant, error)
+		}); ok {
+			cases = append(cases, nilCase{k.name + ".Participants nil ctx", func(t *testing.T) error {
+				ps, err := pl.Participants(nilCtx)
+				if ps != nil {
+					t.Errorf("Participants returned %v", ps)
+				}
+				return err
+			}, mutex.ErrBadOption, "nil context"})
+		}
+	}
+	checkNilCases(t, raw, ns.Root, cases)
+}
+
+// TestNilLeases: nil *Lease and *MultiLease behave as leases that have
+// ended: Done is closed, Err and the cause of Context match ErrBadOption and
+// name the nil lease, the accessors return zero values.
+func TestNilLeases(t *testing.T) {
+	var l *mutex.Lease
+	var ml *mutex.MultiLease
+	p, _ := catchPanic(func() error {
+		for _, h := range []struct {
+			name string
+			h    interface {
+				Done() <-chan struct{}
+				Err() error
+				Context() context.Context
+			}
+		}{{"Lease", l}, {"MultiLease", ml}} {
+			select {
+			case <-h.h.Done():
+			default:
+				t.Errorf("Done of a nil %s is not closed", h.name)
+			}
+			if err := h.h.Err(); !errors.Is(err, mutex.ErrBadOption) || !strings.Contains(err.Error(), "nil") {
+				t.Errorf("Err of a nil %s = %v", h.name, err)
+			}
+			ctx := h.h.Context()
+			if ctx.Err() == nil || !errors.Is(context.Cause(ctx), mutex.ErrBadOption) {
+				t.Errorf("Context of a nil %s: err %v, cause %v", h.name, ctx.Err(), context.Cause(ctx))
+			}
+		}
+		if l.Token() != 0 || l.Path() != "" || l.Node() != "" || l.SessionID() != 0 || l.ID() != "" {
+			t.Errorf("accessors of a nil Lease: %d %q %q %d %q", l.Token(), l.Path(), l.Node(), l.SessionID(), l.ID())
+		}
+		if ls := ml.Leases(); ls != nil {
+			t.Errorf("Leases of a nil MultiLease = %v", ls)
+		}
+		return nil
+	})
+	if p != nil {
+		t.Fatalf("panic: %v", p)
+	}
+}
+
+// TestReentrantLockNilContext: a goroutine that holds a Mutex and calls
+// Lock(nil) gets the error and no extra hold: its one Unlock releases the
+// lock.
+func TestReentrantLockNilContext(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	m := newMutex(t, connect(t, ns))
+	ctx := ctxT(t)
+	l, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := catchPanic(func() error {
+		l2, err := m.Lock(nilCtx)
+		if l2 != nil {
+			t.Errorf("Lock(nil) while holding returned a lease")
+		}
+		return err
+	})
+	if p != nil {
+		t.Fatalf("panic: %v", p)
+	}
+	if !errors.Is(err, mutex.ErrBadOption) || !strings.Contains(err.Error(), "nil context") {
+		t.Fatalf("Lock(nil) while holding = %v", err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m.HeldByMe() {
+		t.Fatal("still held after the one Unlock")
+	}
+	waitKids(t, raw, ns, 0)
+}
+
+// TestUnlockNilContext: Unlock (of a Lease and of a MultiLease) takes a nil
+// ctx as context.Background(): a release is cleanup and is never refused, so
+// the locks are released and their nodes go.
+func TestUnlockNilContext(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	s := connect(t, ns)
+	ctx := ctxT(t)
+	m := newMutex(t, s)
+	l, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(nilCtx); err != nil {
+		t.Fatalf("Unlock(nil) = %v", err)
+	}
+	if err := l.Err(); !errors.Is(err, mutex.ErrReleased) {
+		t.Fatalf("Err after Unlock(nil) = %v", err)
+	}
+	waitKids(t, raw, ns, 0)
+
+	multi, err := mutex.NewMulti(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ml, err := multi.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitKids(t, raw, ns, 1)
+	if err := ml.Unlock(nilCtx); err != nil {
+		t.Fatalf("MultiLease.Unlock(nil) = %v", err)
+	}
+	if err := ml.Err(); !errors.Is(err, mutex.ErrReleased) {
+		t.Fatalf("Err after MultiLease.Unlock(nil) = %v", err)
+	}
+	waitKids(t, raw, ns, 0)
+}
