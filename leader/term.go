@@ -45,7 +45,10 @@ func (t *Term) end(cause error) { t.cancel(cause) }
 // participant can lead before it closes, except when the node disappears
 // without warning: a third party deletes it, or the session is ended on the
 // server while this client's connection stays up (an operator's kill through
-// another ensemble member).
+// another ensemble member). The node itself stays until the term's work (Run)
+// or callback (Selector) has returned, unless the session really expires:
+// then the server deletes the node with the session, and another participant
+// may lead while work that is slow to stop still runs.
 func (t *Term) Done() <-chan struct{} { return t.ctx.Done() }
 
 // Err returns nil while the term lasts, and afterwards why it ended: an error

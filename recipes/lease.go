@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -21,17 +22,20 @@ import (
 //   - session.ErrSuspended (standard loss policy): the connection went down,
 //     the server may expire the session at any moment;
 //   - session.ErrLost: the session ended (expired, replaced, or declared lost
-//     by the local timer);
+//     by the local timer), so the server deletes (or has deleted) our node;
 //   - session.ErrClosed: the session was closed;
 //   - ErrLockLost: our node was deleted by someone else;
 //   - ErrClosed: the Internals (the recipe) was closed.
 //
 // Errors are wrapped (with the path or session id); match them with
-// errors.Is. Whenever a lease ends for a reason other than Release or
-// ErrLockLost, the engine deletes its node (through the session's
-// guaranteed-delete queue if the connection is down), so a holder told it
-// lost the lock never keeps blocking others. A Lease is safe for concurrent
-// use; it is not tied to a goroutine (see Reentrant).
+// errors.Is.
+//
+// Whenever a lease ends for a reason other than Release or ErrLockLost, the
+// engine deletes its node (through the session's guaranteed-delete queue if
+// the connection is down), so a holder told it lost the lock never keeps
+// blocking others; with WithKeepNodeUntilRelease the node stays instead until
+// Release (or Close), unless the session expires. A Lease is safe for
+// concurrent use; it is not tied to a goroutine (see Reentrant).
 type Lease struct {
 	in    *Internals
 	ep    *session.Epoch
@@ -44,9 +48,13 @@ type Lease struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	relOnce sync.Once
-	relDone chan struct{}
-	relErr  error
+	relOnce  sync.Once
+	relDone  chan struct{}
+	relErr   error
+	released chan struct{} // closed when Release is first called
+	// With WithKeepNodeUntilRelease, the delete of a sequential node that
+	// outlived its lease is done once: by Release, or by the monitor at Close.
+	delClaimed atomic.Bool
 
 	fixed []byte // data of a fixed node (nil for sequential nodes)
 	// The monitor's delete of a fixed node, handed to Release: fixedSet once
@@ -64,7 +72,7 @@ type Lease struct {
 func (in *Internals) grant(a *attempt) (*Lease, error) {
 	l := &Lease{
 		in: in, ep: a.ep, node: a.node, name: a.name, id: string(a.data), token: a.czxid, seq: a.seq,
-		relDone: make(chan struct{}), monitorDone: make(chan struct{}),
+		relDone: make(chan struct{}), released: make(chan struct{}), monitorDone: make(chan struct{}),
 	}
 	if a.fixed != "" {
 		l.fixed = a.data
@@ -128,13 +136,16 @@ func (l *Lease) Epoch() *session.Epoch { return l.ep }
 // deletes our node, retrying connection errors within ctx; if the connection
 // is down or ctx ends first, the delete is handed to the session's
 // guaranteed-delete queue and Release returns nil: the node goes once the
-// session is back, or with the session. A fixed node (AcquireFixed) is
-// deleted only while it is still ours, by the lease's goroutine, which keeps
-// trying while the connection is down; Release waits for it within ctx. If
-// the lease had already ended (loss, Close), Release returns nil at once: the
-// engine deletes the node (or the server did). Idempotent and safe for
-// concurrent use; every call returns the first call's result. It returns an
-// error only when ZooKeeper refuses the delete (e.g. zk.ErrNoAuth).
+// session is back, or with the session. With a ctx that has already ended,
+// Release sends nothing: it queues the delete and returns at once. A fixed
+// node (AcquireFixed) is deleted only while it is still ours, by the lease's
+// goroutine, which keeps trying while the connection is down; Release waits
+// for it within ctx. If the lease had already ended (loss, Close), Release
+// returns nil at once: the engine deletes the node (or the server or a third
+// party did); with WithKeepNodeUntilRelease, Release deletes it then as
+// above (unless Close did). Idempotent and safe for concurrent use; every
+// call returns the first call's result. It returns an error only when
+// ZooKeeper refuses the delete (e.g. zk.ErrNoAuth).
 func (l *Lease) Release(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -143,8 +154,23 @@ func (l *Lease) Release(ctx context.Context) error {
 		defer close(l.relDone)
 		mine := l.in.errf(ErrReleased)
 		l.cancel(mine)
-		if context.Cause(l.ctx) != mine {
-			return // ended earlier; the monitor (or the server) removes the node
+		close(l.released)
+		if cause := context.Cause(l.ctx); cause != mine {
+			if !l.in.cfg.keepNode || errors.Is(cause, ErrLockLost) {
+				return // ended earlier; the monitor (or the server, or a third party) removes the node
+			}
+			// WithKeepNodeUntilRelease: the node waited for us. The monitor
+			// deletes a fixed node (below); a sequential one is ours to
+			// delete unless Close's cleanup took it.
+			if l.fixed == nil {
+				if l.delClaimed.CompareAndSwap(false, true) {
+					l.relErr = l.in.release(ctx, l.ep, l.node)
+					if ce := l.in.lg.Check(zap.DebugLevel, "released an ended lease"); ce != nil {
+						ce.Write(zap.String("node", l.name), zap.NamedError("ended", cause), zap.Error(l.relErr))
+					}
+				}
+				return
+			}
 		}
 		if l.fixed != nil {
 			// The monitor deletes a fixed node, conditionally (deleteOwned),
@@ -171,9 +197,10 @@ func (l *Lease) Release(ctx context.Context) error {
 	return l.relErr
 }
 
-// release deletes a released node (see Lease.Release).
+// release deletes a released node (see Lease.Release). With ctx already
+// ended it sends nothing and queues the delete.
 func (in *Internals) release(ctx context.Context, ep *session.Epoch, node string) error {
-	if ep.Err() != nil || !up(in.sess) {
+	if ep.Err() != nil || !up(in.sess) || ctx.Err() != nil {
 		// See deleteNode for a lost epoch.
 		in.sess.GuaranteedDelete(ep, node, -1)
 		return nil
@@ -191,8 +218,10 @@ func (in *Internals) release(ctx context.Context, ep *session.Epoch, node string
 
 // monitor is the one goroutine of a held lease. It ends the lease on Close
 // and, with the node watch, when a third party deletes our node; it then
-// deletes the node unless Release or the third party did. self is a data
-// watch on our node inherited from the wait, or nil.
+// deletes the node unless Release or the third party did. With
+// WithKeepNodeUntilRelease it waits for Release or Close first, and leaves a
+// sequential node to Release. self is a data watch on our node inherited
+// from the wait, or nil.
 func (l *Lease) monitor(self <-chan zk.Event) {
 	in := l.in
 	defer func() {
@@ -233,29 +262,57 @@ func (l *Lease) monitor(self <-chan zk.Event) {
 		break
 	}
 	cause := context.Cause(l.ctx)
+	if errors.Is(cause, ErrLockLost) {
+		return // the node is gone
+	}
+	kept := in.cfg.keepNode && !errors.Is(cause, ErrReleased)
+	if kept {
+		// WithKeepNodeUntilRelease: the owner decides when the node goes
+		// (a leader once its work has stopped); Close decides for it.
+		if ce := in.lg.Check(zap.DebugLevel, "lease ended; the node stays until Release"); ce != nil {
+			ce.Write(zap.String("node", l.name), zap.Error(cause))
+		}
+		select {
+		case <-l.released:
+		case <-in.ctx.Done():
+		}
+	}
 	if l.fixed != nil {
-		if !errors.Is(cause, ErrLockLost) {
-			err := in.deleteOwnedPersist(l.ep, l.node, l.fixed)
-			l.fixedMu.Lock()
-			l.fixedErr, l.fixedSet = err, true
-			// Release waits for the result (and returns it) when it ended
-			// the lease, unless its ctx ended first.
-			reported := errors.Is(cause, ErrReleased) && !l.fixedGaveUp
-			l.fixedMu.Unlock()
-			if err != nil && !reported {
-				// Nobody else sees this failure (a background cleanup).
-				in.lg.Error("could not delete our lock node", zap.String("node", l.name), zap.Error(err))
-			}
+		err := in.deleteOwnedPersist(l.ep, l.node, l.fixed)
+		l.fixedMu.Lock()
+		l.fixedErr, l.fixedSet = err, true
+		// Release waits for the result (and returns it) when it was called,
+		// unless its ctx ended first.
+		reported := (errors.Is(cause, ErrReleased) || closed(l.released)) && !l.fixedGaveUp
+		l.fixedMu.Unlock()
+		if err != nil && !reported {
+			// Nobody else sees this failure (a background cleanup).
+			in.lg.Error("could not delete our lock node", zap.String("node", l.name), zap.Error(err))
 		}
 		return
 	}
-	if errors.Is(cause, ErrReleased) || errors.Is(cause, ErrLockLost) {
+	switch {
+	case errors.Is(cause, ErrReleased):
 		return
+	case kept && in.ctx.Err() == nil:
+		return // Release was called: it deletes the node
+	case kept && !l.delClaimed.CompareAndSwap(false, true):
+		return // Release deletes it
 	}
 	if ce := in.lg.Check(zap.DebugLevel, "lease ended"); ce != nil {
 		ce.Write(zap.String("node", l.name), zap.Error(cause))
 	}
 	in.deleteNode(context.Background(), l.ep, l.node)
+}
+
+// closed reports whether ch is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // Bounds of the pause between two attempts of arm when the session's retry
