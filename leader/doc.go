@@ -32,6 +32,12 @@
 // starts while the previous one is still stopping; only a session that
 // really expires takes the node earlier (the server deletes it).
 //
+// Term.Err says why a term ended and is kept up to date: a term that ended
+// at a suspension (session.ErrSuspended: the session may still be alive)
+// matches session.ErrLost as well once the session is known lost (its node
+// is gone, or goes, with it). The cause of the term's Context is the first
+// reason and does not change.
+//
 // # Algorithm and znodes (a wire contract)
 //
 // Each participant creates one EPHEMERAL_SEQUENTIAL node under the election

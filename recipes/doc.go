@@ -91,6 +91,10 @@
 // takes over (package leader does so); a session that expires takes its
 // nodes with it regardless.
 //
+// Lease.Err is the up-to-date reason: after session.ErrSuspended it also
+// matches session.ErrLost once the lease's session is known lost; the cause
+// of the lease's Context stays the first reason.
+//
 // # Fixed-node locks
 //
 // AcquireFixed (not a Curator recipe) creates one EPHEMERAL node with a fixed

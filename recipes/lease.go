@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,7 +21,8 @@ import (
 //
 //   - ErrReleased: Release was called;
 //   - session.ErrSuspended (standard loss policy): the connection went down,
-//     the server may expire the session at any moment;
+//     the server may expire the session at any moment; once the session is
+//     known lost, Err matches session.ErrLost as well (see below);
 //   - session.ErrLost: the session ended (expired, replaced, or declared lost
 //     by the local timer), so the server deletes (or has deleted) our node;
 //   - session.ErrClosed: the session was closed;
@@ -28,7 +30,13 @@ import (
 //   - ErrClosed: the Internals (the recipe) was closed.
 //
 // Errors are wrapped (with the path or session id); match them with
-// errors.Is.
+// errors.Is. Err is the up-to-date reason: a lease that ended at a suspension
+// whose session was then lost (expired on the server, or declared lost by the
+// local timer) reports an error matching both session.ErrSuspended and
+// session.ErrLost, so errors.Is(err, session.ErrLost) tells a holder that its
+// node is gone with its session, while errors.Is(err, session.ErrSuspended)
+// alone means the session may still be alive. Context's cause cannot change
+// once the context is canceled: it stays the first reason.
 //
 // Whenever a lease ends for a reason other than Release or ErrLockLost, the
 // engine deletes its node (through the session's guaranteed-delete queue if
@@ -55,6 +63,10 @@ type Lease struct {
 	// With WithKeepNodeUntilRelease, the delete of a sequential node that
 	// outlived its lease is done once: by Release, or by the monitor at Close.
 	delClaimed atomic.Bool
+
+	// Err's error once the session of a suspended lease is known lost.
+	lostOnce sync.Once
+	lostErr  error
 
 	fixed []byte // data of a fixed node (nil for sequential nodes)
 	// The monitor's delete of a fixed node, handed to Release: fixedSet once
@@ -100,16 +112,31 @@ func (in *Internals) grant(a *attempt) (*Lease, error) {
 // Done returns a channel that is closed when ownership ends.
 func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
 
-// Err returns nil while the lease is held, then why it ended (see Lease).
+// Err returns nil while the lease is held, then why it ended (see Lease). It
+// is the up-to-date reason: after a suspension (session.ErrSuspended) it also
+// matches session.ErrLost once the lease's session is known lost.
 func (l *Lease) Err() error {
 	if l.ctx.Err() == nil {
 		return nil
 	}
-	return context.Cause(l.ctx)
+	cause := context.Cause(l.ctx)
+	if !errors.Is(cause, session.ErrSuspended) || errors.Is(cause, session.ErrLost) {
+		return cause
+	}
+	if eerr := l.ep.Err(); eerr == nil || !errors.Is(eerr, session.ErrLost) {
+		return cause
+	}
+	l.lostOnce.Do(func() {
+		// Both wrapped: errors.Is matches ErrSuspended and ErrLost.
+		l.lostErr = fmt.Errorf("%w; then %w", cause, l.ep.Err())
+	})
+	return l.lostErr
 }
 
-// Context returns a context canceled when the lease ends, with
-// context.Cause(ctx) == Err(). Run the guarded work under it.
+// Context returns a context canceled when the lease ends. Run the guarded
+// work under it. Its cause (context.Cause) is the first reason the lease
+// ended and cannot change afterwards; Err gives the up-to-date reason (for
+// example session.ErrLost after session.ErrSuspended).
 func (l *Lease) Context() context.Context { return l.ctx }
 
 // Token returns the fencing token: the czxid of our node. It grows across the
