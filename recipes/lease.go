@@ -308,9 +308,10 @@ func (l *Lease) monitor(self <-chan zk.Event) {
 		err := in.deleteOwnedPersist(l.ep, l.node, l.fixed)
 		l.fixedMu.Lock()
 		l.fixedErr, l.fixedSet = err, true
-		// Release waits for the result (and returns it) when it was called,
-		// unless its ctx ended first.
-		reported := (errors.Is(cause, ErrReleased) || closed(l.released)) && !l.fixedGaveUp
+		// Release waits for the result (and returns it) when it ended the
+		// lease or, with WithKeepNodeUntilRelease, was called after the
+		// lease ended, unless its ctx ended first.
+		reported := (errors.Is(cause, ErrReleased) || kept && closed(l.released)) && !l.fixedGaveUp
 		l.fixedMu.Unlock()
 		if err != nil && !reported {
 			// Nobody else sees this failure (a background cleanup).
