@@ -26,7 +26,17 @@
 // Token is a fencing token (the czxid of the participant's node, which grows
 // across the whole ensemble). Done closes before this participant's node is
 // deleted, so when a leader gives leadership up (Close, or its work returned)
-// its term has ended before any other participant can lead.
+// its term has ended before any other participant can lead. Run and a
+// Selector keep the node of a term that ended (a suspension, a lost session)
+// until its work or callback has returned, so the next leader's work never
+// starts while the previous one is still stopping; only a session that
+// really expires takes the node earlier (the server deletes it).
+//
+// Term.Err says why a term ended and is kept up to date: a term that ended
+// at a suspension (session.ErrSuspended: the session may still be alive)
+// matches session.ErrLost as well once the session is known lost (its node
+// is gone, or goes, with it). The cause of the term's Context is the first
+// reason and does not change.
 //
 // # Algorithm and znodes (a wire contract)
 //
@@ -65,8 +75,9 @@
 //     expires the session only after the full timeout; so the old leader has
 //     stopped before its node can disappear and another participant can
 //     lead. When the connection is back with the same session, the
-//     participant deletes its node and enters the election again at the back,
-//     as Curator's LeaderLatch does (another participant may lead meanwhile).
+//     participant deletes its node (Run and a Selector only once the work or
+//     callback has returned) and enters the election again at the back, as
+//     Curator's LeaderLatch does (another participant may lead meanwhile).
 //   - SessionOnly: the term survives short disconnects and ends only when the
 //     session is lost, which the session declares by a local timer one session
 //     timeout after it last heard from the server, or when the server says

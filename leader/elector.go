@@ -25,6 +25,13 @@ const (
 // cleanupTimeout bounds the deletion of our node when a term ends or a
 // campaign is abandoned; the engine falls back to a guaranteed delete when the
 // connection is down.
+//
+// The engine keeps the node of a term that ended without Release
+// (recipes.WithKeepNodeUntilRelease): this package releases the lease only
+// after the term's work (Run) or callback (Selector) has returned, or, for a
+// Latch, after it has published the term's end, so no other participant can
+// lead before then. Only a session that really expires takes the node
+// earlier: the server deletes it with the session.
 const cleanupTimeout = 5 * time.Second
 
 // elector is what Latch, Selector and Run share: one engine instance on the
@@ -49,7 +56,8 @@ func newElector(sess *session.Session, path, marker string, cfg config) (*electo
 	}
 	lg = lg.Named("leader")
 	in, err := recipes.NewInternals(sess, path,
-		recipes.WithName("leader"), recipes.WithLogger(lg), recipes.WithClosedError(ErrClosed))
+		recipes.WithName("leader"), recipes.WithLogger(lg), recipes.WithClosedError(ErrClosed),
+		recipes.WithKeepNodeUntilRelease(true))
 	if err != nil {
 		return nil, fmt.Errorf("leader %q: %w", path, err)
 	}
@@ -83,7 +91,7 @@ func (e *elector) campaign(ctx context.Context) (*recipes.Lease, error) {
 			} else {
 				// Won just as the connection went away: the lease is already
 				// over. Give the node back and enter again.
-				e.release(lease)
+				e.release(context.Background(), lease)
 				err = fmt.Errorf("leader %s: %w", e.in.Path(), lerr)
 			}
 		}
@@ -172,12 +180,13 @@ func sleep(ctx context.Context, sess *session.Session, d time.Duration) error {
 	}
 }
 
-// release gives the lease back (deletes our node) with a detached, bounded
-// context. The engine queues a guaranteed delete when the connection is down
-// or the lease's epoch is over (the same session id may come back after a
-// local-timer Lost, with the node still on the server).
-func (e *elector) release(l *recipes.Lease) {
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+// release gives the lease back (deletes our node) within ctx, and at most
+// cleanupTimeout. The engine queues a guaranteed delete when the connection
+// is down, ctx ends (at once if ctx has already ended: then release does not
+// block) or the lease's epoch is over (the same session id may come back
+// after a local-timer Lost, with the node still on the server).
+func (e *elector) release(ctx context.Context, l *recipes.Lease) {
+	ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 	defer cancel()
 	if err := l.Release(ctx); err != nil {
 		if ce := e.lg.Check(zap.DebugLevel, "release"); ce != nil {

@@ -167,7 +167,7 @@ func (l *Latch) run() {
 		l.e.lg.Info("leadership ended", zap.String("node", t.Node()), zap.Error(t.Err()))
 		// Our node goes only now, after Done has closed: nobody else can lead
 		// before this participant has been told it no longer does.
-		l.e.release(lease)
+		l.e.release(context.Background(), lease)
 		if l.ctx.Err() != nil {
 			return
 		}

@@ -17,7 +17,17 @@ import (
 // work's ctx is canceled when leadership is lost (under the standard loss
 // policy already when the connection is suspended, before another participant
 // can lead) or when ctx ends. The participant's node is deleted only after
-// work has returned, so work must return promptly once its ctx is done.
+// work has returned, even when the connection came back long before, so no
+// other participant's work starts before this one has returned, and work
+// should return promptly once its ctx is done. The one exception is a session
+// that really expires (a partition or a freeze past the session timeout):
+// the server deletes the node with the session, and another participant may
+// lead while work that is slow to stop still runs. Under the standard policy
+// work is told at the suspension, about a third of the session timeout
+// before the server can expire the session; under SessionOnly only a little
+// before. Fence the guarded resource with the term's token where that
+// matters. Once ctx has ended, Run does not wait for the deletion of its
+// node: it leaves it to the session's guaranteed-delete queue.
 // TermFromContext gives work its *Term (fencing token, cause of the end).
 //
 // After a term, Run campaigns again (unless WithRequeue(false)) when
@@ -73,7 +83,9 @@ func Run(ctx context.Context, sess *session.Session, path string, work func(ctx 
 		lost := t.Err() // nil if work returned while still leading
 		t.end(fmt.Errorf("leader %s: %w", e.in.Path(), ErrResigned))
 		e.lg.Info("leadership ended", zap.String("node", t.Node()), zap.NamedError("cause", t.Err()), zap.Error(werr))
-		e.release(lease)
+		// Bounded by ctx: once ctx has ended, the delete is queued in the
+		// session and Run returns without waiting for it.
+		e.release(ctx, lease)
 		switch {
 		case ctx.Err() != nil:
 			return e.ctxErr(ctx)

@@ -17,8 +17,12 @@ import (
 //
 // The callback's context is canceled when leadership is lost (under the
 // standard policy already when the connection is suspended) or on Close; the
-// participant's node is deleted only after the callback has returned, so the
-// callback must return promptly once its context is done. When the callback
+// participant's node is deleted only after the callback has returned (even
+// when the connection came back long before), so no other participant leads
+// before then, and the callback should return promptly once its context is
+// done. The one exception is a session that really expires: the server
+// deletes the node with the session, and another participant may lead while
+// a callback slow to stop still runs (see Run). When the callback
 // returns, leadership is given up; with WithRequeue(true) the selector then
 // campaigns again, otherwise it waits for Requeue.
 //
@@ -178,7 +182,7 @@ func (s *Selector) run() {
 		default:
 			s.e.lg.Info("leadership ended", zap.String("node", t.Node()), zap.NamedError("cause", t.Err()), zap.Error(err))
 		}
-		s.e.release(lease)
+		s.e.release(context.Background(), lease)
 		s.mu.Lock()
 		s.term = nil
 		s.mu.Unlock()

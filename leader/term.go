@@ -3,9 +3,11 @@ package leader
 import (
 	"context"
 	"fmt"
+	"errors"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/session"
 )
 
 // Term is one term of leadership: from the moment this participant's node
@@ -48,13 +50,27 @@ func (t *Term) end(cause error) { t.cancel(cause) }
 // participant can lead before it closes, except when the node disappears
 // without warning: a third party deletes it, or the session is ended on the
 // server while this client's connection stays up (an operator's kill through
-// another ensemble member).
+// another ensemble member). The node itself stays until the term's work (Run)
+// or callback (Selector) has returned, unless the session really expires:
+// then the server deletes the node with the session, and another participant
+// may lead while work that is slow to stop still runs.
 func (t *Term) Done() <-chan struct{} { return t.Context().Done() }
 
-// Err returns nil while the term lasts, and afterwards why it ended: an error
-// matching session.ErrSuspended, session.ErrLost, session.ErrClosed,
-// recipes.ErrLockLost (node deleted by a third party), recipes.ErrClosed,
-// ErrResigned, ErrClosed or, for Run, the caller's context error.
+// Err returns nil while the term lasts, and afterwards why it ended, as an
+// error matching:
+//   - session.ErrSuspended: the connection went down (standard policy); the
+//     session may still be alive and this participant's node still there;
+//   - session.ErrLost: the session is gone (expired on the server, replaced,
+//     or declared lost by the local timer), and the node with it; a term that
+//     ended at a suspension matches session.ErrLost too (as well as
+//     session.ErrSuspended) once its session is known lost;
+//   - session.ErrClosed: the session was closed;
+//   - recipes.ErrLockLost: the node was deleted by a third party;
+//   - recipes.ErrClosed, ErrClosed: the participant was closed;
+//   - ErrResigned: the work or callback returned while still leading;
+//   - for Run, the caller's context error.
+//
+// Err is the up-to-date reason; the cause of Context stays the first one.
 func (t *Term) Err() error {
 	if t == nil {
 		return errNilTerm()
@@ -62,11 +78,20 @@ func (t *Term) Err() error {
 	if t.ctx.Err() == nil {
 		return nil
 	}
-	return context.Cause(t.ctx)
+	cause := context.Cause(t.ctx)
+	if errors.Is(cause, session.ErrSuspended) && !errors.Is(cause, session.ErrLost) {
+		// The lease says whether the session has been lost since.
+		if lerr := t.lease.Err(); errors.Is(lerr, session.ErrSuspended) && errors.Is(lerr, session.ErrLost) {
+			return lerr
+		}
+	}
+	return cause
 }
 
-// Context returns a context that is canceled when the term ends, with
-// context.Cause equal to Err. Work guarded by leadership can run under it.
+// Context returns a context that is canceled when the term ends. Work
+// guarded by leadership can run under it. Its cause (context.Cause) is the
+// first reason the term ended and does not change afterwards; Err is the
+// up-to-date reason (session.ErrLost after session.ErrSuspended).
 // TermFromContext recovers the term from it and from contexts derived from it.
 func (t *Term) Context() context.Context {
 	if t == nil {

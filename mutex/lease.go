@@ -12,11 +12,18 @@ import (
 
 // Lease is the handle returned by a successful Lock or TryLock. It tells the
 // holder when the lock is lost: Done is closed when ownership ends, Err says
-// why (ErrReleased; session.ErrSuspended under the standard loss policy;
-// session.ErrLost; session.ErrClosed; ErrLockLost when someone else deleted
-// our node; ErrClosed when the lock was closed), and Context is canceled with
-// that cause, so guarded work can simply run under it. Token is a fencing
-// token for the resource the lock guards.
+// why, and Context is canceled with that cause, so guarded work can simply
+// run under it. Token is a fencing token for the resource the lock guards.
+//
+// Err matches one of: ErrReleased (Unlock); session.ErrSuspended under the
+// standard loss policy (the connection went down; the session, and our node,
+// may still be alive); session.ErrLost (the session is gone: expired,
+// replaced or declared lost by the local timer; its node goes with it);
+// session.ErrClosed (the session was closed); ErrLockLost (someone else
+// deleted our node); ErrClosed (the lock was closed). Err is kept up to
+// date: a lease that ended at a suspension matches session.ErrLost too (as
+// well as session.ErrSuspended) once its session is known lost. The cause of
+// Context is the first reason and does not change.
 //
 // For a reentrant Mutex, each Lock returns its own handle, and the handles of
 // one goroutine's nested holds share one lock node (and Done, Err, Context,
@@ -40,7 +47,8 @@ type Lease struct {
 // Done returns a channel that is closed when ownership of the lock ends.
 func (l *Lease) Done() <-chan struct{} { return l.Context().Done() }
 
-// Err returns nil while the lock is held, then why ownership ended.
+// Err returns nil while the lock is held, then why ownership ended (see
+// Lease): the up-to-date reason.
 func (l *Lease) Err() error {
 	if l == nil {
 		return errNilLease()
@@ -48,8 +56,9 @@ func (l *Lease) Err() error {
 	return l.l.Err()
 }
 
-// Context returns a context canceled when ownership ends, with
-// context.Cause(ctx) == Err().
+// Context returns a context canceled when ownership ends. Its cause is the
+// first reason ownership ended; Err may later say more (session.ErrLost
+// after session.ErrSuspended).
 func (l *Lease) Context() context.Context {
 	if l == nil {
 		return endedContext(errNilLease())

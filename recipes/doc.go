@@ -85,7 +85,15 @@
 // lease ends for any reason other than Release or ErrLockLost, the engine
 // deletes its node (through the session's guaranteed-delete queue while the
 // connection is down; a fixed node by the lease's own goroutine, see below),
-// so a holder told it lost the lock never keeps blocking others.
+// so a holder told it lost the lock never keeps blocking others. With
+// WithKeepNodeUntilRelease it leaves the node to Release instead (or to
+// Close), so that the owner can finish what it was doing before anyone else
+// takes over (package leader does so); a session that expires takes its
+// nodes with it regardless.
+//
+// Lease.Err is the up-to-date reason: after session.ErrSuspended it also
+// matches session.ErrLost once the lease's session is known lost; the cause
+// of the lease's Context stays the first reason.
 //
 // # Fixed-node locks
 //

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -20,19 +21,29 @@ import (
 //
 //   - ErrReleased: Release was called;
 //   - session.ErrSuspended (standard loss policy): the connection went down,
-//     the server may expire the session at any moment;
+//     the server may expire the session at any moment; once the session is
+//     known lost, Err matches session.ErrLost as well (see below);
 //   - session.ErrLost: the session ended (expired, replaced, or declared lost
-//     by the local timer);
+//     by the local timer), so the server deletes (or has deleted) our node;
 //   - session.ErrClosed: the session was closed;
 //   - ErrLockLost: our node was deleted by someone else;
 //   - ErrClosed: the Internals (the recipe) was closed.
 //
 // Errors are wrapped (with the path or session id); match them with
-// errors.Is. Whenever a lease ends for a reason other than Release or
-// ErrLockLost, the engine deletes its node (through the session's
-// guaranteed-delete queue if the connection is down), so a holder told it
-// lost the lock never keeps blocking others. A Lease is safe for concurrent
-// use; it is not tied to a goroutine (see Reentrant).
+// errors.Is. Err is the up-to-date reason: a lease that ended at a suspension
+// whose session was then lost (expired on the server, or declared lost by the
+// local timer) reports an error matching both session.ErrSuspended and
+// session.ErrLost, so errors.Is(err, session.ErrLost) tells a holder that its
+// node is gone with its session, while errors.Is(err, session.ErrSuspended)
+// alone means the session may still be alive. Context's cause cannot change
+// once the context is canceled: it stays the first reason.
+//
+// Whenever a lease ends for a reason other than Release or ErrLockLost, the
+// engine deletes its node (through the session's guaranteed-delete queue if
+// the connection is down), so a holder told it lost the lock never keeps
+// blocking others; with WithKeepNodeUntilRelease the node stays instead until
+// Release (or Close), unless the session expires. A Lease is safe for
+// concurrent use; it is not tied to a goroutine (see Reentrant).
 //
 // A nil *Lease behaves as a lease that has ended: Done is closed, Err, the
 // cause of Context and Release's error match ErrBadOption (naming the nil
@@ -49,9 +60,17 @@ type Lease struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	relOnce sync.Once
-	relDone chan struct{}
-	relErr  error
+	relOnce  sync.Once
+	relDone  chan struct{}
+	relErr   error
+	released chan struct{} // closed when Release is first called
+	// With WithKeepNodeUntilRelease, the delete of a sequential node that
+	// outlived its lease is done once: by Release, or by the monitor at Close.
+	delClaimed atomic.Bool
+
+	// Err's error once the session of a suspended lease is known lost.
+	lostOnce sync.Once
+	lostErr  error
 
 	fixed []byte // data of a fixed node (nil for sequential nodes)
 	// The monitor's delete of a fixed node, handed to Release: fixedSet once
@@ -69,7 +88,7 @@ type Lease struct {
 func (in *Internals) grant(a *attempt) (*Lease, error) {
 	l := &Lease{
 		in: in, ep: a.ep, node: a.node, name: a.name, id: string(a.data), token: a.czxid, seq: a.seq,
-		relDone: make(chan struct{}), monitorDone: make(chan struct{}),
+		relDone: make(chan struct{}), released: make(chan struct{}), monitorDone: make(chan struct{}),
 	}
 	if a.fixed != "" {
 		l.fixed = a.data
@@ -97,7 +116,9 @@ func (in *Internals) grant(a *attempt) (*Lease, error) {
 // Done returns a channel that is closed when ownership ends.
 func (l *Lease) Done() <-chan struct{} { return l.Context().Done() }
 
-// Err returns nil while the lease is held, then why it ended (see Lease).
+// Err returns nil while the lease is held, then why it ended (see Lease). It
+// is the up-to-date reason: after a suspension (session.ErrSuspended) it also
+// matches session.ErrLost once the lease's session is known lost.
 func (l *Lease) Err() error {
 	if l == nil {
 		return errNilLease()
@@ -105,11 +126,24 @@ func (l *Lease) Err() error {
 	if l.ctx.Err() == nil {
 		return nil
 	}
-	return context.Cause(l.ctx)
+	cause := context.Cause(l.ctx)
+	if !errors.Is(cause, session.ErrSuspended) || errors.Is(cause, session.ErrLost) {
+		return cause
+	}
+	if eerr := l.ep.Err(); eerr == nil || !errors.Is(eerr, session.ErrLost) {
+		return cause
+	}
+	l.lostOnce.Do(func() {
+		// Both wrapped: errors.Is matches ErrSuspended and ErrLost.
+		l.lostErr = fmt.Errorf("%w; then %w", cause, l.ep.Err())
+	})
+	return l.lostErr
 }
 
-// Context returns a context canceled when the lease ends, with
-// context.Cause(ctx) == Err(). Run the guarded work under it.
+// Context returns a context canceled when the lease ends. Run the guarded
+// work under it. Its cause (context.Cause) is the first reason the lease
+// ended and cannot change afterwards; Err gives the up-to-date reason (for
+// example session.ErrLost after session.ErrSuspended).
 func (l *Lease) Context() context.Context {
 	if l == nil {
 		ctx, cancel := context.WithCancelCause(context.Background())
@@ -176,16 +210,18 @@ func (l *Lease) Epoch() *session.Epoch {
 // deletes our node, retrying connection errors within ctx; if the connection
 // is down or ctx ends first, the delete is handed to the session's
 // guaranteed-delete queue and Release returns nil: the node goes once the
-// session is back, or with the session. A fixed node (AcquireFixed) is
-// deleted only while it is still ours, by the lease's goroutine, which keeps
-// trying while the connection is down; Release waits for it within ctx. If
-// the lease had already ended (loss, Close), Release returns nil at once: the
-// engine deletes the node (or the server did). Idempotent and safe for
-// concurrent use; every call returns the first call's result. It returns an
-// error only when ZooKeeper refuses the delete (e.g. zk.ErrNoAuth), or for a
-// nil *Lease. A nil ctx is taken as context.Background(): a release is
-// cleanup and is never refused (the delete is still bounded by the lease's
-// session).
+// session is back, or with the session. With a ctx that has already ended,
+// Release sends nothing: it queues the delete and returns at once. A fixed
+// node (AcquireFixed) is deleted only while it is still ours, by the lease's
+// goroutine, which keeps trying while the connection is down; Release waits
+// for it within ctx. If the lease had already ended (loss, Close), Release
+// returns nil at once: the engine deletes the node (or the server or a third
+// party did); with WithKeepNodeUntilRelease, Release deletes it then as
+// above (unless Close did). Idempotent and safe for concurrent use; every
+// call returns the first call's result. It returns an error only when
+// ZooKeeper refuses the delete (e.g. zk.ErrNoAuth), or for a nil *Lease. A
+// nil ctx is taken as context.Background(): a release is cleanup and is never
+// refused (the delete is still bounded by the lease's session).
 func (l *Lease) Release(ctx context.Context) error {
 	if l == nil {
 		return errNilLease()
@@ -197,8 +233,23 @@ func (l *Lease) Release(ctx context.Context) error {
 		defer close(l.relDone)
 		mine := l.in.errf(ErrReleased)
 		l.cancel(mine)
-		if context.Cause(l.ctx) != mine {
-			return // ended earlier; the monitor (or the server) removes the node
+		close(l.released)
+		if cause := context.Cause(l.ctx); cause != mine {
+			if !l.in.cfg.keepNode || errors.Is(cause, ErrLockLost) {
+				return // ended earlier; the monitor (or the server, or a third party) removes the node
+			}
+			// WithKeepNodeUntilRelease: the node waited for us. The monitor
+			// deletes a fixed node (below); a sequential one is ours to
+			// delete unless Close's cleanup took it.
+			if l.fixed == nil {
+				if l.delClaimed.CompareAndSwap(false, true) {
+					l.relErr = l.in.release(ctx, l.ep, l.node)
+					if ce := l.in.lg.Check(zap.DebugLevel, "released an ended lease"); ce != nil {
+						ce.Write(zap.String("node", l.name), zap.NamedError("ended", cause), zap.Error(l.relErr))
+					}
+				}
+				return
+			}
 		}
 		if l.fixed != nil {
 			// The monitor deletes a fixed node, conditionally (deleteOwned),
@@ -225,9 +276,10 @@ func (l *Lease) Release(ctx context.Context) error {
 	return l.relErr
 }
 
-// release deletes a released node (see Lease.Release).
+// release deletes a released node (see Lease.Release). With ctx already
+// ended it sends nothing and queues the delete.
 func (in *Internals) release(ctx context.Context, ep *session.Epoch, node string) error {
-	if ep.Err() != nil || !up(in.sess) {
+	if ep.Err() != nil || !up(in.sess) || ctx.Err() != nil {
 		// See deleteNode for a lost epoch.
 		in.sess.GuaranteedDelete(ep, node, -1)
 		return nil
@@ -245,8 +297,10 @@ func (in *Internals) release(ctx context.Context, ep *session.Epoch, node string
 
 // monitor is the one goroutine of a held lease. It ends the lease on Close
 // and, with the node watch, when a third party deletes our node; it then
-// deletes the node unless Release or the third party did. self is a data
-// watch on our node inherited from the wait, or nil.
+// deletes the node unless Release or the third party did. With
+// WithKeepNodeUntilRelease it waits for Release or Close first, and leaves a
+// sequential node to Release. self is a data watch on our node inherited
+// from the wait, or nil.
 func (l *Lease) monitor(self *session.Watch) {
 	in := l.in
 	defer func() {
@@ -292,29 +346,58 @@ func (l *Lease) monitor(self *session.Watch) {
 		break
 	}
 	cause := context.Cause(l.ctx)
+	if errors.Is(cause, ErrLockLost) {
+		return // the node is gone
+	}
+	kept := in.cfg.keepNode && !errors.Is(cause, ErrReleased)
+	if kept {
+		// WithKeepNodeUntilRelease: the owner decides when the node goes
+		// (a leader once its work has stopped); Close decides for it.
+		if ce := in.lg.Check(zap.DebugLevel, "lease ended; the node stays until Release"); ce != nil {
+			ce.Write(zap.String("node", l.name), zap.Error(cause))
+		}
+		select {
+		case <-l.released:
+		case <-in.ctx.Done():
+		}
+	}
 	if l.fixed != nil {
-		if !errors.Is(cause, ErrLockLost) {
-			err := in.deleteOwnedPersist(l.ep, l.node, l.fixed)
-			l.fixedMu.Lock()
-			l.fixedErr, l.fixedSet = err, true
-			// Release waits for the result (and returns it) when it ended
-			// the lease, unless its ctx ended first.
-			reported := errors.Is(cause, ErrReleased) && !l.fixedGaveUp
-			l.fixedMu.Unlock()
-			if err != nil && !reported {
-				// Nobody else sees this failure (a background cleanup).
-				in.lg.Error("could not delete our lock node", zap.String("node", l.name), zap.Error(err))
-			}
+		err := in.deleteOwnedPersist(l.ep, l.node, l.fixed)
+		l.fixedMu.Lock()
+		l.fixedErr, l.fixedSet = err, true
+		// Release waits for the result (and returns it) when it ended the
+		// lease or, with WithKeepNodeUntilRelease, was called after the
+		// lease ended, unless its ctx ended first.
+		reported := (errors.Is(cause, ErrReleased) || kept && closed(l.released)) && !l.fixedGaveUp
+		l.fixedMu.Unlock()
+		if err != nil && !reported {
+			// Nobody else sees this failure (a background cleanup).
+			in.lg.Error("could not delete our lock node", zap.String("node", l.name), zap.Error(err))
 		}
 		return
 	}
-	if errors.Is(cause, ErrReleased) || errors.Is(cause, ErrLockLost) {
+	switch {
+	case errors.Is(cause, ErrReleased):
 		return
+	case kept && in.ctx.Err() == nil:
+		return // Release was called: it deletes the node
+	case kept && !l.delClaimed.CompareAndSwap(false, true):
+		return // Release deletes it
 	}
 	if ce := in.lg.Check(zap.DebugLevel, "lease ended"); ce != nil {
 		ce.Write(zap.String("node", l.name), zap.Error(cause))
 	}
 	in.deleteNode(context.Background(), l.ep, l.node)
+}
+
+// closed reports whether ch is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // Bounds of the pause between two attempts of arm when the session's retry

@@ -13,6 +13,7 @@ type InternalsOption func(*config) error
 type config struct {
 	nodeWatch      bool
 	plainCreate    bool
+	keepNode       bool
 	lg             *zap.Logger
 	name           string
 	closedErr      error
@@ -36,6 +37,20 @@ const defaultCleanupTimeout = 5 * time.Second
 // until its session ends.
 func WithNodeWatch(on bool) InternalsOption {
 	return func(c *config) error { c.nodeWatch = on; return nil }
+}
+
+// WithKeepNodeUntilRelease says whether the node of a lease that ended
+// without Release (the connection was suspended, the session was declared
+// lost, ...) stays until the owner calls Release (default false: the engine
+// deletes it as soon as it can). With it, Release deletes the node whatever
+// ended the lease, so the owner decides when others may take over: a leader
+// keeps its node until its work has stopped. Close deletes the nodes of the
+// leases it ends and of ended leases not yet released. Nothing can keep the
+// node of a session that really expired: the server deletes it with the
+// session. A node deleted by a third party (ErrLockLost) is gone already.
+// Each ended lease keeps its goroutine until Release or Close.
+func WithKeepNodeUntilRelease(on bool) InternalsOption {
+	return func(c *config) error { c.keepNode = on; return nil }
 }
 
 // WithLogger sets the logger (default: the session's logger, named after the

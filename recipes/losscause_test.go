@@ -1,0 +1,93 @@
+package recipes_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/session"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// checkLostCause checks a lease that ended at a suspension after its session
+// was reported Lost: Err matches session.ErrLost and still
+// session.ErrSuspended, while the context's cause stays the suspension.
+func checkLostCause(t *testing.T, l *recipes.Lease) {
+	t.Helper()
+	cause := context.Cause(l.Context())
+	if !errors.Is(cause, session.ErrSuspended) {
+		// Not the case under test: the lease did not end at a suspension.
+		t.Fatalf("the lease ended with %v, want a suspension first", cause)
+	}
+	err := l.Err()
+	if !errors.Is(err, session.ErrLost) {
+		t.Errorf("after Lost, Err() = %v: does not match session.ErrLost", err)
+	}
+	if !errors.Is(err, session.ErrSuspended) {
+		t.Errorf("after Lost, Err() = %v: no longer matches session.ErrSuspended", err)
+	}
+	if err2 := l.Err(); err2 != err {
+		t.Errorf("Err changed between calls: %v, then %v", err, err2)
+	}
+	if context.Cause(l.Context()) != cause {
+		t.Errorf("the context's cause changed: %v", context.Cause(l.Context()))
+	}
+}
+
+// ended fails the test unless l has ended.
+func ended(t *testing.T, l *recipes.Lease) {
+	t.Helper()
+	select {
+	case <-l.Done():
+	default:
+		t.Fatal("the lease has not ended")
+	}
+}
+
+// TestLossCauseInstantExpiry: standard policy; the holder's session is
+// expired on the server at once. The lease ends at the suspension; once the
+// session reports Lost, Err matches session.ErrLost.
+func TestLossCauseInstantExpiry(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	s, tap := sessiontest.ConnectTap(t, ns)
+	in := newInternals(t, s)
+	l, err := in.Acquire(ctxT(t), lockDriver, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(context.Background())
+	rec := sessiontest.Record(t, s)
+	sessiontest.Expire(t, s, tap)
+	rec.Wait(t, wait, session.Lost)
+	ended(t, l) // by then: Suspended came first
+	checkLostCause(t, l)
+	t.Logf("Err after an instant expiry: %v", l.Err())
+}
+
+// TestLossCausePartition: standard policy; the holder is partitioned past
+// its session timeout: Suspended ends the lease, then the local timer
+// declares the session Lost, and Err matches session.ErrLost.
+func TestLossCausePartition(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	s, p := sessiontest.ConnectProxy(t, ns)
+	in := newInternals(t, s)
+	l, err := in.Acquire(ctxT(t), lockDriver, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(context.Background())
+	rec := sessiontest.Record(t, s)
+	p.Partition()
+	defer p.Heal()
+	rec.Wait(t, wait, session.Suspended)
+	ended(t, l)
+	// While the session may still be alive, Err does not say it is lost.
+	if err := l.Err(); errors.Is(err, session.ErrLost) && l.Epoch().Err() == nil {
+		t.Errorf("suspended, not lost: Err() = %v matches session.ErrLost", err)
+	}
+	rec.Wait(t, wait, session.Lost)
+	checkLostCause(t, l)
+	t.Logf("Err after a partition past the timeout: %v", l.Err())
+}
