@@ -2,8 +2,8 @@ package leader
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/recipes"
