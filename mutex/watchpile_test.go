@@ -116,7 +116,7 @@ func TestWatchesBounded(t *testing.T) {
 	phase("failed fair TryLock", pileFairTries, start)
 
 	start = time.Now()
-	before := creates(tap)
+	before := pileCreates(tap)
 	for i := 0; i < pileFairLocks; i++ {
 		lctx, cancel := context.WithTimeout(ctx, pileLockWait)
 		_, err := fair.Lock(lctx)
@@ -128,7 +128,7 @@ func TestWatchesBounded(t *testing.T) {
 	phase(fmt.Sprintf("fair Lock timed out after %v", pileLockWait), pileFairLocks, start)
 	// Each Lock that created its node was queued behind the holder when its
 	// ctx ended; most must have, or this part proves nothing.
-	queued := creates(tap) - before
+	queued := pileCreates(tap) - before
 	t.Logf("%d of %d timed-out Locks created their node (were queued)", queued, pileFairLocks)
 	if queued < pileFairLocks/2 {
 		t.Fatalf("only %d of %d Locks got queued before their ctx ended; raise pileLockWait", queued, pileFairLocks)
@@ -165,13 +165,13 @@ func TestWatchesBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := tap.WatchCount()
-	server := serverWatches(t, ns, sid)
+	server := pileServerWatches(t, ns, sid)
 	total := "?"
 	if m, err := zktest.Mntr(ctx, ns.Server.Addr()); err == nil {
 		total = m["zk_watch_count"]
 	}
 	t.Logf("watches client=%d server=%d (server total, every session: %s) with %d live waiters", client, len(server), total, pileLiveWaiters)
-	t.Logf("client watches by path: %s", topPaths(tap.Watches(), 5))
+	t.Logf("client watches by path: %s", pileTopPaths(tap.Watches(), 5))
 	t.Logf("server watches of our session: %q", server)
 
 	bound := pilePerWaiter*pileLiveWaiters + pileSlack
@@ -194,15 +194,15 @@ func TestWatchesBounded(t *testing.T) {
 }
 
 // creates returns how many creates (plain or in a multi) the client sent.
-func creates(tap *zktest.Tap) int {
+func pileCreates(tap *zktest.Tap) int {
 	r := tap.Requests()
 	return int(r[zktest.OpCreate] + r[zktest.OpCreate2] + r[zktest.OpMulti])
 }
 
-// serverWatches returns the paths session sid watches on ns's server, from
+// pileServerWatches returns the paths session sid watches on ns's server, from
 // the wchc four-letter word (one line per session id, then one indented line
 // per watched path).
-func serverWatches(t testing.TB, ns *zktest.Namespace, sid int64) []string {
+func pileServerWatches(t testing.TB, ns *zktest.Namespace, sid int64) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -225,8 +225,8 @@ func serverWatches(t testing.TB, ns *zktest.Namespace, sid int64) []string {
 	return paths
 }
 
-// topPaths formats the n paths with the most watches.
-func topPaths(m map[string]int, n int) string {
+// pileTopPaths formats the n paths with the most watches.
+func pileTopPaths(m map[string]int, n int) string {
 	type pc struct {
 		p string
 		c int
