@@ -3,6 +3,8 @@ package leader_test
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +57,7 @@ func cbMeasure(t *testing.T, name string, heal func(), call func(ctx context.Con
 	case err = <-done:
 	case <-capped.C:
 		note = " (still blocked at the cap: fault lifted)"
+		t.Logf("%s still blocked after %v; the library's goroutines:\n%s", name, cbCap, cbStacks())
 		heal()
 		select {
 		case err = <-done:
@@ -251,4 +254,19 @@ func cbRecv[T any](t testing.TB, ch <-chan T, d time.Duration, what string) T {
 		var zero T
 		return zero
 	}
+}
+
+// cbStacks returns the stacks of the goroutines that run the library's code
+// (to show where a call that ignores its ctx is blocked).
+func cbStacks() string {
+	buf := make([]byte, 4<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "zkrecipes/recipes.") || strings.Contains(g, "zkrecipes/session.") ||
+			strings.Contains(g, "zkrecipes/mutex.") || strings.Contains(g, "zkrecipes/leader.") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
