@@ -1,6 +1,7 @@
 package zktest
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net"
 	"sync"
@@ -17,7 +18,8 @@ import (
 //     password accessor): Last, Sessions;
 //   - the connection attempts: Dials;
 //   - the requests the client writes, by operation: Requests;
-//   - the watch notifications the server sends: Notifications.
+//   - the watch notifications the server sends: Notifications;
+//   - the watches the client holds: Watches, WatchCount.
 //
 // Frames are parsed as the bytes pass: a notification or credentials are
 // recorded before the Read that delivers them returns to the client, and a
@@ -33,7 +35,27 @@ type Tap struct {
 	requests map[int32]int64
 	notes    []Notification
 	err      error
+	sid      int64            // the session of the last ConnectResponse
+	watches  map[watchKey]int // client-side watch registrations, see Watches
 }
+
+// watchKey is one of go-zookeeper's watcher lists: a path and a watch type.
+type watchKey struct {
+	path string
+	kind watchKind
+}
+
+// watchKind mirrors go-zookeeper v1.0.4's watch types.
+type watchKind uint8
+
+const (
+	watchData  watchKind = iota // GetW, ExistsW on an existing node
+	watchExist                  // ExistsW on a missing node
+	watchChild                  // ChildrenW
+)
+
+// zkErrNoNode is ZooKeeper's error code for a missing node in a reply header.
+const zkErrNoNode int32 = -101
 
 // Notification is one watch notification as the server sent it: a frame with
 // xid -1 and a WatcherEvent body.
@@ -53,7 +75,7 @@ func NewTapWith(base zk.Dialer) *Tap {
 	if base == nil {
 		base = net.DialTimeout
 	}
-	return &Tap{base: base, requests: make(map[int32]int64)}
+	return &Tap{base: base, requests: make(map[int32]int64), watches: make(map[watchKey]int)}
 }
 
 // Dialer returns the wrapping dialer, for zk.WithDialer or session.WithDialer.
@@ -131,6 +153,44 @@ func (t *Tap) ResetNotifications() {
 	t.mu.Unlock()
 }
 
+// Watches returns the watches the client holds now, by server path: how
+// many watcher registrations go-zookeeper keeps for each path (all watch
+// types together), as the tap infers them from the wire.
+//
+// go-zookeeper v1.0.4 cannot remove a watch. Each GetW, ExistsW or ChildrenW
+// whose reply succeeds (for ExistsW, also a reply "no node") adds one channel
+// to the client's list for that path and watch type, even when the same
+// path is already watched; the server, which keeps one watch per path, type
+// and session, says nothing of it. The list goes only when a notification for
+// that path and type arrives (NodeCreated clears exists-watches;
+// NodeDataChanged clears exists- and data-watches; NodeChildrenChanged clears
+// child-watches; NodeDeleted clears all three), or when the session expires
+// (every list goes). A reconnect to the same session keeps them. The tap
+// applies the same rules to the requests with the watch flag, their replies
+// (matched by xid on their connection) and the notifications it sees, so a
+// count that only grows means channels that pile up in the client.
+func (t *Tap) Watches() map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]int)
+	for k, n := range t.watches {
+		out[k.path] += n
+	}
+	return out
+}
+
+// WatchCount returns the total of Watches: every watcher registration the
+// client holds now.
+func (t *Tap) WatchCount() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, c := range t.watches {
+		n += c
+	}
+	return n
+}
+
 // Err returns the first parse failure on any connection (a stream that is not
 // ZooKeeper's framed protocol, or a malformed frame), or nil. After a failure
 // that direction of that connection is no longer observed.
@@ -141,11 +201,17 @@ func (t *Tap) Err() error {
 }
 
 func (t *Tap) record(c SessionCreds) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c.ID == 0 || c.ID != t.sid {
+		// The session expired (the server refuses it) or a new one began:
+		// go-zookeeper drops every watcher when it learns of the expiry.
+		clear(t.watches)
+	}
 	if c.ID == 0 { // the server refused the session (expired)
 		return
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.sid = c.ID
 	for i, s := range t.sessions {
 		if s.ID == c.ID {
 			// move to the end: it is the most recent
@@ -176,13 +242,24 @@ type tapConn struct {
 	in  *frameScanner // server to client
 	wmu sync.Mutex
 	out *frameScanner // client to server
+
+	// pending are this connection's requests with the watch flag, by xid,
+	// until their reply (guarded by tap.mu).
+	pending map[int32]pendingWatch
+}
+
+// pendingWatch is a request with the watch flag awaiting its reply.
+type pendingWatch struct {
+	op   int32
+	path string
 }
 
 func newTapConn(c net.Conn, t *Tap, id int) *tapConn {
-	tc := &tapConn{Conn: c, tap: t, id: id}
+	tc := &tapConn{Conn: c, tap: t, id: id, pending: make(map[int32]pendingWatch)}
 	// Replies: the xid tells a notification (kept whole) from a reply
-	// (skipped); the first frame is the ConnectResponse.
-	tc.in = newFrameScanner(4, func(n int, h []byte) (bool, error) {
+	// (skipped, after its header has settled a pending watch); the first
+	// frame is the ConnectResponse.
+	tc.in = newFrameScanner(replyHeaderLen, func(n int, h []byte) (bool, error) {
 		if n == 0 {
 			return true, nil
 		}
@@ -190,7 +267,11 @@ func newTapConn(c net.Conn, t *Tap, id int) *tapConn {
 		if !ok {
 			return false, fmt.Errorf("zktest: short reply (%d bytes)", len(h)-4)
 		}
-		return xid == xidWatchEvent, nil
+		if xid == xidWatchEvent {
+			return true, nil
+		}
+		tc.settle(xid, h)
+		return false, nil
 	}, func(n int, f []byte) error {
 		if n == 0 {
 			creds, err := parseConnectResponse(f[4:])
@@ -206,11 +287,13 @@ func newTapConn(c net.Conn, t *Tap, id int) *tapConn {
 		}
 		t.mu.Lock()
 		t.notes = append(t.notes, ev)
+		t.fired(ev)
 		t.mu.Unlock()
 		return nil
 	})
-	// Requests: the header (xid, op) is all that is needed; the first frame
-	// is the ConnectRequest.
+	// Requests: the header (xid, op) is enough to count them; reads that may
+	// carry the watch flag are taken whole (they are small) to learn it. The
+	// first frame is the ConnectRequest.
 	tc.out = newFrameScanner(8, func(n int, h []byte) (bool, error) {
 		if n == 0 {
 			return false, nil
@@ -225,9 +308,80 @@ func newTapConn(c net.Conn, t *Tap, id int) *tapConn {
 		t.mu.Lock()
 		t.requests[req.Op]++
 		t.mu.Unlock()
-		return false, nil
-	}, nil)
+		return watchOps[req.Op], nil
+	}, func(n int, f []byte) error {
+		req, _ := parseRequest(f)
+		if !watchFlag(f, req.Path) {
+			return nil
+		}
+		t.mu.Lock()
+		tc.pending[req.Xid] = pendingWatch{op: req.Op, path: req.Path}
+		t.mu.Unlock()
+		return nil
+	})
 	return tc
+}
+
+// replyHeaderLen is the length of a ReplyHeader: xid int32, zxid int64,
+// err int32.
+const replyHeaderLen = 16
+
+// watchOps are the requests whose body is a path and a watch flag.
+var watchOps = map[int32]bool{OpGetData: true, OpExists: true, OpGetChildren: true, OpGetChildren2: true}
+
+// watchFlag reports whether the request frame f (prefix included) whose
+// body starts with path has its watch flag set.
+func watchFlag(f []byte, path string) bool {
+	i := 4 + 8 + 4 + len(path) // prefix, header, path length, path
+	return len(f) > i && f[i] != 0
+}
+
+// settle registers the watch of the pending request xid, if any, as
+// go-zookeeper does on its reply: on success, or for an exists on a missing
+// node (an exists-watch). h is the reply's prefix and header.
+func (tc *tapConn) settle(xid int32, h []byte) {
+	t := tc.tap
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	pw, ok := tc.pending[xid]
+	if !ok {
+		return
+	}
+	delete(tc.pending, xid)
+	if len(h) < 4+replyHeaderLen {
+		return
+	}
+	k := watchKey{path: pw.path, kind: watchData}
+	if pw.op == OpGetChildren || pw.op == OpGetChildren2 {
+		k.kind = watchChild
+	}
+	switch code := int32(binary.BigEndian.Uint32(h[4+12:])); {
+	case code == 0:
+	case code == zkErrNoNode && pw.op == OpExists:
+		k.kind = watchExist
+	default:
+		return
+	}
+	t.watches[k]++
+}
+
+// fired removes the watcher lists a notification empties, as go-zookeeper's
+// notifyWatches does. t.mu must be held.
+func (t *Tap) fired(ev Notification) {
+	var kinds []watchKind
+	switch ev.Type {
+	case zk.EventNodeCreated:
+		kinds = []watchKind{watchExist}
+	case zk.EventNodeDataChanged:
+		kinds = []watchKind{watchExist, watchData}
+	case zk.EventNodeChildrenChanged:
+		kinds = []watchKind{watchChild}
+	case zk.EventNodeDeleted:
+		kinds = []watchKind{watchExist, watchData, watchChild}
+	}
+	for _, k := range kinds {
+		delete(t.watches, watchKey{path: ev.Path, kind: k})
+	}
 }
 
 func (c *tapConn) Read(b []byte) (int, error) {
