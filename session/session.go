@@ -26,6 +26,8 @@ const (
 	// closeZKTimeout bounds the wait for go-zookeeper's goroutines after its
 	// Close; they normally end at once because Close also closes the sockets.
 	closeZKTimeout = 10 * time.Second
+	// closeConnectingWait bounds the wait in closeUnconnected.
+	closeConnectingWait = 200 * time.Millisecond
 )
 
 // Session owns one *zk.Conn and turns go-zookeeper's connection events into
@@ -44,8 +46,9 @@ type Session struct {
 	done  chan struct{} // closed when Close begins
 	force chan struct{} // closed when Close stops waiting for subscribers
 
-	evMu    sync.Mutex
-	pending []zkEvent
+	evMu         sync.Mutex
+	pending      []zkEvent
+	onConnecting chan struct{} // closed at the next StateConnecting (see closeUnconnected)
 
 	mu        sync.Mutex
 	state     State // 0 until the first session
@@ -218,6 +221,14 @@ func normalizeServers(servers []string) ([]string, error) {
 func (s *Session) onEvent(ev zk.Event) {
 	if ev.Type != zk.EventSession {
 		return
+	}
+	if ev.State == zk.StateConnecting {
+		s.evMu.Lock()
+		if s.onConnecting != nil {
+			close(s.onConnecting)
+			s.onConnecting = nil
+		}
+		s.evMu.Unlock()
 	}
 	e := zkEvent{state: ev.State, at: time.Now(), server: ev.Server}
 	if ev.State == zk.StateHasSession {
@@ -579,7 +590,7 @@ func (s *Session) close() {
 	// ends go-zookeeper's goroutines even if they wait on a silent server (a
 	// handshake waits up to 10 × ⅔ of the session timeout).
 	if !connected {
-		s.wire.closeAll()
+		s.closeUnconnected()
 	}
 	s.conn.Close()
 	s.wire.closeAll()
@@ -598,6 +609,33 @@ func (s *Session) close() {
 	case <-time.After(closeSubscriberGrace):
 		close(s.force)
 		<-subsDone
+	}
+}
+
+// closeUnconnected prepares zk.Conn.Close when no connection is up (Connect
+// gave up, or the connection is down). Close queues a closeSession request
+// and waits up to a second for its answer. With no server answering, only
+// go-zookeeper's reconnect loop answers it (with ErrClosing), and only if the
+// request is queued while that loop waits between dials; if the loop is still
+// handling a broken handshake, it returns without answering and Close waits
+// its full second. So close the sockets (the handshake fails at once, and no
+// new dial succeeds), then wait until go-zookeeper reports StateConnecting:
+// from there it goes straight to that wait. The wait is bounded; a loop that
+// is slower costs Close at most that second, as before.
+func (s *Session) closeUnconnected() {
+	ch := make(chan struct{})
+	s.evMu.Lock()
+	s.onConnecting = ch
+	s.evMu.Unlock()
+	s.wire.closeAll()
+	if s.conn.State() == zk.StateConnecting {
+		return
+	}
+	t := time.NewTimer(closeConnectingWait)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
 	}
 }
 
