@@ -714,12 +714,15 @@ func (a *attempt) statSelf(watch bool) error {
 	var data []byte
 	var w *session.Watch
 	sess := a.in.sess
+	// The op may outlive this call (Retry leaves it behind when ctx ends):
+	// it reads only copies, never the attempt's fields.
+	node := a.node
 	err := sess.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
 		var err error
 		if watch {
-			data, st, w, err = sess.GetW(a.node)
+			data, st, w, err = sess.GetW(node)
 		} else {
-			data, st, err = c.Get(a.node)
+			data, st, err = c.Get(node)
 		}
 		return err
 	})
