@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,10 @@ func TestLatchFailoverOnClose(t *testing.T) {
 		log.follow(t, id, l)
 		alive = append(alive, l)
 	}
+	// Start does not block: wait until every participant's node exists on
+	// the server before closing anyone, or a late node makes the count below
+	// (and the failover order) depend on scheduling.
+	waitChildren(t, conn, ns, len(alive))
 	for len(alive) > 1 {
 		i := oneLeader(t, alive)
 		old := alive[i].Term()
@@ -100,8 +105,10 @@ func TestLatchFailoverOnClose(t *testing.T) {
 		if nt.Token() <= old.Token() {
 			t.Errorf("fencing token did not grow: %d then %d", old.Token(), nt.Token())
 		}
-		if n := len(children(t, conn, ns)); n != len(alive) {
-			t.Errorf("%d children for %d participants", n, len(alive))
+		// Close returns after the closed participant's node is deleted, and
+		// the others' nodes all existed before: the count is exact now.
+		if kids := children(t, conn, ns); len(kids) != len(alive) || slices.Contains(kids, old.Node()) {
+			t.Errorf("%d children for %d participants (closed node %s): %v", len(kids), len(alive), old.Node(), kids)
 		}
 		t.Logf("%s closed, %s leads %v after the old term ended", old.ID(), nt.ID(), rn.start.Sub(ro.end))
 	}

@@ -260,6 +260,18 @@ func children(t testing.TB, conn *zk.Conn, ns *zktest.Namespace) []string {
 	return kids
 }
 
+// waitChildren waits until the election has exactly n children on the
+// server (participants' nodes are created by goroutines that Start does not
+// wait for).
+func waitChildren(t testing.TB, conn *zk.Conn, ns *zktest.Namespace, n int) {
+	t.Helper()
+	var kids []string
+	zktest.Eventually(t, wait, func() bool {
+		kids = children(t, conn, ns)
+		return len(kids) == n
+	}, "%d election nodes (last seen %v)", n, &kids)
+}
+
 // checkTermNode checks that term's node exists with the participant id as
 // data, the term's token as czxid, and the session's current id as owner.
 func checkTermNode(t testing.TB, conn *zk.Conn, s *session.Session, term *leader.Term) {
