@@ -92,13 +92,7 @@ func TestLatchFailoverOnClose(t *testing.T) {
 		if nt == nil || nt == old {
 			t.Fatalf("new term %v", nt)
 		}
-		var ro, rn termRec
-		zktest.Eventually(t, wait, func() bool {
-			var ok1, ok2 bool
-			ro, ok1 = log.find(old)
-			rn, ok2 = log.find(nt)
-			return ok1 && ok2 && !ro.end.IsZero()
-		}, "terms recorded")
+		ro, rn := log.waitPair(t, old, nt)
 		if !ro.end.Before(rn.start) {
 			t.Errorf("old term ended %v, new term began %v: not in order", ro.end, rn.start)
 		}
@@ -206,13 +200,7 @@ func TestLatchSessionKilled(t *testing.T) {
 	if err := old.Err(); !errors.Is(err, session.ErrSuspended) && !errors.Is(err, session.ErrLost) {
 		t.Errorf("old term Err %v, want Suspended or Lost", err)
 	}
-	var ro, rn termRec
-	zktest.Eventually(t, wait, func() bool {
-		var ok1, ok2 bool
-		ro, ok1 = log.find(old)
-		rn, ok2 = log.find(nt)
-		return ok1 && ok2 && !ro.end.IsZero()
-	}, "terms recorded")
+	ro, rn := log.waitPair(t, old, nt)
 	if !ro.end.Before(rn.start) {
 		t.Errorf("killed leader's term ended %v, after the new term began %v", ro.end, rn.start)
 	}
@@ -253,13 +241,7 @@ func TestLatchPartitioned(t *testing.T) {
 	}
 	j := oneLeader(t, ls, i)
 	nt := ls[j].Term()
-	var ro, rn termRec
-	zktest.Eventually(t, wait, func() bool {
-		var ok1, ok2 bool
-		ro, ok1 = log.find(old)
-		rn, ok2 = log.find(nt)
-		return ok1 && ok2 && !ro.end.IsZero()
-	}, "terms recorded")
+	ro, rn := log.waitPair(t, old, nt)
 	if !ro.end.Before(rn.start) {
 		t.Errorf("partitioned leader's term ended %v, after the new term began %v", ro.end, rn.start)
 	}
@@ -306,9 +288,8 @@ func TestLatchCutEndsTermAtSuspended(t *testing.T) {
 	if sa.Epoch().SessionID() != ta.SessionID() {
 		t.Error("a short cut changed the session")
 	}
-	ro, _ := log.find(ta)
-	rn, _ := log.find(tb)
-	if ro.end.IsZero() || !ro.end.Before(rn.start) {
+	ro, rn := log.waitPair(t, ta, tb)
+	if !ro.end.Before(rn.start) {
 		t.Errorf("a's term ended %v, b's began %v", ro.end, rn.start)
 	}
 	log.checkNoOverlap(t)
@@ -633,7 +614,12 @@ func TestLatchChangesOverflow(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	// The bound is the point here: Close waits subscriberGrace (200 ms) for
+	// a subscriber that does not read, not for ever. 5 s leaves a loaded
+	// machine room for the node's delete and the goroutines' exits.
+	d := time.Since(start)
+	t.Logf("Close took %v with a subscriber that does not read", d)
+	if d > 5*time.Second {
 		t.Errorf("Close took %v with a subscriber that does not read", d)
 	}
 	n := 0
