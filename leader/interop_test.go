@@ -105,6 +105,7 @@ func TestCuratorLatchInterop(t *testing.T) {
 	if tr := java.Transitions(); len(tr) != 2 || tr[0].Word() != "LEADER" || tr[1].Word() != "NOTLEADER" {
 		t.Errorf("java-1's transitions %v, want LEADER then NOTLEADER", tr)
 	}
+	rec.settle(t, term1, term2)
 	rec.check(t, javaTerm)
 }
 
@@ -145,6 +146,7 @@ func TestCuratorLatchInteropJavaDies(t *testing.T) {
 		t.Errorf("go-2 leads together with go-1")
 	}
 	interopGoSees(t, ctx, g2, "go-1", "go-1", "go-2")
+	rec.settle(t, term)
 	rec.check(t, javaTerm)
 }
 
@@ -304,6 +306,35 @@ func (r *interopRecorder) follow(t *testing.T, l *leader.Latch) {
 			r.mu.Unlock()
 		}
 	}()
+}
+
+// settle waits until the recorder has seen the start of every term in want,
+// and the end of every recorded term that has ended (the follower goroutines
+// record events some time after they happen): an ended term not yet seen to
+// end would count as open, and overlap whatever came after it.
+func (r *interopRecorder) settle(t *testing.T, want ...*leader.Term) {
+	t.Helper()
+	zktest.Eventually(t, 15*time.Second, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		seen := map[*leader.Term]bool{}
+		for _, rt := range r.terms {
+			seen[rt.term] = true
+			select {
+			case <-rt.term.Done():
+				if rt.end.IsZero() {
+					return false
+				}
+			default:
+			}
+		}
+		for _, w := range want {
+			if !seen[w] {
+				return false
+			}
+		}
+		return true
+	}, "the recorder did not catch up with the terms")
 }
 
 // check fails the test if two Go terms overlap, or a Go term overlaps the

@@ -71,6 +71,16 @@ func waitDone(t testing.TB, term *leader.Term, within time.Duration) {
 	}
 }
 
+// waitClosed waits until ch is closed, failing the test after wait.
+func waitClosed(t testing.TB, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(wait):
+		t.Fatalf("%s: not within %v", what, wait)
+	}
+}
+
 // ended reports whether term's Done is closed.
 func ended(term *leader.Term) bool {
 	select {
@@ -193,6 +203,20 @@ func (lg *termLog) find(term *leader.Term) (termRec, bool) {
 	return termRec{}, false
 }
 
+// waitPair waits until the log has recorded the end of old and the start of
+// nt (the records are written by the follower goroutines, after the events
+// the test waited for) and returns both records.
+func (lg *termLog) waitPair(t testing.TB, old, nt *leader.Term) (ro, rn termRec) {
+	t.Helper()
+	zktest.Eventually(t, wait, func() bool {
+		var ok1, ok2 bool
+		ro, ok1 = lg.find(old)
+		rn, ok2 = lg.find(nt)
+		return ok1 && ok2 && !ro.end.IsZero()
+	}, "terms %s and %s recorded", old.Node(), nt.Node())
+	return ro, rn
+}
+
 // overlaps returns a description of every pair of terms whose [start, end]
 // intervals overlap (an open term extends to now), and protocol problems.
 func (lg *termLog) overlaps() []string {
@@ -260,6 +284,18 @@ func children(t testing.TB, conn *zk.Conn, ns *zktest.Namespace) []string {
 	return kids
 }
 
+// waitChildren waits until the election has exactly n children on the
+// server (participants' nodes are created by goroutines that Start does not
+// wait for).
+func waitChildren(t testing.TB, conn *zk.Conn, ns *zktest.Namespace, n int) {
+	t.Helper()
+	var kids []string
+	zktest.Eventually(t, wait, func() bool {
+		kids = children(t, conn, ns)
+		return len(kids) == n
+	}, "%d election nodes (last seen %v)", n, &kids)
+}
+
 // checkTermNode checks that term's node exists with the participant id as
 // data, the term's token as czxid, and the session's current id as owner.
 func checkTermNode(t testing.TB, conn *zk.Conn, s *session.Session, term *leader.Term) {
@@ -278,29 +314,6 @@ func checkTermNode(t testing.TB, conn *zk.Conn, s *session.Session, term *leader
 	if !strings.Contains(term.Node(), "-latch-") && !strings.Contains(term.Node(), "-lock-") {
 		t.Errorf("node name %q", term.Node())
 	}
-}
-
-// sessionWatches returns the paths that session sid watches on ns's server
-// (the wchc four-letter word).
-func sessionWatches(t testing.TB, ns *zktest.Namespace, sid int64) map[string]bool {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	out, err := zktest.FourLetterWord(ctx, ns.Servers()[0], "wchc")
-	if err != nil {
-		t.Fatalf("wchc: %v", err)
-	}
-	paths := map[string]bool{}
-	in := false
-	for _, line := range strings.Split(out, "\n") {
-		switch {
-		case strings.HasPrefix(line, "0x"):
-			in = strings.EqualFold(strings.TrimSpace(line), fmt.Sprintf("0x%x", sid))
-		case in && strings.HasPrefix(strings.TrimSpace(line), "/"):
-			paths[strings.TrimSpace(line)] = true
-		}
-	}
-	return paths
 }
 
 var _ = sessiontest.Connect

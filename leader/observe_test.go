@@ -140,7 +140,7 @@ func TestObserveSessionClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-ch
+	waitLeader(t, ch, "first value", func(leader.Participant) bool { return true })
 	obs.Close()
 	deadline := time.After(wait)
 	for {

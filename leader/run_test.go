@@ -205,7 +205,7 @@ func TestRunLoss(t *testing.T) {
 		if err != nil || len(ps) != 2 || ps[0].ID != "l" || ps[1].ID != "once" {
 			return false
 		}
-		return sessionWatches(t, ns, s2.Epoch().SessionID())[ns.Path(electionPath)+"/"+ps[0].Node]
+		return sessiontest.Watches(t, ns.Server.Addr(), s2.Epoch().SessionID())[ns.Path(electionPath)+"/"+ps[0].Node]
 	}, "once queued behind l, watching l's node")
 	if calls := log.snapshot(); len(calls) != 1 {
 		t.Fatalf("l's work ended again: %+v", calls)
@@ -284,8 +284,16 @@ func TestRunSessionClosed(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	s := sessiontest.Connect(t, ns)
 	log := newCallLog()
-	r := startRun(t, s, "c", holdFor(log, "c", time.Hour))
-	zktest.Eventually(t, wait, func() bool { return len(children(t, ns.Conn(t), ns)) == 1 }, "leads")
+	// Wait for the work itself, not for the node: between the create and the
+	// call of work, closing the session ends the campaign and work never runs.
+	working := make(chan struct{})
+	var once sync.Once
+	hold := holdFor(log, "c", time.Hour)
+	r := startRun(t, s, "c", func(ctx context.Context) error {
+		once.Do(func() { close(working) })
+		return hold(ctx)
+	})
+	waitClosed(t, working, "work started")
 	s.Close()
 	if err := r.result(t); !errors.Is(err, session.ErrClosed) {
 		t.Errorf("Run = %v, want session.ErrClosed", err)

@@ -160,7 +160,11 @@ func TestCancelWhileQueued(t *testing.T) {
 					var bctx context.Context
 					var cancel context.CancelFunc
 					if tc.want == context.DeadlineExceeded {
-						bctx, cancel = context.WithTimeout(ctx, 500*time.Millisecond)
+						// Long enough that the waiter is queued (checked
+						// below) well before the deadline, even on a loaded
+						// machine: the deadline must end a wait, not the
+						// create before it.
+						bctx, cancel = context.WithTimeout(ctx, 2*time.Second)
 					} else {
 						bctx, cancel = context.WithCancel(ctx)
 					}
@@ -179,12 +183,12 @@ func TestCancelWhileQueued(t *testing.T) {
 						}
 						done <- err
 					}()
+					if k.fair {
+						waitKids(t, raw, ns, 2)
+					} else {
+						recv(t, watching, wait, "waiter's read of the lock node")
+					}
 					if tc.want == context.Canceled {
-						if k.fair {
-							waitKids(t, raw, ns, 2)
-						} else {
-							recv(t, watching, wait, "waiter's read of the lock node")
-						}
 						cancel()
 					}
 					err := recv(t, done, wait, "Lock result")

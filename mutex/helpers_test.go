@@ -77,6 +77,69 @@ func waitKids(t testing.TB, c *zk.Conn, ns *zktest.Namespace, n int) []string {
 	return k
 }
 
+// waitQueued waits until the waiter on session ws has decided to wait for
+// the lock at lockPath: its session watches the node it waits on (for the
+// fair kinds its predecessor, the lowest other "lock-" node; for NonFair the
+// one lock node). That is the waiter's last request before it blocks; a
+// fault injected earlier would hit the acquire, not the wait.
+func waitQueued(t testing.TB, ns *zktest.Namespace, k lockKind, ws *session.Session) {
+	t.Helper()
+	dir := ns.Path(lockPath)
+	sid := ws.Epoch().SessionID()
+	raw := ns.Conn(t)
+	zktest.Eventually(t, wait, func() bool {
+		watched := sessiontest.Watches(t, ns.Server.Addr(), sid)
+		if !k.fair {
+			return watched[dir+"/"+mutex.NonFairNode]
+		}
+		for p := range watched {
+			if !strings.HasPrefix(p, dir+"/") || !strings.Contains(p, "lock-") {
+				continue
+			}
+			// Not the waiter's own node (the node watch also watches that).
+			if _, st, err := raw.Get(p); err == nil && st.EphemeralOwner != sid {
+				return true
+			}
+		}
+		return false
+	}, "the waiter on session 0x%x does not wait on %s", sid, dir)
+}
+
+// seenBefore polls cond every 10 ms on a goroutine of its own until cond
+// holds or ctx ends, and then sends whether cond held before ctx ended. It
+// lets a test that blocks in a call bounded by ctx (on its own goroutine, as
+// the call under test requires) check that the state the deadline is meant
+// to interrupt was reached first. cond must not call t.Fatal.
+func seenBefore(ctx context.Context, cond func() bool) <-chan bool {
+	out := make(chan bool, 1)
+	go func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if cond() {
+				out <- true
+				return
+			}
+			select {
+			case <-ctx.Done():
+				out <- false
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return out
+}
+
+// childCount returns the number of children of p, or -1 on error.
+func childCount(c *zk.Conn, p string) int {
+	k, _, err := c.Children(p)
+	if err != nil {
+		return -1
+	}
+	return len(k)
+}
+
 // waitDone waits for a lease to end and returns its cause.
 func waitDone(t testing.TB, l interface {
 	Done() <-chan struct{}

@@ -3,7 +3,6 @@ package mutex_test
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -129,22 +128,14 @@ func TestCloseWhileWaiting(t *testing.T) {
 			raw := ns.Conn(t)
 			ctx := ctxT(t)
 			holder := k.make(t, connect(t, ns))
-			waiter := k.make(t, connect(t, ns))
+			ws := connect(t, ns)
+			waiter := k.make(t, ws)
 			hl, err := holder.Lock(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := lockAsync(t, ctx, waiter, new(atomic.Int64))
-			if k.fair {
-				waitKids(t, raw, ns, 2)
-			} else {
-				// The holder's own watch and the waiter's, on the node.
-				zktest.Eventually(t, wait, func() bool {
-					m, err := zktest.Mntr(ctx, ns.Server.Addr())
-					n, _ := strconv.Atoi(m["zk_watch_count"])
-					return err == nil && n >= 2
-				}, "waiter not watching")
-			}
+			waitQueued(t, ns, k, ws)
 			waiter.(interface{ Close() error }).Close()
 			r := got.result(t)
 			if !errors.Is(r.err, mutex.ErrClosed) {

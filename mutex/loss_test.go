@@ -21,6 +21,10 @@ type lockResult struct {
 	l   *mutex.Lease
 	err error
 	n   int64
+	// before reports whether the lease given to lockAsyncAfter had already
+	// ended when Lock returned (read on the locking goroutine, right after
+	// Lock: no other goroutine's scheduling can reorder the two).
+	before bool
 }
 
 // async is a Lock running in its own goroutine, which also does the Unlock
@@ -34,10 +38,24 @@ type async struct {
 
 // lockAsync runs lk.Lock(ctx) in a goroutine and stamps its return.
 func lockAsync(t testing.TB, ctx context.Context, lk mutex.Locker, clock *atomic.Int64) *async {
+	return lockAsyncAfter(t, ctx, lk, clock, nil)
+}
+
+// lockAsyncAfter is lockAsync that also records, in lockResult.before,
+// whether other had ended when Lock returned.
+func lockAsyncAfter(t testing.TB, ctx context.Context, lk mutex.Locker, clock *atomic.Int64, other *mutex.Lease) *async {
 	a := &async{res: make(chan lockResult, 1), unlockReq: make(chan struct{}), unlockErr: make(chan error, 1), stop: make(chan struct{})}
 	go func() {
 		l, err := lk.Lock(ctx)
-		a.res <- lockResult{l, err, clock.Add(1)}
+		before := false
+		if other != nil {
+			select {
+			case <-other.Done():
+				before = true
+			default:
+			}
+		}
+		a.res <- lockResult{l, err, clock.Add(1), before}
 		if err != nil {
 			return
 		}
@@ -62,16 +80,6 @@ func (a *async) unlock(t testing.TB) error {
 	t.Helper()
 	close(a.unlockReq)
 	return recv(t, a.unlockErr, wait, "Unlock result")
-}
-
-// doneAsync stamps the end of a lease.
-func doneAsync(l *mutex.Lease, clock *atomic.Int64) <-chan int64 {
-	ch := make(chan int64, 1)
-	go func() {
-		<-l.Done()
-		ch <- clock.Add(1)
-	}()
-	return ch
 }
 
 func recv[T any](t testing.TB, ch <-chan T, d time.Duration, what string) T {
@@ -136,18 +144,15 @@ func TestHolderSessionKilled(t *testing.T) {
 			ns := zktest.NewNamespace(t)
 			hs, tap := sessiontest.ConnectTap(t, ns)
 			holder := k.make(t, hs)
-			waiter := k.make(t, connect(t, ns))
+			ws := connect(t, ns)
+			waiter := k.make(t, ws)
 			ctx := ctxT(t)
 			hl, err := holder.Lock(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var clock atomic.Int64
-			ended := doneAsync(hl, &clock)
-			got := lockAsync(t, ctx, waiter, &clock)
-			if k.fair {
-				waitKids(t, ns.Conn(t), ns, 2)
-			}
+			got := lockAsyncAfter(t, ctx, waiter, new(atomic.Int64), hl)
+			waitQueued(t, ns, k, ws)
 			killed := time.Now()
 			sessiontest.Expire(t, hs, tap)
 			r := got.result(t)
@@ -155,11 +160,10 @@ func TestHolderSessionKilled(t *testing.T) {
 				t.Fatalf("waiter Lock: %v", r.err)
 			}
 			defer got.unlock(t)
-			endN := recv(t, ended, wait, "holder lease end")
-			cause := hl.Err()
-			t.Logf("kill→holder end #%d (%v), waiter acquired #%d, %v after the kill", endN, cause, r.n, time.Since(killed))
-			if endN > r.n {
-				t.Fatalf("waiter acquired (#%d) before the holder's lease ended (#%d)", r.n, endN)
+			cause := waitDone(t, hl, wait)
+			t.Logf("kill→waiter acquired %v after the kill; holder's lease ended before: %v (%v)", time.Since(killed), r.before, cause)
+			if !r.before {
+				t.Fatalf("waiter acquired before the holder's lease ended")
 			}
 			if !errors.Is(cause, session.ErrSuspended) && !errors.Is(cause, session.ErrLost) {
 				t.Fatalf("holder cause = %v", cause)
@@ -180,22 +184,19 @@ func TestHolderPartitioned(t *testing.T) {
 			ns := zktest.NewNamespace(t)
 			hs, p := sessiontest.ConnectProxy(t, ns)
 			holder := k.make(t, hs)
-			waiter := k.make(t, connect(t, ns))
+			ws := connect(t, ns)
+			waiter := k.make(t, ws)
 			ctx := ctxT(t)
 			hl, err := holder.Lock(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var clock atomic.Int64
-			ended := doneAsync(hl, &clock)
-			got := lockAsync(t, ctx, waiter, &clock)
-			if k.fair {
-				waitKids(t, ns.Conn(t), ns, 2)
-			}
+			got := lockAsyncAfter(t, ctx, waiter, new(atomic.Int64), hl)
+			waitQueued(t, ns, k, ws)
 			start := time.Now()
 			p.Partition()
 			defer p.Heal()
-			endN := recv(t, ended, wait, "holder lease end")
+			waitDone(t, hl, wait)
 			endAt := time.Since(start)
 			r := got.result(t)
 			if r.err != nil {
@@ -203,7 +204,7 @@ func TestHolderPartitioned(t *testing.T) {
 			}
 			defer got.unlock(t)
 			t.Logf("partition→holder end %v (%v), waiter acquired %v after the partition", endAt, hl.Err(), time.Since(start))
-			if endN > r.n {
+			if !r.before {
 				t.Fatalf("waiter acquired before the holder's lease ended")
 			}
 			if !errors.Is(hl.Err(), session.ErrSuspended) {
@@ -252,9 +253,7 @@ func TestShortCutStandard(t *testing.T) {
 
 			// The cut session now waits behind other; a cut keeps its place.
 			got := lockAsync(t, ctx, holder, new(atomic.Int64))
-			if k.fair {
-				waitKids(t, raw, ns, 2)
-			}
+			waitQueued(t, ns, k, hs)
 			p.Cut()
 			rec.Wait(t, wait, session.Reconnected)
 			if err := ol.Unlock(ctx); err != nil {

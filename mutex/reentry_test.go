@@ -140,12 +140,19 @@ func TestNonReentrant(t *testing.T) {
 		t.Fatalf("TryLock by the holder = %v, want ErrLocked", err)
 	}
 
-	// A second Lock by the same goroutine waits until ctx ends.
-	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	// A second Lock by the same goroutine waits until ctx ends. The deadline
+	// is long enough for the second node to be queued first on a loaded
+	// machine, and that is checked: a deadline that ended the create would
+	// prove nothing.
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	queued := seenBefore(short, func() bool { return childCount(raw, ns.Path(lockPath)) == 2 })
 	_, err = m.Lock(short)
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("second Lock = %v, want DeadlineExceeded", err)
+	}
+	if !<-queued {
+		t.Fatal("the second Lock's node was never seen queued before the deadline")
 	}
 	if ks := lockKids(t, raw, ns); len(ks) != 1 || ks[0] != l1.Node() {
 		t.Fatalf("nodes %q", ks)
@@ -231,11 +238,19 @@ func TestMultiRollback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	// The deadline must interrupt the wait on b, with a held: checked, and
+	// long enough for that on a loaded machine.
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	queued := seenBefore(short, func() bool {
+		return childCount(raw, ns.Path("/locks/a")) == 1 && childCount(raw, ns.Path("/locks/b")) == 2
+	})
 	_, err = ml.Lock(short)
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("multi Lock = %v, want DeadlineExceeded", err)
+	}
+	if !<-queued {
+		t.Fatal("the multi-lock was never seen holding a and queued on b before the deadline")
 	}
 	for _, p := range []string{"/locks/a", "/locks/c"} {
 		k, _, _ := raw.Children(ns.Path(p))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -61,15 +60,10 @@ func TestWonAsCtxEnded(t *testing.T) {
 					})
 				}
 				got := lockAsync(t, wctx, waiter, new(atomic.Int64))
-				waitKids(t, raw, ns, 2)
-				if watch {
-					// Holder's own watch, the waiter's on it, the waiter's own.
-					zktest.Eventually(t, wait, func() bool {
-						m, err := zktest.Mntr(ctx, ns.Server.Addr())
-						n, _ := strconv.Atoi(m["zk_watch_count"])
-						return err == nil && n >= 3
-					}, "waiter not watching")
-				}
+				// Arm the hook only once the waiter waits on the holder's
+				// node: its own first children read (nodewatch=false) must
+				// pass unhooked.
+				waitQueued(t, ns, k, ws)
 				armed.Store(true)
 				if err := hl.Unlock(ctx); err != nil {
 					t.Fatal(err)

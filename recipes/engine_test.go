@@ -525,7 +525,12 @@ func TestHandoffRequests(t *testing.T) {
 			zktest.Eventually(t, wait, func() bool { return mntrInt(t, ns, "zk_watch_count") >= want }, "waiter not watching")
 			armed.Store(true)
 			hl.Release(ctx)
-			l := <-res
+			var l *recipes.Lease
+			select {
+			case l = <-res:
+			case <-time.After(wait):
+				t.Fatal("the waiter did not acquire after the holder released")
+			}
 			if l == nil {
 				t.FailNow()
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -161,12 +162,26 @@ func TestAbandonedCreateUndone(t *testing.T) {
 	logOpt, logs := observed(t)
 	s := sessiontest.ConnectTo(t, p.Servers(), ns.Root, session.WithSessionTimeout(4*time.Second), logOpt)
 	raw := ns.Conn(t)
-	p.SetLatency(300 * time.Millisecond)
-	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	// The proxy holds the create until the caller's deadline has passed, so
+	// that it reaches the server (and its reply the client) only after the
+	// caller gave up, however slowly the machine sends it. The deadline is
+	// long enough for the create to be sent before it on a loaded machine
+	// (checked: a create never sent would leave nothing to undo).
+	short, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
+	var held atomic.Bool
+	p.OnRequest(func(r zktest.Request) zktest.Action {
+		if r.Op == zktest.OpCreate && r.Path == ns.Root+"/late" && !held.Swap(true) {
+			<-short.Done() // blocks only this connection's client-to-server relay, for under a second
+		}
+		return zktest.Forward
+	})
 	_, _, err := s.CreateEphemeral(short, s.Epoch(), ns.Root+"/late", nil, 0)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v", err)
+	}
+	if !held.Load() {
+		t.Fatal("the create was not sent before the deadline")
 	}
 	zktest.Eventually(t, wait, func() bool {
 		return logged(logs, "create finished after the caller gave up; node deleted", "node", ns.Root+"/late")

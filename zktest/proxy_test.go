@@ -60,11 +60,12 @@ func TestProxyPartitionExpiresSession(t *testing.T) {
 		ok, _, err := observer.Exists(p)
 		return err == nil && !ok
 	}, "ephemeral %s survived a partition past the session timeout", p)
-	if !rec.has(m, zk.StateDisconnected) {
-		// go-zookeeper notices silence after 2/3 of the timeout, well before
-		// the server expires the session.
-		t.Fatalf("victim did not see Disconnected during the partition: %v", rec.all())
-	}
+	// go-zookeeper notices silence after 2/3 of the timeout, before the
+	// server expires the session; but its event reaches the callback on the
+	// victim's goroutines, which a loaded machine may run after the observer
+	// saw the node go. What matters is that it comes during the partition.
+	zktest.Eventually(t, 15*time.Second, func() bool { return rec.has(m, zk.StateDisconnected) },
+		"victim did not see Disconnected during the partition: %v", rec.all())
 	px.Heal()
 	zktest.Eventually(t, 15*time.Second, func() bool {
 		return rec.seq(m, zk.StateExpired, zk.StateHasSession)
@@ -211,14 +212,20 @@ func TestExpireSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := rec.mark()
+	start := time.Now()
 	zktest.ExpireSessionT(t, ns.Servers(), creds)
+	// The server deletes the ephemeral as it closes the session, before
+	// ExpireSession returns: the bound only has to tell that from the 10 s
+	// session timeout running out, with room for a loaded machine.
+	const bound = 5 * time.Second
 	select {
 	case ev := <-w:
 		if ev.Type != zk.EventNodeDeleted {
 			t.Fatalf("watch event %v, want NodeDeleted", ev)
 		}
-	case <-time.After(time.Second):
-		t.Fatalf("victim's ephemeral still there a second after ExpireSession")
+		t.Logf("ephemeral deleted %v after ExpireSession began (session timeout 10s)", time.Since(start).Round(time.Millisecond))
+	case <-time.After(bound):
+		t.Fatalf("victim's ephemeral still there %v after ExpireSession (session timeout 10s)", bound)
 	}
 	zktest.Eventually(t, 15*time.Second, func() bool { return rec.seq(m, zk.StateExpired, zk.StateHasSession) },
 		"victim never learned of the expiry: %v", rec.all())

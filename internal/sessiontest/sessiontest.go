@@ -25,6 +25,8 @@ package sessiontest
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -119,6 +121,40 @@ func Expire(t testing.TB, s *session.Session, tap *zktest.Tap, servers ...string
 	}
 	zktest.ExpireSessionT(t, servers, creds)
 	return creds
+}
+
+// Watches returns the paths that ZooKeeper session sid has watches on at the
+// server addr (data and child watches alike), from the wchc four-letter word.
+// Pass the real server's address (ns.Server.Addr()), not a proxy's.
+func Watches(t testing.TB, addr string, sid int64) map[string]bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), ConnectTimeout)
+	defer cancel()
+	out, err := zktest.FourLetterWord(ctx, addr, "wchc")
+	if err != nil {
+		t.Fatalf("sessiontest: wchc: %v", err)
+	}
+	paths := map[string]bool{}
+	in := false
+	for _, line := range strings.Split(out, "\n") {
+		switch l := strings.TrimSpace(line); {
+		case strings.HasPrefix(l, "0x"):
+			in = strings.EqualFold(l, fmt.Sprintf("0x%x", sid))
+		case in && strings.HasPrefix(l, "/"):
+			paths[l] = true
+		}
+	}
+	return paths
+}
+
+// WaitWatching waits until session sid has a watch on path at the server
+// addr: the event a test must confirm before it assumes that a waiter has
+// decided to wait (its last request before it blocks is the one that sets
+// the watch). It fails the test after timeout.
+func WaitWatching(t testing.TB, addr string, sid int64, path string, timeout time.Duration) {
+	t.Helper()
+	zktest.Eventually(t, timeout, func() bool { return Watches(t, addr, sid)[path] },
+		"session 0x%x does not watch %s", sid, path)
 }
 
 // Recorder collects every transition of a Session from a Subscription.
