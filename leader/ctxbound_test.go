@@ -148,7 +148,7 @@ func TestCtxBoundsLeader(t *testing.T) {
 		r := newRig(t)
 		r.p.Partition()
 		cbMeasure(t, "leader.Leader", r.p.Heal, func(ctx context.Context) error {
-			_, err := leader.Leader(ctx, r.s, electionPath)
+			_, _, err := leader.Leader(ctx, r.s, electionPath)
 			return err
 		}, cbIsDeadline)
 		r.p.Heal()
@@ -188,7 +188,7 @@ func TestCtxBoundsLeader(t *testing.T) {
 		l := latch(t, r)
 		r.p.Partition()
 		cbMeasure(t, "Latch.Leader", r.p.Heal, func(ctx context.Context) error {
-			_, err := l.Leader(ctx)
+			_, _, err := l.Leader(ctx)
 			return err
 		}, cbIsDeadline)
 		r.p.Heal()
@@ -230,7 +230,7 @@ func TestCtxBoundsLeader(t *testing.T) {
 		sel := selector(t, r)
 		r.p.Partition()
 		cbMeasure(t, "Selector.Leader", r.p.Heal, func(ctx context.Context) error {
-			_, err := sel.Leader(ctx)
+			_, _, err := sel.Leader(ctx)
 			return err
 		}, cbIsDeadline)
 		r.p.Heal()

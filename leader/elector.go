@@ -48,7 +48,7 @@ type elector struct {
 
 func newElector(sess *session.Session, path, marker string, cfg config) (*elector, error) {
 	if sess == nil {
-		return nil, fmt.Errorf("leader %q: %w: nil session", path, ErrBadArgument)
+		return nil, recipes.NewError("leader", path, fmt.Errorf("%w: nil session", ErrBadArgument))
 	}
 	lg := cfg.logger
 	if lg == nil {
@@ -56,10 +56,10 @@ func newElector(sess *session.Session, path, marker string, cfg config) (*electo
 	}
 	lg = lg.Named("leader")
 	in, err := recipes.NewInternals(sess, path,
-		recipes.WithName("leader"), recipes.WithLogger(lg), recipes.WithClosedError(ErrClosed),
+		recipes.WithName("leader"), recipes.WithLogger(lg),
 		recipes.WithKeepNodeUntilRelease(true))
 	if err != nil {
-		return nil, fmt.Errorf("leader %q: %w", path, err)
+		return nil, recipes.NewError("leader", path, err)
 	}
 	return &elector{
 		sess: sess,
@@ -82,7 +82,7 @@ func (e *elector) campaign(ctx context.Context) (*recipes.Lease, error) {
 	var bo backoff.BackOff
 	for attempt := 1; ; attempt++ {
 		if _, err := e.sess.WaitConnected(ctx); err != nil {
-			return nil, fmt.Errorf("leader %s: %w", e.in.Path(), err)
+			return nil, e.errf(err)
 		}
 		lease, err := e.in.Acquire(ctx, e.drv, e.data)
 		if err == nil {
@@ -92,7 +92,7 @@ func (e *elector) campaign(ctx context.Context) (*recipes.Lease, error) {
 				// Won just as the connection went away: the lease is already
 				// over. Give the node back and enter again.
 				e.release(context.Background(), lease)
-				err = fmt.Errorf("leader %s: %w", e.in.Path(), lerr)
+				err = e.errf(lerr)
 			}
 		}
 		if ctx.Err() != nil || fatal(err) {
@@ -113,7 +113,7 @@ func (e *elector) campaign(ctx context.Context) (*recipes.Lease, error) {
 			bo = eb
 		}
 		if err := sleep(ctx, e.sess, bo.NextBackOff()); err != nil {
-			return nil, fmt.Errorf("leader %s: %w", e.in.Path(), err)
+			return nil, e.errf(err)
 		}
 	}
 }
@@ -198,35 +198,31 @@ func (e *elector) release(ctx context.Context, l *recipes.Lease) {
 func (e *elector) participants(ctx context.Context) ([]Participant, error) {
 	ps, err := participants(ctx, e.in, e.drv)
 	if err != nil {
-		return nil, fmt.Errorf("leader %s: %w", e.in.Path(), err)
+		return nil, e.errf(err)
 	}
 	return ps, nil
 }
 
-func (e *elector) leader(ctx context.Context) (Participant, error) {
+func (e *elector) leader(ctx context.Context) (Participant, bool, error) {
 	ps, err := e.participants(ctx)
-	if err != nil {
-		return Participant{}, err
+	if err != nil || len(ps) == 0 {
+		return Participant{}, false, err
 	}
-	if len(ps) == 0 {
-		return Participant{}, fmt.Errorf("leader %s: %w", e.in.Path(), ErrNoLeader)
-	}
-	return ps[0], nil
+	return ps[0], true, nil
 }
 
-// participants lists the contenders in election order; the first leads.
-// A missing election path means no participants.
+// errf wraps err with the election path as the caller gave it.
+func (e *elector) errf(err error) error { return recipes.NewError("leader", e.path, err) }
+
+// errNilContext is the cause of a call given a nil ctx.
+var errNilContext = fmt.Errorf("%w: nil context", ErrBadArgument)
+
+// participants lists the contenders in election order; the first leads
+// (Holds). A missing election path means no participants.
 func participants(ctx context.Context, in *recipes.Internals, drv recipes.Driver) ([]Participant, error) {
 	ps, err := in.Participants(ctx, drv)
-	if err != nil {
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil, nil
-		}
-		return nil, err
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
 	}
-	out := make([]Participant, len(ps))
-	for i, p := range ps {
-		out[i] = Participant{ID: p.ID, Node: p.Node, IsLeader: i == 0}
-	}
-	return out, nil
+	return ps, err
 }

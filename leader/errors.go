@@ -1,6 +1,10 @@
 package leader
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/zkrecipes/zkrecipes/session"
+)
 
 // Sentinel errors. Callers match them with errors.Is. Errors returned by this
 // package wrap them together with the election path; errors of the layers
@@ -8,8 +12,9 @@ import "errors"
 // recipes.ErrLockLost, zk.ErrNoAuth, ...) stay reachable through wrapping.
 var (
 	// ErrClosed is returned by calls made after Close, and is the cause of a
-	// term ended by Close.
-	ErrClosed = errors.New("leader: closed")
+	// term ended by Close. It is session.ErrClosed: one sentinel for "closed"
+	// across the library, whether the participant or its session was closed.
+	ErrClosed = session.ErrClosed
 	// ErrNotStarted is returned by Latch.Await and Selector.Requeue before Start.
 	ErrNotStarted = errors.New("leader: not started")
 	// ErrStarted is returned by a second Start.
@@ -17,8 +22,6 @@ var (
 	// ErrResigned is the cause of a term that ended because its holder gave it
 	// up: a Selector callback or Run's work returned.
 	ErrResigned = errors.New("leader: leadership given up")
-	// ErrNoLeader is returned by Leader when the election has no participant.
-	ErrNoLeader = errors.New("leader: no leader")
 	// ErrBadOption is returned by constructors for an invalid option value or
 	// an option that does not apply to the type being built.
 	ErrBadOption = errors.New("leader: bad option")

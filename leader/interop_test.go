@@ -64,7 +64,7 @@ func TestCuratorLatchInterop(t *testing.T) {
 	}
 	// Java sees the Go participants' ids and the Go leader.
 	interopJavaSees(t, ctx, java, "go-1", "go-1", "java-1", "go-2")
-	if p, err := leader.Leader(ctx, s2, interopPath); err != nil || p.ID != "go-1" {
+	if p, _, err := leader.Leader(ctx, s2, interopPath); err != nil || p.ID != "go-1" {
 		t.Fatalf("Leader = %+v, %v; want go-1", p, err)
 	}
 	interopOneLeader(t, ctx, java, "go-1", g1, g2)
@@ -208,14 +208,14 @@ func interopGoSees(t *testing.T, ctx context.Context, l *leader.Latch, leaderID 
 	var got []string
 	for i, p := range ps {
 		got = append(got, p.ID)
-		if p.IsLeader != (i == 0) {
-			t.Errorf("Go participant %d %+v: IsLeader %v", i, p, p.IsLeader)
+		if p.Holds != (i == 0) {
+			t.Errorf("Go participant %d %+v: IsLeader %v", i, p, p.Holds)
 		}
 	}
 	if strings.Join(got, " ") != strings.Join(ids, " ") {
 		t.Errorf("Go participants %v, want %v", got, ids)
 	}
-	p, err := l.Leader(ctx)
+	p, _, err := l.Leader(ctx)
 	if err != nil || p.ID != leaderID {
 		t.Errorf("Go Leader = %+v, %v; want %s", p, err, leaderID)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
@@ -89,10 +90,10 @@ type Event struct {
 func NewLatch(sess *session.Session, path string, opts ...Option) (*Latch, error) {
 	cfg, err := buildConfig(opts)
 	if err != nil {
-		return nil, fmt.Errorf("leader %q: %w", path, err)
+		return nil, recipes.NewError("leader", path, err)
 	}
 	if cfg.requeueSet {
-		return nil, fmt.Errorf("leader %q: %w: WithRequeue does not apply to a Latch", path, ErrBadOption)
+		return nil, recipes.NewError("leader", path, fmt.Errorf("%w: WithRequeue does not apply to a Latch", ErrBadOption))
 	}
 	e, err := newElector(sess, path, latchMarker, cfg)
 	if err != nil {
@@ -117,9 +118,9 @@ func (l *Latch) Start() error {
 	defer l.mu.Unlock()
 	switch l.state {
 	case started:
-		return fmt.Errorf("leader %s: %w", l.e.in.Path(), ErrStarted)
+		return l.e.errf(ErrStarted)
 	case closed:
-		return fmt.Errorf("leader %s: %w", l.e.in.Path(), ErrClosed)
+		return l.e.errf(recipes.Closed())
 	}
 	l.state = started
 	l.wg.Add(1)
@@ -158,7 +159,7 @@ func (l *Latch) run() {
 		select {
 		case <-t.Done():
 		case <-l.ctx.Done():
-			t.end(fmt.Errorf("leader %s: %w", l.e.in.Path(), ErrClosed))
+			t.end(l.e.errf(recipes.Closed()))
 		}
 		l.mu.Lock()
 		l.term = nil
@@ -263,17 +264,17 @@ func (l *Latch) pump(sub *latchSub) {
 // ctx gives ErrBadArgument. Safe to call concurrently.
 func (l *Latch) Await(ctx context.Context) (*Term, error) {
 	if ctx == nil {
-		return nil, fmt.Errorf("leader %s: %w: nil context", l.e.in.Path(), ErrBadArgument)
+		return nil, l.e.errf(errNilContext)
 	}
 	for {
 		l.mu.Lock()
 		switch {
 		case l.state == latent:
 			l.mu.Unlock()
-			return nil, fmt.Errorf("leader %s: %w", l.e.in.Path(), ErrNotStarted)
+			return nil, l.e.errf(ErrNotStarted)
 		case l.state == closed:
 			l.mu.Unlock()
-			return nil, fmt.Errorf("leader %s: %w", l.e.in.Path(), ErrClosed)
+			return nil, l.e.errf(recipes.Closed())
 		case l.err != nil:
 			err := l.err
 			l.mu.Unlock()
@@ -288,7 +289,7 @@ func (l *Latch) Await(ctx context.Context) (*Term, error) {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("leader %s: %w", l.e.in.Path(), ctx.Err())
+			return nil, l.e.errf(ctx.Err())
 		}
 	}
 }
@@ -312,7 +313,7 @@ func (l *Latch) Err() error {
 	case l.err != nil:
 		return l.err
 	case l.state == closed:
-		return fmt.Errorf("leader %s: %w", l.e.in.Path(), ErrClosed)
+		return l.e.errf(recipes.Closed())
 	}
 	return nil
 }
@@ -385,7 +386,7 @@ func (l *Latch) ID() string { return l.e.id }
 // order; the first one leads. ctx bounds the reads.
 func (l *Latch) Participants(ctx context.Context) ([]Participant, error) {
 	if ctx == nil {
-		return nil, fmt.Errorf("leader %s: %w: nil context", l.e.in.Path(), ErrBadArgument)
+		return nil, l.e.errf(errNilContext)
 	}
 	if err := l.checkOpen(); err != nil {
 		return nil, err
@@ -398,12 +399,12 @@ func (l *Latch) Participants(ctx context.Context) ([]Participant, error) {
 // standard policy a participant whose connection is suspended has already
 // stopped leading, while its node stays first until its session ends or its
 // connection is back.
-func (l *Latch) Leader(ctx context.Context) (Participant, error) {
+func (l *Latch) Leader(ctx context.Context) (p Participant, ok bool, err error) {
 	if ctx == nil {
-		return Participant{}, fmt.Errorf("leader %s: %w: nil context", l.e.in.Path(), ErrBadArgument)
+		return Participant{}, false, l.e.errf(errNilContext)
 	}
 	if err := l.checkOpen(); err != nil {
-		return Participant{}, err
+		return Participant{}, false, err
 	}
 	return l.e.leader(ctx)
 }
@@ -412,7 +413,7 @@ func (l *Latch) checkOpen() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.state == closed {
-		return fmt.Errorf("leader %s: %w", l.e.in.Path(), ErrClosed)
+		return l.e.errf(recipes.Closed())
 	}
 	return nil
 }
@@ -430,7 +431,7 @@ func (l *Latch) Close() error {
 		l.cancel(ErrClosed)
 		l.wg.Wait()
 		if err := l.e.in.Close(); err != nil {
-			l.closeErr = fmt.Errorf("leader %s: %w", l.e.in.Path(), err)
+			l.closeErr = l.e.errf(err)
 		}
 		l.mu.Lock()
 		for sub := range l.subs {

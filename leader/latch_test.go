@@ -133,7 +133,7 @@ func TestLatchParticipants(t *testing.T) {
 			t.Fatalf("%s: %d participants: %+v", name, len(ps), ps)
 		}
 		for i, p := range ps {
-			if p.ID != ids[i] || p.IsLeader != (i == 0) || !latchNode.MatchString(p.Node) {
+			if p.ID != ids[i] || p.Holds != (i == 0) || !latchNode.MatchString(p.Node) {
 				t.Errorf("%s: participant %d = %+v, want id %q leader %v", name, i, p, ids[i], i == 0)
 			}
 		}
@@ -141,14 +141,14 @@ func TestLatchParticipants(t *testing.T) {
 	for _, l := range ls {
 		ps, err := l.Participants(ctx)
 		check("Latch.Participants", ps, err)
-		p, err := l.Leader(ctx)
-		if err != nil || p.ID != "p0" || !p.IsLeader {
+		p, _, err := l.Leader(ctx)
+		if err != nil || p.ID != "p0" || !p.Holds {
 			t.Errorf("Latch.Leader = %+v, %v", p, err)
 		}
 	}
 	ps, err := leader.Participants(ctx, s0, electionPath)
 	check("Participants", ps, err)
-	p, err := leader.Leader(ctx, s0, electionPath)
+	p, _, err := leader.Leader(ctx, s0, electionPath)
 	if err != nil || p.ID != "p0" || p.Node != ls[0].Term().Node() {
 		t.Errorf("Leader = %+v, %v", p, err)
 	}
@@ -166,8 +166,8 @@ func TestLatchParticipants(t *testing.T) {
 	if err != nil || len(ps) != 0 {
 		t.Errorf("Participants of a missing path = %v, %v", ps, err)
 	}
-	if _, err := leader.Leader(ctx, s0, "/nothing/here"); !errors.Is(err, leader.ErrNoLeader) {
-		t.Errorf("Leader of a missing path: %v, want ErrNoLeader", err)
+	if p, ok, err := leader.Leader(ctx, s0, "/nothing/here"); err != nil || ok || p != (leader.Participant{}) {
+		t.Errorf("Leader of a missing path: %+v, %v, %v; want none", p, ok, err)
 	}
 }
 
@@ -540,7 +540,7 @@ func TestLatchBadInput(t *testing.T) {
 	if _, err := l.Participants(context.Background()); !errors.Is(err, leader.ErrClosed) {
 		t.Errorf("Participants after Close: %v", err)
 	}
-	if _, err := l.Leader(context.Background()); !errors.Is(err, leader.ErrClosed) {
+	if _, _, err := l.Leader(context.Background()); !errors.Is(err, leader.ErrClosed) {
 		t.Errorf("Leader after Close: %v", err)
 	}
 	// A latch closed before Start never touched ZooKeeper.

@@ -147,7 +147,7 @@ func TestNilInputs(t *testing.T) {
 			return leader.Run(ctx, s, "/run", work, nil)
 		}, leader.ErrBadOption, "nil option"},
 		{"Leader nil ctx", func(t *testing.T) error {
-			p, err := leader.Leader(nilCtx, s, electionPath)
+			p, _, err := leader.Leader(nilCtx, s, electionPath)
 			if p != (leader.Participant{}) {
 				t.Errorf("Leader returned %v", p)
 			}
@@ -161,7 +161,7 @@ func TestNilInputs(t *testing.T) {
 			return err
 		}, leader.ErrBadArgument, "nil context"},
 		{"Leader nil session", func(*testing.T) error {
-			_, err := leader.Leader(ctx, nil, electionPath)
+			_, _, err := leader.Leader(ctx, nil, electionPath)
 			return err
 		}, leader.ErrBadArgument, "nil session"},
 		{"NewLatch nil session", func(*testing.T) error {
@@ -191,7 +191,7 @@ func TestNilInputs(t *testing.T) {
 			return err
 		}, leader.ErrBadArgument, "nil context"},
 		{"Latch.Leader nil ctx", func(*testing.T) error {
-			_, err := latent.Leader(nilCtx)
+			_, _, err := latent.Leader(nilCtx)
 			return err
 		}, leader.ErrBadArgument, "nil context"},
 		{"Latch.Participants nil ctx", func(*testing.T) error {
@@ -199,7 +199,7 @@ func TestNilInputs(t *testing.T) {
 			return err
 		}, leader.ErrBadArgument, "nil context"},
 		{"Selector.Leader nil ctx", func(*testing.T) error {
-			_, err := sel.Leader(nilCtx)
+			_, _, err := sel.Leader(nilCtx)
 			return err
 		}, leader.ErrBadArgument, "nil context"},
 		{"Selector.Participants nil ctx", func(*testing.T) error {

@@ -31,7 +31,7 @@ func (observerDriver) Decide(sorted []recipes.Child, self int) (bool, string, er
 // reads. It is for processes that watch an election without taking part.
 func Participants(ctx context.Context, sess *session.Session, path string) ([]Participant, error) {
 	if ctx == nil {
-		return nil, errNilContext(path)
+		return nil, recipes.NewError("leader", path, errNilContext)
 	}
 	in, err := observerInternals(sess, path)
 	if err != nil {
@@ -40,40 +40,32 @@ func Participants(ctx context.Context, sess *session.Session, path string) ([]Pa
 	defer in.Close()
 	ps, err := participants(ctx, in, observerDriver{})
 	if err != nil {
-		return nil, fmt.Errorf("leader %s: %w", in.Path(), err)
+		return nil, recipes.NewError("leader", path, err)
 	}
 	return ps, nil
 }
 
 // Leader reads the current leader of the election at path: the participant
-// whose node sorts first. It returns ErrNoLeader when there is none.
-func Leader(ctx context.Context, sess *session.Session, path string) (Participant, error) {
+// whose node sorts first. ok is false when nobody leads (no participant, or
+// no election path). ctx bounds the reads.
+func Leader(ctx context.Context, sess *session.Session, path string) (p Participant, ok bool, err error) {
 	if ctx == nil {
-		return Participant{}, errNilContext(path)
+		return Participant{}, false, recipes.NewError("leader", path, errNilContext)
 	}
 	ps, err := Participants(ctx, sess, path)
-	if err != nil {
-		return Participant{}, err
+	if err != nil || len(ps) == 0 {
+		return Participant{}, false, err
 	}
-	if len(ps) == 0 {
-		return Participant{}, fmt.Errorf("leader %q: %w", path, ErrNoLeader)
-	}
-	return ps[0], nil
-}
-
-// errNilContext is the error of a call on the election at path given a nil
-// ctx.
-func errNilContext(path string) error {
-	return fmt.Errorf("leader %q: %w: nil context", path, ErrBadArgument)
+	return ps[0], true, nil
 }
 
 func observerInternals(sess *session.Session, path string) (*recipes.Internals, error) {
 	if sess == nil {
-		return nil, fmt.Errorf("leader %q: %w: nil session", path, ErrBadArgument)
+		return nil, recipes.NewError("leader", path, fmt.Errorf("%w: nil session", ErrBadArgument))
 	}
 	in, err := recipes.NewInternals(sess, path)
 	if err != nil {
-		return nil, fmt.Errorf("leader %q: %w", path, err)
+		return nil, recipes.NewError("leader", path, err)
 	}
 	return in, nil
 }
@@ -101,14 +93,14 @@ func observerInternals(sess *session.Session, path string) (*recipes.Internals, 
 // before it returns.
 func Observe(ctx context.Context, sess *session.Session, path string) (<-chan Participant, error) {
 	if ctx == nil {
-		return nil, errNilContext(path)
+		return nil, recipes.NewError("leader", path, errNilContext)
 	}
 	if sess == nil {
-		return nil, fmt.Errorf("leader %q: %w: nil session", path, ErrBadArgument)
+		return nil, recipes.NewError("leader", path, fmt.Errorf("%w: nil session", ErrBadArgument))
 	}
 	full, err := sess.Path(path)
 	if err != nil {
-		return nil, fmt.Errorf("leader %q: %w", path, err)
+		return nil, recipes.NewError("leader", path, err)
 	}
 	o := &observer{
 		sess: sess,
@@ -226,7 +218,7 @@ func (o *observer) read(ctx context.Context) (Participant, *session.Watch, error
 		if err != nil {
 			return result{}, err
 		}
-		return result{Participant{ID: string(data), Node: node, IsLeader: true}, w}, nil
+		return result{Participant{ID: string(data), Node: node, Holds: true}, w}, nil
 	}, nil)
 	return r.p, r.w, err
 }

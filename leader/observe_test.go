@@ -49,7 +49,7 @@ func TestObserve(t *testing.T) {
 	a := startLatch(t, sessiontest.Connect(t, ns), "a")
 	ta := await(t, a)
 	p := waitLeader(t, ch, "a leads", func(p leader.Participant) bool { return p.ID == "a" })
-	if p.Node != ta.Node() || !p.IsLeader {
+	if p.Node != ta.Node() || !p.Holds {
 		t.Errorf("observed %+v, term node %s", p, ta.Node())
 	}
 	b := startLatch(t, sessiontest.Connect(t, ns), "b")
@@ -125,7 +125,7 @@ func TestObserveMissingPath(t *testing.T) {
 	a := startLatch(t, sessiontest.Connect(t, ns), "a")
 	ta := await(t, a)
 	p := waitLeader(t, ch, "a leads", func(p leader.Participant) bool { return p.ID == "a" })
-	if p.Node != ta.Node() || !p.IsLeader {
+	if p.Node != ta.Node() || !p.Holds {
 		t.Errorf("observed %+v, term node %s", p, ta.Node())
 	}
 	cancel()
@@ -167,7 +167,7 @@ func TestObserveBadInput(t *testing.T) {
 	if _, err := leader.Participants(context.Background(), nil, electionPath); !errors.Is(err, leader.ErrBadArgument) {
 		t.Errorf("Participants nil session: %v", err)
 	}
-	if _, err := leader.Leader(context.Background(), s, "/x/"); err == nil {
+	if _, _, err := leader.Leader(context.Background(), s, "/x/"); err == nil {
 		t.Error("Leader: bad path accepted")
 	}
 }

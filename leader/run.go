@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
@@ -50,14 +51,14 @@ import (
 // Options: WithID, WithRequeue (default true), WithLogger.
 func Run(ctx context.Context, sess *session.Session, path string, work func(ctx context.Context) error, opts ...Option) error {
 	if ctx == nil {
-		return errNilContext(path)
+		return recipes.NewError("leader", path, errNilContext)
 	}
 	if work == nil {
-		return fmt.Errorf("leader %q: %w: nil work", path, ErrBadArgument)
+		return recipes.NewError("leader", path, fmt.Errorf("%w: nil work", ErrBadArgument))
 	}
 	cfg, err := buildConfig(opts)
 	if err != nil {
-		return fmt.Errorf("leader %q: %w", path, err)
+		return recipes.NewError("leader", path, err)
 	}
 	if !cfg.requeueSet {
 		cfg.requeue = true
@@ -81,7 +82,7 @@ func Run(ctx context.Context, sess *session.Session, path string, work func(ctx 
 		werr := work(t.Context())
 		stop()
 		lost := t.Err() // nil if work returned while still leading
-		t.end(fmt.Errorf("leader %s: %w", e.in.Path(), ErrResigned))
+		t.end(e.errf(ErrResigned))
 		e.lg.Info("leadership ended", zap.String("node", t.Node()), zap.NamedError("cause", t.Err()), zap.Error(werr))
 		// Bounded by ctx: once ctx has ended, the delete is queued in the
 		// session and Run returns without waiting for it.
@@ -103,7 +104,7 @@ func Run(ctx context.Context, sess *session.Session, path string, work func(ctx 
 // and names the cause when the caller gave one.
 func (e *elector) ctxErr(ctx context.Context) error {
 	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
-		return fmt.Errorf("leader %s: %w (cause: %v)", e.in.Path(), ctx.Err(), cause)
+		return e.errf(fmt.Errorf("%w (cause: %v)", ctx.Err(), cause))
 	}
-	return fmt.Errorf("leader %s: %w", e.in.Path(), ctx.Err())
+	return e.errf(ctx.Err())
 }

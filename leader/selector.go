@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
@@ -64,11 +65,11 @@ type Selector struct {
 // An error it returns is logged; it does not stop the selector.
 func NewSelector(sess *session.Session, path string, lead func(ctx context.Context) error, opts ...Option) (*Selector, error) {
 	if lead == nil {
-		return nil, fmt.Errorf("leader %q: %w: nil callback", path, ErrBadArgument)
+		return nil, recipes.NewError("leader", path, fmt.Errorf("%w: nil callback", ErrBadArgument))
 	}
 	cfg, err := buildConfig(opts)
 	if err != nil {
-		return nil, fmt.Errorf("leader %q: %w", path, err)
+		return nil, recipes.NewError("leader", path, err)
 	}
 	e, err := newElector(sess, path, lockMarker, cfg)
 	if err != nil {
@@ -93,9 +94,9 @@ func (s *Selector) Start() error {
 	defer s.mu.Unlock()
 	switch s.state {
 	case started:
-		return fmt.Errorf("leader %s: %w", s.e.in.Path(), ErrStarted)
+		return s.e.errf(ErrStarted)
 	case closed:
-		return fmt.Errorf("leader %s: %w", s.e.in.Path(), ErrClosed)
+		return s.e.errf(recipes.Closed())
 	}
 	s.state = started
 	s.queued = true
@@ -114,9 +115,9 @@ func (s *Selector) Requeue() (bool, error) {
 	defer s.mu.Unlock()
 	switch s.state {
 	case latent:
-		return false, fmt.Errorf("leader %s: %w", s.e.in.Path(), ErrNotStarted)
+		return false, s.e.errf(ErrNotStarted)
 	case closed:
-		return false, fmt.Errorf("leader %s: %w", s.e.in.Path(), ErrClosed)
+		return false, s.e.errf(recipes.Closed())
 	}
 	if s.err != nil {
 		return false, s.err
@@ -165,7 +166,7 @@ func (s *Selector) run() {
 		s.term = t
 		s.mu.Unlock()
 		stop := context.AfterFunc(s.ctx, func() {
-			t.end(fmt.Errorf("leader %s: %w", s.e.in.Path(), ErrClosed))
+			t.end(s.e.errf(recipes.Closed()))
 		})
 		err = s.lead(t.Context())
 		stop()
@@ -175,7 +176,7 @@ func (s *Selector) run() {
 		s.queued = s.cfg.requeue && s.ctx.Err() == nil
 		s.mu.Unlock()
 		lost := t.Err() != nil
-		t.end(fmt.Errorf("leader %s: %w", s.e.in.Path(), ErrResigned))
+		t.end(s.e.errf(ErrResigned))
 		switch {
 		case err != nil && !lost:
 			s.e.lg.Error("leadership callback failed", zap.String("node", t.Node()), zap.Error(err))
@@ -236,7 +237,7 @@ func (s *Selector) ID() string { return s.e.id }
 // order; the first one leads. ctx bounds the reads.
 func (s *Selector) Participants(ctx context.Context) ([]Participant, error) {
 	if ctx == nil {
-		return nil, fmt.Errorf("leader %s: %w: nil context", s.e.in.Path(), ErrBadArgument)
+		return nil, s.e.errf(errNilContext)
 	}
 	if err := s.checkOpen(); err != nil {
 		return nil, err
@@ -246,12 +247,12 @@ func (s *Selector) Participants(ctx context.Context) ([]Participant, error) {
 
 // Leader reads the current leader from ZooKeeper: the participant whose node
 // sorts first. It returns ErrNoLeader when there is none.
-func (s *Selector) Leader(ctx context.Context) (Participant, error) {
+func (s *Selector) Leader(ctx context.Context) (p Participant, ok bool, err error) {
 	if ctx == nil {
-		return Participant{}, fmt.Errorf("leader %s: %w: nil context", s.e.in.Path(), ErrBadArgument)
+		return Participant{}, false, s.e.errf(errNilContext)
 	}
 	if err := s.checkOpen(); err != nil {
-		return Participant{}, err
+		return Participant{}, false, err
 	}
 	return s.e.leader(ctx)
 }
@@ -260,7 +261,7 @@ func (s *Selector) checkOpen() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state == closed {
-		return fmt.Errorf("leader %s: %w", s.e.in.Path(), ErrClosed)
+		return s.e.errf(recipes.Closed())
 	}
 	return nil
 }
@@ -280,9 +281,9 @@ func (s *Selector) Close() error {
 		s.cancel(ErrClosed)
 		s.wg.Wait()
 		if err := s.e.in.Close(); err != nil {
-			s.closeErr = fmt.Errorf("leader %s: %w", s.e.in.Path(), err)
+			s.closeErr = s.e.errf(err)
 		}
-		s.stop(fmt.Errorf("leader %s: %w", s.e.in.Path(), ErrClosed))
+		s.stop(s.e.errf(recipes.Closed()))
 	})
 	return s.closeErr
 }

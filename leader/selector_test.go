@@ -326,10 +326,10 @@ func TestSelectorParticipants(t *testing.T) {
 		ps, err = b.Participants(ctx)
 		return err == nil && len(ps) == 2
 	}, "two participants")
-	if ps[0].ID != "a" || !ps[0].IsLeader || ps[1].ID != "b" || ps[1].IsLeader || !lockNode.MatchString(ps[0].Node) {
+	if ps[0].ID != "a" || !ps[0].Holds || ps[1].ID != "b" || ps[1].Holds || !lockNode.MatchString(ps[0].Node) {
 		t.Errorf("participants %+v", ps)
 	}
-	if l, err := b.Leader(ctx); err != nil || l.ID != "a" {
+	if l, _, err := b.Leader(ctx); err != nil || l.ID != "a" {
 		t.Errorf("Leader = %+v, %v", l, err)
 	}
 	obs, err := leader.Participants(ctx, sessiontest.Connect(t, ns), electionPath)

@@ -169,12 +169,7 @@ func TermFromContext(ctx context.Context) (*Term, bool) {
 	return t, ok
 }
 
-// Participant is one contender in an election, as read from ZooKeeper.
-type Participant struct {
-	// ID is the participant id: the node's data as text.
-	ID string
-	// Node is the name of the participant's node under the election path.
-	Node string
-	// IsLeader is true for the participant whose node sorts first.
-	IsLeader bool
-}
+// Participant is one contender in an election, as read from ZooKeeper: the
+// same type as every recipe's (recipes.Participant). The leader is the first
+// participant and the only one whose Holds is true.
+type Participant = recipes.Participant

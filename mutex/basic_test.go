@@ -45,8 +45,8 @@ func TestLockUnlock(t *testing.T) {
 			if l.Path() != ns.Path(lockPath)+"/"+k[0] {
 				t.Fatalf("Path %q", l.Path())
 			}
-			h, err := m.Holder(ctx)
-			if err != nil || h == nil || h.ID != "worker-1" || h.Node != k[0] || h.Czxid != l.Token() {
+			h, ok, err := m.Holder(ctx)
+			if err != nil || !ok || !h.Holds || h.ID != "worker-1" || h.Node != k[0] || h.Token != l.Token() {
 				t.Fatalf("Holder = %+v, %v", h, err)
 			}
 			if l.Err() != nil {
@@ -67,8 +67,8 @@ func TestLockUnlock(t *testing.T) {
 			if err := l.Unlock(ctx); err != nil {
 				t.Fatalf("second Unlock: %v", err)
 			}
-			h, err = m.Holder(ctx)
-			if err != nil || h != nil {
+			h, ok, err = m.Holder(ctx)
+			if err != nil || ok {
 				t.Fatalf("Holder after Unlock = %+v, %v", h, err)
 			}
 

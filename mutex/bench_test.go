@@ -41,7 +41,7 @@ func BenchmarkUncontended(b *testing.B) {
 			ns := zktest.NewNamespace(b)
 			tap := zktest.NewTap()
 			s := sessiontest.Connect(b, ns, session.WithDialer(tap.Dialer()), session.WithSessionTimeout(20*time.Second))
-			m, err := mutex.New(s, lockPath, mutex.WithNodeWatch(watch))
+			m, err := mutex.NewReentrant(s, lockPath, mutex.WithNodeWatch(watch))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -140,10 +140,10 @@ func BenchmarkContendedHandoff(b *testing.B) {
 			const sessions = 8
 			ns := zktest.NewNamespace(b)
 			ctx := context.Background()
-			var ms []*mutex.NonReentrant
+			var ms []*mutex.Mutex
 			for i := 0; i < sessions; i++ {
 				s := sessiontest.Connect(b, ns, session.WithSessionTimeout(20*time.Second))
-				m, err := mutex.NewNonReentrant(s, lockPath, mutex.WithNodeWatch(watch))
+				m, err := mutex.New(s, lockPath, mutex.WithNodeWatch(watch))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -161,7 +161,7 @@ func BenchmarkContendedHandoff(b *testing.B) {
 			b.ResetTimer()
 			for _, m := range ms {
 				wg.Add(1)
-				go func(m *mutex.NonReentrant) {
+				go func(m *mutex.Mutex) {
 					defer wg.Done()
 					for left.Add(-1) >= 0 {
 						l, err := m.Lock(ctx)
@@ -239,7 +239,7 @@ func BenchmarkWaiterFootprint(b *testing.B) {
 		ns := zktest.NewNamespace(b)
 		raw := ns.Conn(b)
 		s := sessiontest.Connect(b, ns, session.WithSessionTimeout(20*time.Second))
-		m, err := mutex.NewNonReentrant(s, lockPath)
+		m, err := mutex.New(s, lockPath)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -305,7 +305,7 @@ func BenchmarkUncontendedVsRaw(b *testing.B) {
 		b.Run(fmt.Sprintf("nodewatch=%v", watch), func(b *testing.B) {
 			ns := zktest.NewNamespace(b)
 			s := sessiontest.Connect(b, ns, session.WithSessionTimeout(20*time.Second))
-			m, err := mutex.New(s, lockPath, mutex.WithNodeWatch(watch))
+			m, err := mutex.NewReentrant(s, lockPath, mutex.WithNodeWatch(watch))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -442,7 +442,7 @@ func benchHandoffVsRaw(b *testing.B, sessions int, watch bool) {
 			var conns []*zk.Conn
 			for i := 0; i < sessions; i++ {
 				s := sessiontest.Connect(b, ns, session.WithSessionTimeout(20*time.Second))
-				m, err := mutex.NewNonReentrant(s, lockPath, mutex.WithNodeWatch(watch))
+				m, err := mutex.New(s, lockPath, mutex.WithNodeWatch(watch))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -269,7 +269,7 @@ func TestCtxBoundsMutex(t *testing.T) {
 	setupMulti := func(t *testing.T) (*cbRig, *mutex.Multi) {
 		r := newCBRig(t)
 		a := newMutex(t, r.s)
-		b, err := mutex.New(r.s, otherPath)
+		b, err := mutex.NewReentrant(r.s, otherPath)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/session"
 )
 
 // Sentinel errors. Errors returned by this package wrap them with the lock's
@@ -18,8 +19,10 @@ var (
 	// MultiLease.Unlock of a set holding such a lease (nothing is released).
 	ErrNotOwner = errors.New("mutex: released by a goroutine that does not hold it")
 	// ErrClosed is returned by calls after Close and by Locks waiting when
-	// Close was called; it is also the cause of leases ended by Close.
-	ErrClosed = errors.New("mutex: closed")
+	// Close was called; it is also the cause of leases ended by Close. It is
+	// session.ErrClosed: one sentinel for "closed" across the library, whether
+	// the lock or its session was closed.
+	ErrClosed = session.ErrClosed
 	// ErrBadOption is returned by constructors for an invalid option, and by
 	// calls for an invalid argument (a nil context, a nil lease); the message
 	// names it.

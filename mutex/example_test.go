@@ -138,7 +138,7 @@ func ExampleMutex_TryLock() {
 	}
 	_, err = mb.TryLock(ctx)
 	fmt.Println("b while a holds:", errors.Is(err, mutex.ErrLocked))
-	h, _ := mb.Holder(ctx)
+	h, _, _ := mb.Holder(ctx)
 	fmt.Println("holder:", h.ID)
 
 	la.Unlock(ctx)
@@ -151,10 +151,10 @@ func ExampleMutex_TryLock() {
 	// b after a unlocked: <nil>
 }
 
-// A NonReentrant lease is not tied to a goroutine: here a worker goroutine
-// finishes the job and unlocks, while the goroutine that locked only waits
-// for the lease to end, and tells a normal release (ErrReleased) from a loss.
-func ExampleNonReentrant() {
+// A Mutex lease is not tied to a goroutine: here a worker goroutine finishes
+// the job and unlocks, while the goroutine that locked only waits for the
+// lease to end, and tells a normal release (ErrReleased) from a loss.
+func ExampleLease_Unlock() {
 	ctx := context.Background()
 	sess, err := session.Connect(ctx, exampleServers(), session.WithNamespace("/examples/nonreentrant"))
 	if err != nil {
@@ -162,7 +162,7 @@ func ExampleNonReentrant() {
 		return
 	}
 	defer sess.Close()
-	m, err := mutex.NewNonReentrant(sess, "/locks/import")
+	m, err := mutex.New(sess, "/locks/import")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -223,7 +223,7 @@ func ExampleNonFair() {
 		fmt.Println(err)
 		return
 	}
-	h, _ := mb.Holder(ctx)
+	h, _, _ := mb.Holder(ctx)
 	fmt.Println("holder:", h.ID)
 	_, err = mb.TryLock(ctx)
 	fmt.Println("b while a holds:", errors.Is(err, mutex.ErrLocked))

@@ -27,9 +27,9 @@ func ctxT(t testing.TB) context.Context {
 	return ctx
 }
 
-func newMutex(t testing.TB, s *session.Session, opts ...mutex.Option) *mutex.Mutex {
+func newMutex(t testing.TB, s *session.Session, opts ...mutex.Option) *mutex.Reentrant {
 	t.Helper()
-	m, err := mutex.New(s, lockPath, opts...)
+	m, err := mutex.NewReentrant(s, lockPath, opts...)
 	if err != nil {
 		t.Fatalf("mutex.New: %v", err)
 	}

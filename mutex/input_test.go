@@ -18,10 +18,10 @@ type constructor func(*session.Session, string, ...mutex.Option) (mutex.Locker, 
 
 var constructors = map[string]constructor{
 	"mutex": func(s *session.Session, p string, o ...mutex.Option) (mutex.Locker, error) {
-		return mutex.New(s, p, o...)
+		return mutex.NewReentrant(s, p, o...)
 	},
 	"nonreentrant": func(s *session.Session, p string, o ...mutex.Option) (mutex.Locker, error) {
-		return mutex.NewNonReentrant(s, p, o...)
+		return mutex.New(s, p, o...)
 	},
 	"nonfair": func(s *session.Session, p string, o ...mutex.Option) (mutex.Locker, error) {
 		return mutex.NewNonFair(s, p, o...)

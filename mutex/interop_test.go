@@ -234,9 +234,9 @@ func interopContext(t *testing.T) context.Context {
 	return ctx
 }
 
-func interopMutex(t *testing.T, s *session.Session, id string) *mutex.Mutex {
+func interopMutex(t *testing.T, s *session.Session, id string) *mutex.Reentrant {
 	t.Helper()
-	m, err := mutex.New(s, interopLockPath, mutex.WithID(id))
+	m, err := mutex.NewReentrant(s, interopLockPath, mutex.WithID(id))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,9 +244,9 @@ func interopMutex(t *testing.T, s *session.Session, id string) *mutex.Mutex {
 	return m
 }
 
-func interopNonReentrant(t *testing.T, s *session.Session, id string) *mutex.NonReentrant {
+func interopNonReentrant(t *testing.T, s *session.Session, id string) *mutex.Mutex {
 	t.Helper()
-	m, err := mutex.NewNonReentrant(s, interopLockPath, mutex.WithID(id))
+	m, err := mutex.New(s, interopLockPath, mutex.WithID(id))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func interopTime(x time.Time) string { return x.Format("15:04:05.000000") }
 
 // interopWaitQueue waits until the lock has n contenders (as the Go side
 // reads them, in queue order) and returns them.
-func interopWaitQueue(t *testing.T, ctx context.Context, m *mutex.Mutex, n int) []mutex.Participant {
+func interopWaitQueue(t *testing.T, ctx context.Context, m *mutex.Reentrant, n int) []mutex.Participant {
 	t.Helper()
 	var ps []mutex.Participant
 	zktest.Eventually(t, 15*time.Second, func() bool {
@@ -333,7 +333,7 @@ func interopLockAsync(t *testing.T, ctx context.Context, l mutex.Locker) *intero
 		unlockC:  make(chan struct{}),
 		unlocked: make(chan error, 1),
 	}
-	_, reentrant := l.(*mutex.Mutex)
+	_, reentrant := l.(*mutex.Reentrant)
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
 	go func() {

@@ -36,8 +36,9 @@ import (
 type Lease struct {
 	l     *recipes.Lease
 	path  string
-	re    *recipes.Reentrant // reentrant Mutex: Unlock must come from owner
+	re    *recipes.Reentrant // Reentrant: Unlock must come from owner
 	owner uint64
+	held  *holds // the lock value's count for Held
 
 	unlocked atomic.Bool
 	once     sync.Once
@@ -139,13 +140,18 @@ func (l *Lease) Unlock(ctx context.Context) error {
 		}
 		last, err := l.re.Exit(l.l)
 		if err != nil {
-			return fmt.Errorf("mutex %s: %w", l.path, ErrNotOwner)
+			return recipes.NewError("mutex", l.path, ErrNotOwner)
 		}
 		if !last {
 			return nil
 		}
 	}
-	l.once.Do(func() { l.err = l.l.Release(ctx) })
+	l.once.Do(func() {
+		l.err = l.l.Release(ctx)
+		if l.held != nil {
+			l.held.drop(l.l)
+		}
+	})
 	return l.err
 }
 
@@ -153,10 +159,7 @@ func (l *Lease) Unlock(ctx context.Context) error {
 // handle and the calling goroutine is not the one that locked it.
 func (l *Lease) checkOwner() error {
 	if l.re != nil && goid.ID() != l.owner {
-		return fmt.Errorf("mutex %s: %w", l.path, ErrNotOwner)
+		return recipes.NewError("mutex", l.path, ErrNotOwner)
 	}
 	return nil
 }
-
-// Release is Unlock (for symmetry with the other recipes' leases).
-func (l *Lease) Release(ctx context.Context) error { return l.Unlock(ctx) }

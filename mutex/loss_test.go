@@ -107,7 +107,7 @@ var kinds = []lockKind{
 		return newMutex(t, s, opts...)
 	}, true},
 	{"nonreentrant", func(t testing.TB, s *session.Session, opts ...mutex.Option) mutex.Locker {
-		m, err := mutex.NewNonReentrant(s, lockPath, opts...)
+		m, err := mutex.New(s, lockPath, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}

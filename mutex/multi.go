@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"reflect"
 	"sync"
 	"time"
@@ -79,7 +80,7 @@ func (m *Multi) lock(ctx context.Context, try bool) (*MultiLease, error) {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 			rerr := unlockReverse(rctx, held)
 			cancel()
-			err = fmt.Errorf("mutex: multi-lock %s: %w", lk.Path(), err)
+			err = recipes.NewError("mutex", lk.Path(), err) // names the lock that failed
 			if rerr != nil {
 				err = fmt.Errorf("%w (rollback: %w)", err, rerr)
 			}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/zkrecipes/zkrecipes/internal/goid"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 )
@@ -30,27 +29,26 @@ type Locker interface {
 	Path() string
 }
 
-// Mutex is a fair, reentrant, distributed mutex, wire-compatible with Apache
-// Curator's InterProcessMutex: a Go process and a Java process locking the
-// same path exclude each other and queue in one order.
+// Mutex is a fair distributed mutex, wire-compatible with Apache Curator's
+// InterProcessMutex ("_c_<uuid>-lock-<seq>" in the lock directory): Go and
+// Java processes locking the same path exclude each other and queue in one
+// order, and so do a Mutex and a Reentrant.
 //
-// Reentrancy is per goroutine, as Curator's is per thread: a goroutine that
-// holds the lock may Lock again (each Lock returns its own handle and needs
-// its own Unlock; the node goes at the last one). Another goroutine's Lock
-// queues behind the holder even in the same process, and its Unlock of the
-// holder's handle fails with ErrNotOwner. Handing guarded work to another
-// goroutine does not hand over the ownership: keep Lock and Unlock in one
-// goroutine, or use NonReentrant.
-//
-// A Mutex is safe for concurrent use.
+// Like sync.Mutex, it is not reentrant and not tied to goroutines: the lease
+// it returns may be unlocked by any goroutine, so guarded work may be handed
+// to helper goroutines freely. A second Lock while this process already holds
+// the lock, from any goroutine, queues behind the holder like any other
+// participant and waits until the lease is unlocked or its ctx ends; TryLock
+// returns ErrLocked. For Curator's per-thread reentrancy use Reentrant. A
+// Mutex is safe for concurrent use.
 type Mutex struct {
 	in   *recipes.Internals
 	path string
 	id   string
-	re   recipes.Reentrant
+	held holds
 }
 
-// New returns a fair reentrant mutex on path (a recipe path, under the
+// New returns a fair, non-reentrant mutex on path (a recipe path, under the
 // session's namespace). It validates its arguments and does no I/O; the lock
 // directory is created (as a container node) at the first Lock.
 func New(sess *session.Session, path string, opts ...Option) (*Mutex, error) {
@@ -71,68 +69,57 @@ func (m *Mutex) ServerPath() string { return m.in.Path() }
 // ID returns the participant id stored in our lock nodes.
 func (m *Mutex) ID() string { return m.id }
 
-// Lock blocks until the calling goroutine holds the lock and returns its
-// lease. If the goroutine already holds it, Lock returns at once with a new
-// handle (hold count + 1), or with an error wrapping the cause if that hold
-// was lost meanwhile. Otherwise it queues a node and waits for its
-// predecessor (only), within ctx: on ctx's end it deletes its node and
-// returns ctx's error (matching context.Canceled or DeadlineExceeded), also
-// when the lock was won just as ctx ended (it is released). While the
-// session is suspended it keeps its place and waits. Other errors:
-// ErrClosed, session.ErrLost (the session ended while waiting; a wait never
+// Lock blocks until the lock is held and returns its lease. It queues a node
+// and waits for its predecessor (only), within ctx, the only timeout: on
+// ctx's end it returns ctx's error (matching context.Canceled or
+// DeadlineExceeded) within a few milliseconds whatever the network does, also
+// when the lock was won just as ctx ended (it is released), and its node is
+// deleted (at once on a healthy connection, else by the session's queue as
+// soon as the connection allows). While the session is suspended it keeps its
+// place and waits. Other errors: ErrClosed (the Mutex or the session was
+// closed), session.ErrLost (the session ended while waiting; a wait never
 // carries over to a new session), ErrLockLost (our waiting node was deleted
-// by someone else), ZooKeeper errors; ErrBadOption for a nil ctx, before
-// anything else (a holding goroutine does not re-enter then). Safe for
-// concurrent use.
+// by someone else), ZooKeeper errors (zk.ErrNoAuth, ...). Safe for concurrent
+// use.
 func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
-	return m.lock(ctx, false)
-}
-
-// TryLock is Lock without waiting: if another participant holds the lock it
-// returns an error matching ErrLocked (its node already deleted). ctx bounds
-// the requests only. A goroutine that holds the lock re-enters it.
-func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
-	return m.lock(ctx, true)
-}
-
-func (m *Mutex) lock(ctx context.Context, try bool) (*Lease, error) {
 	if ctx == nil {
 		return nil, errNilContext(m.path)
 	}
-	if l, _, err := m.re.Enter(); l != nil {
-		if err != nil {
-			return nil, fmt.Errorf("mutex %s: %w", m.path, err)
-		}
-		return &Lease{l: l, path: m.path, re: &m.re, owner: goid.ID()}, nil
+	l, err := m.in.Acquire(ctx, driver, []byte(m.id))
+	if err != nil {
+		return nil, err
 	}
-	var l *recipes.Lease
-	var err error
-	if try {
-		l, err = m.in.TryAcquire(ctx, driver, []byte(m.id))
-		if errors.Is(err, recipes.ErrWouldBlock) {
-			return nil, fmt.Errorf("mutex %s: %w", m.path, ErrLocked)
-		}
-	} else {
-		l, err = m.in.Acquire(ctx, driver, []byte(m.id))
+	m.held.add(l)
+	return &Lease{l: l, path: m.path, held: &m.held}, nil
+}
+
+// TryLock takes the lock if no one holds it (this process included), else
+// returns an error matching ErrLocked; its node is deleted first. ctx bounds
+// the requests only.
+func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
+	if ctx == nil {
+		return nil, errNilContext(m.path)
+	}
+	l, err := m.in.TryAcquire(ctx, driver, []byte(m.id))
+	if errors.Is(err, recipes.ErrWouldBlock) {
+		return nil, recipes.NewError("mutex", m.path, ErrLocked)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := m.re.Add(l); err != nil {
-		// Cannot happen: only this goroutine adds for itself.
-		_ = l.Release(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("mutex %s: %w", m.path, err)
-	}
-	return &Lease{l: l, path: m.path, re: &m.re, owner: goid.ID()}, nil
+	m.held.add(l)
+	return &Lease{l: l, path: m.path, held: &m.held}, nil
 }
 
-// HeldByMe reports whether the calling goroutine holds the lock (Curator's
-// isOwnedByCurrentThread); a lost hold still counts until it is unlocked.
-func (m *Mutex) HeldByMe() bool { return m.re.Count() > 0 }
+// Held reports whether this process holds the lock through this Mutex
+// (Curator's isAcquiredInThisProcess): a lease that has not been unlocked and
+// has not ended. It does no I/O.
+func (m *Mutex) Held() bool { return m.held.held() }
 
 // Participants returns the lock's contenders in queue order: the holder
-// first, then the waiters. It reads the lock directory (ctx bounds it);
-// nodes of other processes, Curator's included, are listed with their ids.
+// first (Holds is true), then the waiters. It reads the lock directory (ctx
+// bounds it); nodes of other processes, Curator's included, are listed with
+// their ids.
 func (m *Mutex) Participants(ctx context.Context) ([]Participant, error) {
 	if ctx == nil {
 		return nil, errNilContext(m.path)
@@ -140,29 +127,30 @@ func (m *Mutex) Participants(ctx context.Context) ([]Participant, error) {
 	return m.in.Participants(ctx, driver)
 }
 
-// Holder returns the participant holding the lock, or nil if it is free.
-func (m *Mutex) Holder(ctx context.Context) (*Participant, error) {
+// Holder reads who holds the lock: ok is false when it is free. ctx bounds
+// the reads.
+func (m *Mutex) Holder(ctx context.Context) (p Participant, ok bool, err error) {
 	if ctx == nil {
-		return nil, errNilContext(m.path)
+		return Participant{}, false, errNilContext(m.path)
 	}
 	return holder(m.in.Participants(ctx, driver))
 }
 
-// errNilContext is the error of a call on the lock at path given a nil ctx.
-func errNilContext(path string) error {
-	return fmt.Errorf("mutex %s: %w: nil context", path, ErrBadOption)
-}
-
-func holder(ps []Participant, err error) (*Participant, error) {
-	if err != nil || len(ps) == 0 {
-		return nil, err
-	}
-	p := ps[0]
-	return &p, nil
-}
-
-// Close ends the leases of this Mutex (cause ErrClosed; their nodes are
-// deleted), makes waiting Locks return ErrClosed, and returns when every
+// Close ends the leases of this Mutex (cause matching ErrClosed; their nodes
+// are deleted), makes waiting Locks return ErrClosed, and returns when every
 // goroutine it started has exited. Idempotent; calls after Close return
 // ErrClosed. The session stays open.
 func (m *Mutex) Close() error { return m.in.Close() }
+
+// errNilContext is the error of a call on the lock at path given a nil ctx.
+func errNilContext(path string) error {
+	return recipes.NewError("mutex", path, fmt.Errorf("%w: nil context", ErrBadOption))
+}
+
+// holder returns the first participant, the holder, if any.
+func holder(ps []Participant, err error) (Participant, bool, error) {
+	if err != nil || len(ps) == 0 {
+		return Participant{}, false, err
+	}
+	return ps[0], true, nil
+}

@@ -108,7 +108,7 @@ func TestNilInputs(t *testing.T) {
 	s := connect(t, ns)
 	ctx := ctxT(t)
 	m := newMutex(t, s)
-	nr, err := mutex.NewNonReentrant(s, lockPath)
+	nr, err := mutex.New(s, lockPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestNilInputs(t *testing.T) {
 
 	cases := []nilCase{
 		{"New nil session", func(t *testing.T) error {
-			m, err := mutex.New(nil, lockPath)
+			m, err := mutex.NewReentrant(nil, lockPath)
 			return noLease(t, m, err)
 		}, mutex.ErrNilSession, "nil session"},
 		{"NewNonFair nil session", func(*testing.T) error {
@@ -133,11 +133,11 @@ func TestNilInputs(t *testing.T) {
 			return err
 		}, mutex.ErrNilSession, "nil session"},
 		{"NewNonReentrant nil option", func(*testing.T) error {
-			_, err := mutex.NewNonReentrant(s, lockPath, nil)
+			_, err := mutex.New(s, lockPath, nil)
 			return err
 		}, mutex.ErrBadOption, "nil option"},
 		{"NewMulti typed nil Mutex", func(t *testing.T) error {
-			ml, err := mutex.NewMulti(m, (*mutex.Mutex)(nil))
+			ml, err := mutex.NewMulti(m, (*mutex.Reentrant)(nil))
 			return noLease(t, ml, err)
 		}, mutex.ErrNoLocks, "lock 1"},
 		{"NewMulti typed nil NonFair", func(*testing.T) error {
@@ -145,7 +145,7 @@ func TestNilInputs(t *testing.T) {
 			return err
 		}, mutex.ErrNoLocks, "lock 0"},
 		{"NewMulti typed nil NonReentrant", func(*testing.T) error {
-			_, err := mutex.NewMulti(m, nf, (*mutex.NonReentrant)(nil))
+			_, err := mutex.NewMulti(m, nf, (*mutex.Mutex)(nil))
 			return err
 		}, mutex.ErrNoLocks, "lock 2"},
 		{"NewMulti nil Locker", func(*testing.T) error {
@@ -176,10 +176,6 @@ func TestNilInputs(t *testing.T) {
 			var l *mutex.Lease
 			return l.Unlock(ctx)
 		}, mutex.ErrBadOption, "nil lease"},
-		{"nil Lease Release", func(*testing.T) error {
-			var l *mutex.Lease
-			return l.Release(ctx)
-		}, mutex.ErrBadOption, "nil lease"},
 		{"nil MultiLease Unlock", func(*testing.T) error {
 			var ml *mutex.MultiLease
 			return ml.Unlock(ctx)
@@ -189,9 +185,9 @@ func TestNilInputs(t *testing.T) {
 		name string
 		lk   interface {
 			mutex.Locker
-			Holder(context.Context) (*mutex.Participant, error)
+			Holder(context.Context) (mutex.Participant, bool, error)
 		}
-	}{{"Mutex", m}, {"NonReentrant", nr}, {"NonFair", nf}} {
+	}{{"Reentrant", m}, {"Mutex", nr}, {"NonFair", nf}} {
 		cases = append(cases,
 			nilCase{k.name + ".Lock nil ctx", func(t *testing.T) error {
 				l, err := k.lk.Lock(nilCtx)
@@ -202,8 +198,11 @@ func TestNilInputs(t *testing.T) {
 				return noLease(t, l, err)
 			}, mutex.ErrBadOption, "nil context"},
 			nilCase{k.name + ".Holder nil ctx", func(t *testing.T) error {
-				p, err := k.lk.Holder(nilCtx)
-				return noLease(t, p, err)
+				p, ok, err := k.lk.Holder(nilCtx)
+				if ok || p != (mutex.Participant{}) {
+					t.Errorf("Holder returned %+v, %v", p, ok)
+				}
+				return err
 			}, mutex.ErrBadOption, "nil context"},
 		)
 		if pl, ok := k.lk.(interface {

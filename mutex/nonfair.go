@@ -3,7 +3,6 @@ package mutex
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
@@ -30,6 +29,7 @@ type NonFair struct {
 	in   *recipes.Internals
 	path string
 	id   string
+	held holds
 }
 
 // NewNonFair returns a non-fair lock on path. It validates its arguments and
@@ -55,7 +55,8 @@ func (m *NonFair) Lock(ctx context.Context) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Lease{l: l, path: m.path}, nil
+	m.held.add(l)
+	return &Lease{l: l, path: m.path, held: &m.held}, nil
 }
 
 // TryLock takes the lock if it is free, else returns an error matching
@@ -66,21 +67,30 @@ func (m *NonFair) TryLock(ctx context.Context) (*Lease, error) {
 	}
 	l, err := m.in.TryAcquireFixed(ctx, NonFairNode, m.id)
 	if errors.Is(err, recipes.ErrWouldBlock) {
-		return nil, fmt.Errorf("mutex %s: %w", m.path, ErrLocked)
+		return nil, recipes.NewError("mutex", m.path, ErrLocked)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &Lease{l: l, path: m.path}, nil
+	m.held.add(l)
+	return &Lease{l: l, path: m.path, held: &m.held}, nil
 }
 
-// Holder returns the holder of the lock (its participant id, session and
-// token), or nil if it is free.
-func (m *NonFair) Holder(ctx context.Context) (*Participant, error) {
+// Held reports whether this process holds the lock through this NonFair: a
+// lease that has not been unlocked and has not ended. It does no I/O.
+func (m *NonFair) Held() bool { return m.held.held() }
+
+// Holder reads who holds the lock (its participant id, session and token):
+// ok is false when it is free. ctx bounds the read.
+func (m *NonFair) Holder(ctx context.Context) (p Participant, ok bool, err error) {
 	if ctx == nil {
-		return nil, errNilContext(m.path)
+		return Participant{}, false, errNilContext(m.path)
 	}
-	return m.in.FixedHolder(ctx, NonFairNode)
+	h, err := m.in.FixedHolder(ctx, NonFairNode)
+	if err != nil || h == nil {
+		return Participant{}, false, err
+	}
+	return *h, true, nil
 }
 
 // Close ends the leases of this lock (cause ErrClosed), makes waiting Locks

@@ -26,7 +26,7 @@ type config struct {
 func newInternals(sess *session.Session, path string, opts []Option) (*recipes.Internals, *config, error) {
 	c, err := buildConfig(opts)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, recipes.NewError("mutex", path, err)
 	}
 	in, err := recipes.NewInternals(sess, path, c.internalsOptions()...)
 	if err != nil {
@@ -55,7 +55,6 @@ func (c *config) internalsOptions() []recipes.InternalsOption {
 	o := []recipes.InternalsOption{
 		recipes.WithName("mutex"),
 		recipes.WithNodeWatch(c.nodeWatch),
-		recipes.WithClosedError(ErrClosed),
 	}
 	if c.lg != nil {
 		o = append(o, recipes.WithLogger(c.lg))

@@ -126,7 +126,7 @@ func TestReentryAfterLoss(t *testing.T) {
 func TestNonReentrant(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	raw := ns.Conn(t)
-	m, err := mutex.NewNonReentrant(connect(t, ns), lockPath)
+	m, err := mutex.New(connect(t, ns), lockPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestExcludesAcrossKinds(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	ctx := ctxT(t)
 	m := newMutex(t, connect(t, ns))
-	nr, err := mutex.NewNonReentrant(connect(t, ns), lockPath)
+	nr, err := mutex.New(connect(t, ns), lockPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,12 +209,12 @@ func TestMultiRollback(t *testing.T) {
 	raw := ns.Conn(t)
 	ctx := ctxT(t)
 	s := connect(t, ns)
-	a, err := mutex.New(s, "/locks/a")
+	a, err := mutex.NewReentrant(s, "/locks/a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := mutex.NewNonReentrant(s, "/locks/b")
+	b, err := mutex.New(s, "/locks/b")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestMultiRollback(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	blocker, err := mutex.NewNonReentrant(connect(t, ns), "/locks/b")
+	blocker, err := mutex.New(connect(t, ns), "/locks/b")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,12 +310,12 @@ func TestMultiUnlockNotOwner(t *testing.T) {
 	raw := ns.Conn(t)
 	ctx := ctxT(t)
 	s := connect(t, ns)
-	a, err := mutex.New(s, "/locks/a")
+	a, err := mutex.NewReentrant(s, "/locks/a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := mutex.NewNonReentrant(s, "/locks/b")
+	b, err := mutex.New(s, "/locks/b")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +373,7 @@ func TestMultiUnlockNotOwner(t *testing.T) {
 	}
 	// Still exclusive for everyone else.
 	other := connect(t, ns)
-	ob, err := mutex.NewNonReentrant(other, "/locks/b")
+	ob, err := mutex.New(other, "/locks/b")
 	if err != nil {
 		t.Fatal(err)
 	}

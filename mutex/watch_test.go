@@ -111,7 +111,7 @@ func testWatchesPerRelease(t *testing.T, watch bool) {
 		return s
 	}
 	holder := newMutex(t, tapped(), opt)
-	var ms []*mutex.Mutex
+	var ms []*mutex.Reentrant
 	for i := 0; i < sessions; i++ {
 		ms = append(ms, newMutex(t, tapped(), opt))
 	}

@@ -63,7 +63,7 @@ func TestWatchesBounded(t *testing.T) {
 	defer cancel()
 
 	hs := connect(t, ns, session.WithSessionTimeout(10*time.Second))
-	hFair, err := mutex.New(hs, fairPath)
+	hFair, err := mutex.NewReentrant(hs, fairPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestWatchesBounded(t *testing.T) {
 	// A 10 s session: 45 s of requests on a loaded machine must not be
 	// interrupted by a suspension.
 	s, tap := sessiontest.ConnectTap(t, ns, session.WithSessionTimeout(10*time.Second))
-	fair, err := mutex.New(s, fairPath)
+	fair, err := mutex.NewReentrant(s, fairPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -136,7 +136,7 @@ func TestSemaphoreDriver(t *testing.T) {
 		t.Fatalf("Participants = %+v, %v", ps, err)
 	}
 	for i, p := range ps {
-		if p.ID != fmt.Sprint(i) || p.Node != ls[i].Node() || p.Seq != ls[i].Seq() || p.Czxid != ls[i].Token() || p.Marker != "lease-" {
+		if p.ID != fmt.Sprint(i) || p.Node != ls[i].Node() || p.Seq != ls[i].Seq() || p.Token != ls[i].Token() || !p.Holds || p.Marker != "lease-" {
 			t.Fatalf("participant %d = %+v", i, p)
 		}
 	}
@@ -392,7 +392,7 @@ func TestCloseEndsAndJoins(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	raw := ns.Conn(t)
 	ctx := ctxT(t)
-	in, err := recipes.NewInternals(sessiontest.Connect(t, ns), dir, recipes.WithClosedError(errors.New("mine: closed")))
+	in, err := recipes.NewInternals(sessiontest.Connect(t, ns), dir, recipes.WithName("mine"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +412,8 @@ func TestCloseEndsAndJoins(t *testing.T) {
 		default:
 			t.Fatal("lease not ended by Close")
 		}
-		if !errors.Is(l.Err(), recipes.ErrClosed) || !strings.Contains(l.Err().Error(), "mine: closed") {
+		if !errors.Is(l.Err(), recipes.ErrClosed) || !errors.Is(l.Err(), session.ErrClosed) ||
+			l.Err().Error() != `mine "`+dir+`": closed` {
 			t.Fatalf("cause %v", l.Err())
 		}
 		if err := l.Release(ctx); err != nil {

@@ -1,6 +1,10 @@
 package recipes
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/zkrecipes/zkrecipes/session"
+)
 
 // Sentinel errors. Errors returned by this package wrap them with the path
 // (match with errors.Is); session's and go-zookeeper's sentinels
@@ -17,10 +21,12 @@ var (
 	ErrWouldBlock = errors.New("recipes: would block")
 	// ErrClosed is returned by calls on a closed Internals, by acquires that
 	// were waiting when it was closed, and is the cause of leases Close ended.
-	ErrClosed = errors.New("recipes: closed")
-	// ErrBadPath is returned by NewInternals for an invalid recipe path (it
-	// also wraps session.ErrBadPath).
-	ErrBadPath = errors.New("recipes: bad path")
+	// It is session.ErrClosed: one sentinel for "closed" across the library,
+	// whether the recipe or its session was closed.
+	ErrClosed = session.ErrClosed
+	// ErrBadPath is returned by NewInternals for an invalid recipe path. It is
+	// session.ErrBadPath.
+	ErrBadPath = session.ErrBadPath
 	// ErrNilSession is returned by constructors given a nil *session.Session.
 	ErrNilSession = errors.New("recipes: nil session")
 	// ErrBadDriver is returned for a nil driver, an empty or invalid marker,

@@ -67,7 +67,7 @@ func (in *Internals) FixedHolder(ctx context.Context, name string) (*Participant
 		return nil, in.errf(err)
 	}
 	_, pid := parseFixedData(data)
-	return &Participant{Node: name, ID: pid, Owner: st.EphemeralOwner, Czxid: st.Czxid}, nil
+	return &Participant{ID: pid, Node: name, Holds: true, SessionID: st.EphemeralOwner, Token: st.Czxid}, nil
 }
 
 func checkFixedName(name string) error {

@@ -25,10 +25,11 @@ import (
 // when ownership ends. It is safe for concurrent use; it keeps no per-goroutine
 // state (see Reentrant for that).
 type Internals struct {
-	sess *session.Session
-	path string // full server path of the recipe directory
-	cfg  config
-	lg   *zap.Logger
+	sess     *session.Session
+	path     string // full server path of the recipe directory
+	userPath string // the path as the caller gave it (for errors)
+	cfg      config
+	lg       *zap.Logger
 
 	ctx    context.Context // canceled by Close
 	cancel context.CancelCauseFunc
@@ -56,18 +57,18 @@ func NewInternals(sess *session.Session, path string, opts ...InternalsOption) (
 		}
 	}
 	if sess == nil {
-		return nil, fmt.Errorf("%s %s: %w", cfg.name, path, ErrNilSession)
+		return nil, NewError(cfg.name, path, ErrNilSession)
 	}
 	full, err := sess.Path(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", cfg.name, ErrBadPath, err)
+		return nil, NewError(cfg.name, path, err)
 	}
 	lg := cfg.lg
 	if lg == nil {
 		lg = sess.Logger().Named(cfg.name)
 	}
 	lg = lg.With(zap.String("path", full))
-	in := &Internals{sess: sess, path: full, cfg: cfg, lg: lg}
+	in := &Internals{sess: sess, path: full, userPath: path, cfg: cfg, lg: lg}
 	in.noMulti.Store(cfg.plainCreate)
 	in.ctx, in.cancel = context.WithCancelCause(context.Background())
 	return in, nil
@@ -100,28 +101,12 @@ func (in *Internals) Close() error {
 	return nil
 }
 
-// closedErr returns the error for use after Close: it matches ErrClosed and,
-// with WithClosedError, the recipe's own sentinel.
-func (in *Internals) closedErr() error {
-	if in.cfg.closedErr != nil {
-		return &multiErr{msg: fmt.Sprintf("%s %s: %v", in.cfg.name, in.path, in.cfg.closedErr), errs: []error{in.cfg.closedErr, ErrClosed}}
-	}
-	return in.errf(ErrClosed)
-}
+// closedErr returns the error for use after Close: it matches ErrClosed
+// (session.ErrClosed).
+func (in *Internals) closedErr() error { return in.errf(errClosed) }
 
-// errf wraps err with the recipe name and path.
-func (in *Internals) errf(err error) error {
-	return fmt.Errorf("%s %s: %w", in.cfg.name, in.path, err)
-}
-
-// multiErr is an error that matches several sentinels.
-type multiErr struct {
-	msg  string
-	errs []error
-}
-
-func (e *multiErr) Error() string   { return e.msg }
-func (e *multiErr) Unwrap() []error { return e.errs }
+// errf wraps err with the recipe name and the path as the caller gave it.
+func (in *Internals) errf(err error) error { return NewError(in.cfg.name, in.userPath, err) }
 
 // enter registers an operation for Close to wait for; false after Close.
 func (in *Internals) enter() bool {
@@ -996,7 +981,9 @@ func (in *Internals) Participants(ctx context.Context, d Driver) ([]Participant,
 	}
 	sorted := SortChildren(kids, d.Markers())
 	out := make([]Participant, 0, len(sorted))
-	for _, c := range sorted {
+	for i, c := range sorted {
+		// Who holds, as the driver decides on this listing.
+		holds, _, _ := d.Decide(sorted, i)
 		var data []byte
 		var st *zk.Stat
 		err := in.sess.Retry(ctx, ep, func(conn *zk.Conn) error {
@@ -1010,25 +997,33 @@ func (in *Internals) Participants(ctx context.Context, d Driver) ([]Participant,
 		if err != nil {
 			return nil, in.errf(err)
 		}
-		out = append(out, Participant{Node: c.Name, ID: string(data), Seq: c.Seq, Owner: st.EphemeralOwner, Marker: c.Marker, Czxid: st.Czxid})
+		out = append(out, Participant{ID: string(data), Node: c.Name, Holds: holds, Seq: c.Seq,
+			SessionID: st.EphemeralOwner, Token: st.Czxid, Marker: c.Marker})
 	}
 	return out, nil
 }
 
-// Participant is one contender of a recipe, as Participants read it.
+// Participant is one contender of a recipe (a lock, a semaphore, an
+// election), as read from ZooKeeper.
 type Participant struct {
-	// Node is the node name.
-	Node string
-	// ID is the participant id (the node's data).
+	// ID is the participant id: the node's data as text.
 	ID string
+	// Node is the node's name under the recipe path.
+	Node string
+	// Holds is true for participants that hold the recipe now: the lock
+	// holder, the leader, the semaphore's lease holders, the readers or the
+	// writer of a read-write lock.
+	Holds bool
 	// Seq is the node's sequence number (0 for a fixed node).
 	Seq int64
-	// Owner is the node's ephemeralOwner (the ZooKeeper session id).
-	Owner int64
-	// Marker is the marker that matched the name ("" for a fixed node).
+	// SessionID is the ZooKeeper session that owns the node (its
+	// ephemeralOwner).
+	SessionID int64
+	// Token is the node's creation zxid: the holder's fencing token.
+	Token int64
+	// Marker is the marker that matched the name, e.g. "lock-" ("" for a
+	// fixed node).
 	Marker string
-	// Czxid is the node's creation zxid (the holder's fencing token).
-	Czxid int64
 }
 
 // errSessionChanged reports a node created on a session other than ep's.

@@ -16,7 +16,6 @@ type config struct {
 	keepNode       bool
 	lg             *zap.Logger
 	name           string
-	closedErr      error
 	cleanupTimeout time.Duration
 }
 
@@ -73,19 +72,6 @@ func WithName(name string) InternalsOption {
 			return fmt.Errorf("%w: empty name", ErrBadOption)
 		}
 		c.name = name
-		return nil
-	}
-}
-
-// WithClosedError adds err to the errors that Close's causes and the
-// ErrClosed errors of this Internals match, so that a recipe can offer its own
-// ErrClosed sentinel (errors.Is matches both).
-func WithClosedError(err error) InternalsOption {
-	return func(c *config) error {
-		if err == nil {
-			return fmt.Errorf("%w: nil closed error", ErrBadOption)
-		}
-		c.closedErr = err
 		return nil
 	}
 }

@@ -13,10 +13,24 @@ import (
 // names the path and the reason.
 func ValidatePath(p string) error {
 	if reason := pathProblem(p); reason != "" {
-		return fmt.Errorf("%w %q: %s", ErrBadPath, p, reason)
+		return &PathError{Path: p, Reason: reason}
 	}
 	return nil
 }
+
+// PathError is a bad path: it matches ErrBadPath and says why.
+type PathError struct {
+	// Path is the path as given.
+	Path string
+	// Reason says what is wrong with it, e.g. "empty".
+	Reason string
+}
+
+// Error returns `session: bad path "<path>": <reason>`.
+func (e *PathError) Error() string { return fmt.Sprintf("%v %q: %s", ErrBadPath, e.Path, e.Reason) }
+
+// Unwrap returns ErrBadPath.
+func (e *PathError) Unwrap() error { return ErrBadPath }
 
 func pathProblem(p string) string {
 	switch {

@@ -461,7 +461,7 @@ func formatParticipants(ps []leader.Participant) string {
 	names := make([]string, len(ps))
 	for i, p := range ps {
 		names[i] = p.ID
-		if p.IsLeader {
+		if p.Holds {
 			names[i] += " (leader)"
 		}
 	}

@@ -51,9 +51,9 @@ func (b *bench) handoff(ctx context.Context) error {
 	var p50s []p50
 	rows := [][]string{{"handoff", "holds/s", "p50 µs", "p90 µs", "p99 µs", "max µs", "req/hold", "what"}}
 	for _, watch := range []bool{true, false} {
-		ms := make([]*mutex.Mutex, len(sessions))
+		ms := make([]*mutex.Reentrant, len(sessions))
 		for i, s := range sessions {
-			ms[i], err = mutex.New(s, fmt.Sprintf("%s/contended-%v", *root, watch), mutex.WithNodeWatch(watch), mutex.WithID(fmt.Sprintf("s%d", i)))
+			ms[i], err = mutex.NewReentrant(s, fmt.Sprintf("%s/contended-%v", *root, watch), mutex.WithNodeWatch(watch), mutex.WithID(fmt.Sprintf("s%d", i)))
 			if err != nil {
 				return err
 			}
@@ -112,7 +112,7 @@ func statRow(name string, perSec float64, ds []time.Duration, reqs, what string)
 }
 
 // contend runs one goroutine per mutex, each looping Lock+Unlock, for d.
-func contend(ctx context.Context, ms []*mutex.Mutex, d time.Duration) (*handoffRun, time.Duration, error) {
+func contend(ctx context.Context, ms []*mutex.Reentrant, d time.Duration) (*handoffRun, time.Duration, error) {
 	hr := &handoffRun{}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -121,7 +121,7 @@ func contend(ctx context.Context, ms []*mutex.Mutex, d time.Duration) (*handoffR
 	t0 := time.Now()
 	for i, m := range ms {
 		wg.Add(1)
-		go func(i int, m *mutex.Mutex) {
+		go func(i int, m *mutex.Reentrant) {
 			defer wg.Done()
 			for cctx.Err() == nil {
 				l, err := m.Lock(cctx)

@@ -54,9 +54,9 @@ type herdResult struct {
 }
 
 func (b *bench) herdRun(ctx context.Context, sessions []*session.Session, path string, watch bool) (*herdResult, error) {
-	ms := make([]*mutex.Mutex, len(sessions))
+	ms := make([]*mutex.Reentrant, len(sessions))
 	for i, s := range sessions {
-		m, err := mutex.New(s, path, mutex.WithNodeWatch(watch), mutex.WithID(fmt.Sprintf("s%d", i)))
+		m, err := mutex.NewReentrant(s, path, mutex.WithNodeWatch(watch), mutex.WithID(fmt.Sprintf("s%d", i)))
 		if err != nil {
 			return nil, err
 		}
@@ -143,7 +143,7 @@ func (b *bench) waitServer(ctx context.Context, cond func(map[string]float64) bo
 }
 
 // lockOnce is one waiter: Lock, then Unlock at once; errors go to errs.
-func lockOnce(ctx context.Context, m *mutex.Mutex, wg *sync.WaitGroup, errs chan<- error) {
+func lockOnce(ctx context.Context, m *mutex.Reentrant, wg *sync.WaitGroup, errs chan<- error) {
 	defer wg.Done()
 	l, err := m.Lock(ctx)
 	if err != nil {

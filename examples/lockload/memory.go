@@ -20,9 +20,9 @@ func (b *bench) memory(ctx context.Context) error {
 		return err
 	}
 	path := *root + "/waiters"
-	ms := make([]*mutex.Mutex, len(sessions))
+	ms := make([]*mutex.Reentrant, len(sessions))
 	for i, s := range sessions {
-		m, err := mutex.New(s, path, mutex.WithID(fmt.Sprintf("s%d", i)))
+		m, err := mutex.NewReentrant(s, path, mutex.WithID(fmt.Sprintf("s%d", i)))
 		if err != nil {
 			return err
 		}

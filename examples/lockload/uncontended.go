@@ -35,12 +35,12 @@ func (b *bench) uncontended(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	mOn, err := mutex.New(sess, *root+"/uncontended-watch")
+	mOn, err := mutex.NewReentrant(sess, *root+"/uncontended-watch")
 	if err != nil {
 		return err
 	}
 	defer mOn.Close()
-	mOff, err := mutex.New(sess, *root+"/uncontended-nowatch", mutex.WithNodeWatch(false))
+	mOff, err := mutex.NewReentrant(sess, *root+"/uncontended-nowatch", mutex.WithNodeWatch(false))
 	if err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func (b *bench) uncontended(ctx context.Context) error {
 		return err
 	}
 	acl := zk.WorldACL(zk.PermAll)
-	lockUnlock := func(m *mutex.Mutex) func(ctx context.Context) error {
+	lockUnlock := func(m *mutex.Reentrant) func(ctx context.Context) error {
 		return func(ctx context.Context) error {
 			l, err := m.Lock(ctx)
 			if err != nil {

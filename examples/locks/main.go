@@ -78,7 +78,7 @@ type worker struct {
 	name    string
 	proxy   *zktest.Proxy
 	sess    *session.Session
-	m       *mutex.Mutex
+	m       *mutex.Reentrant
 	subDone <-chan struct{}
 }
 
@@ -245,7 +245,7 @@ func connect(ctx context.Context, env *demo.Env, name string) (*worker, error) {
 		p.Close()
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	m, err := mutex.New(sess, *lockPath, mutex.WithID(name))
+	m, err := mutex.NewReentrant(sess, *lockPath, mutex.WithID(name))
 	if err != nil {
 		_ = sess.Close()
 		p.Close()

@@ -1,0 +1,146 @@
+package mutex
+
+import (
+	"context"
+	"errors"
+
+	"github.com/zkrecipes/zkrecipes/internal/goid"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/session"
+)
+
+// Reentrant is a fair distributed mutex that is reentrant per goroutine, as
+// Curator's InterProcessMutex is per thread, and wire-compatible with it: a
+// Go process and a Java process locking the same path exclude each other and
+// queue in one order, and so do a Reentrant and a Mutex.
+//
+// Reentrancy is per goroutine, as Curator's is per thread: a goroutine that
+// holds the lock may Lock again (each Lock returns its own handle and needs
+// its own Unlock; the node goes at the last one). Another goroutine's Lock
+// queues behind the holder even in the same process, and its Unlock of the
+// holder's handle fails with ErrNotOwner. Handing guarded work to another
+// goroutine does not hand over the ownership: keep Lock and Unlock in one
+// goroutine, or use Mutex, whose leases any goroutine may unlock. An errgroup
+// child that locks while its parent holds the lock queues behind the parent.
+//
+// A Reentrant is safe for concurrent use.
+type Reentrant struct {
+	in   *recipes.Internals
+	path string
+	id   string
+	re   recipes.Reentrant
+	held holds
+}
+
+// NewReentrant returns a fair mutex on path (a recipe path, under the
+// session's namespace) that is reentrant per goroutine. It validates its
+// arguments and does no I/O; the lock directory is created (as a container
+// node) at the first Lock.
+func NewReentrant(sess *session.Session, path string, opts ...Option) (*Reentrant, error) {
+	in, c, err := newInternals(sess, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Reentrant{in: in, path: path, id: c.id}, nil
+}
+
+// Path returns the lock's path as given to NewReentrant.
+func (m *Reentrant) Path() string { return m.path }
+
+// ServerPath returns the full server path of the lock directory (namespace
+// included).
+func (m *Reentrant) ServerPath() string { return m.in.Path() }
+
+// ID returns the participant id stored in our lock nodes.
+func (m *Reentrant) ID() string { return m.id }
+
+// Lock blocks until the calling goroutine holds the lock and returns its
+// lease. If the goroutine already holds it, Lock returns at once with a new
+// handle (hold count + 1), or with an error wrapping the cause if that hold
+// was lost meanwhile. Otherwise it queues a node and waits for its
+// predecessor (only), within ctx: on ctx's end it deletes its node and
+// returns ctx's error (matching context.Canceled or DeadlineExceeded), also
+// when the lock was won just as ctx ended (it is released). While the
+// session is suspended it keeps its place and waits. Other errors:
+// ErrClosed, session.ErrLost (the session ended while waiting; a wait never
+// carries over to a new session), ErrLockLost (our waiting node was deleted
+// by someone else), ZooKeeper errors; ErrBadOption for a nil ctx, before
+// anything else (a holding goroutine does not re-enter then). Safe for
+// concurrent use.
+func (m *Reentrant) Lock(ctx context.Context) (*Lease, error) {
+	return m.lock(ctx, false)
+}
+
+// TryLock is Lock without waiting: if another participant holds the lock it
+// returns an error matching ErrLocked (its node already deleted). ctx bounds
+// the requests only. A goroutine that holds the lock re-enters it.
+func (m *Reentrant) TryLock(ctx context.Context) (*Lease, error) {
+	return m.lock(ctx, true)
+}
+
+func (m *Reentrant) lock(ctx context.Context, try bool) (*Lease, error) {
+	if ctx == nil {
+		return nil, errNilContext(m.path)
+	}
+	if l, _, err := m.re.Enter(); l != nil {
+		if err != nil {
+			return nil, recipes.NewError("mutex", m.path, err)
+		}
+		return &Lease{l: l, path: m.path, re: &m.re, owner: goid.ID(), held: &m.held}, nil
+	}
+	var l *recipes.Lease
+	var err error
+	if try {
+		l, err = m.in.TryAcquire(ctx, driver, []byte(m.id))
+		if errors.Is(err, recipes.ErrWouldBlock) {
+			return nil, recipes.NewError("mutex", m.path, ErrLocked)
+		}
+	} else {
+		l, err = m.in.Acquire(ctx, driver, []byte(m.id))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := m.re.Add(l); err != nil {
+		// Cannot happen: only this goroutine adds for itself.
+		_ = l.Release(context.WithoutCancel(ctx))
+		return nil, recipes.NewError("mutex", m.path, err)
+	}
+	m.held.add(l)
+	return &Lease{l: l, path: m.path, re: &m.re, owner: goid.ID(), held: &m.held}, nil
+}
+
+// HeldByMe reports whether the calling goroutine holds the lock (Curator's
+// isOwnedByCurrentThread); a lost hold still counts until it is unlocked.
+// It does no I/O.
+func (m *Reentrant) HeldByMe() bool { return m.re.Count() > 0 }
+
+// Held reports whether any goroutine of this process holds the lock through
+// this Reentrant (Curator's isAcquiredInThisProcess): a hold that has not
+// been unlocked and whose lease has not ended. It does no I/O.
+func (m *Reentrant) Held() bool { return m.held.held() }
+
+// Participants returns the lock's contenders in queue order: the holder
+// first, then the waiters. It reads the lock directory (ctx bounds it);
+// nodes of other processes, Curator's included, are listed with their ids.
+func (m *Reentrant) Participants(ctx context.Context) ([]Participant, error) {
+	if ctx == nil {
+		return nil, errNilContext(m.path)
+	}
+	return m.in.Participants(ctx, driver)
+}
+
+// Holder reads who holds the lock: ok is false when it is free. ctx bounds
+// the reads.
+func (m *Reentrant) Holder(ctx context.Context) (p Participant, ok bool, err error) {
+	if ctx == nil {
+		return Participant{}, false, errNilContext(m.path)
+	}
+	return holder(m.in.Participants(ctx, driver))
+}
+
+// Close ends the leases of this Reentrant (cause ErrClosed; their nodes are
+// deleted), makes waiting Locks return ErrClosed, and returns when every
+// goroutine it started has exited. Idempotent; calls after Close return
+// ErrClosed. The session stays open.
+func (m *Reentrant) Close() error { return m.in.Close() }

@@ -1,0 +1,92 @@
+package recipes
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/zkrecipes/zkrecipes/session"
+)
+
+// Error is the error of a call on a recipe: which recipe ("mutex",
+// "leader", ...), the path as the caller gave it, and the cause. It prints
+// the recipe and path once, then the cause without the package prefixes that
+// the layers below put in front of it, e.g.
+//
+//	mutex "/locks/billing": held by another session
+//	leader "": bad path: empty
+//
+// It unwraps to the cause, so errors.Is still matches the sentinels of every
+// layer (mutex.ErrLocked, session.ErrLost, zk.ErrNoAuth, context.Canceled...).
+type Error struct {
+	// Recipe names the recipe package, e.g. "mutex".
+	Recipe string
+	// Path is the recipe's path as the caller gave it (without the session's
+	// namespace).
+	Path string
+	// Err is the cause.
+	Err error
+}
+
+// NewError wraps err as an *Error of recipe at path. An err that already is
+// an *Error of the same recipe and path is returned as it is, so that layers
+// never name the path twice. A nil err gives nil.
+func NewError(recipe, path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) && e.Recipe == recipe && e.Path == path {
+		return err
+	}
+	return &Error{Recipe: recipe, Path: path, Err: err}
+}
+
+// Error returns `<recipe> "<path>": <reason>`.
+func (e *Error) Error() string {
+	return e.Recipe + " " + strconv.Quote(e.Path) + ": " + e.reason(e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// reason returns the text of err without what this error says already: an
+// inner *Error's recipe and path, and the "recipes: " and "<recipe>: "
+// prefixes of sentinels. A bad path is said as "bad path: <why>" (the path is
+// named once, by e).
+func (e *Error) reason(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	if inner, ok := err.(*Error); ok {
+		return e.reason(inner.Err)
+	}
+	if pe, ok := err.(*session.PathError); ok {
+		return "bad path: " + pe.Reason
+	}
+	msg := err.Error()
+	for changed := true; changed; {
+		changed = false
+		for _, p := range [...]string{"recipes: ", e.Recipe + ": "} {
+			if strings.HasPrefix(msg, p) {
+				msg, changed = msg[len(p):], true
+			}
+		}
+	}
+	return msg
+}
+
+// Closed returns the cause for a recipe's own Close: it reads "closed" and
+// matches ErrClosed (session.ErrClosed), so that one sentinel covers a closed
+// recipe and a closed session while the message says which.
+func Closed() error { return errClosed }
+
+// errClosed is the cause of calls on a closed recipe, and of leases its
+// Close ended. It matches ErrClosed (session.ErrClosed): one sentinel for
+// "closed", whichever was closed, the recipe or its session.
+var errClosed error = closedError{}
+
+type closedError struct{}
+
+func (closedError) Error() string        { return "recipes: closed" }
+func (closedError) Is(target error) bool { return target == session.ErrClosed }
