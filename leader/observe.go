@@ -199,7 +199,7 @@ func (o *observer) read(ctx context.Context) (Participant, *session.Watch, error
 		w *session.Watch
 	}
 	r, err := session.Call(ctx, o.sess, func(conn *zk.Conn) (result, error) {
-		names, _, w, err := o.sess.ChildrenW(o.full)
+		names, _, w, err := o.sess.Toolkit().ChildrenW(o.full)
 		if errors.Is(err, zk.ErrNoNode) {
 			return result{}, nil
 		}

@@ -238,11 +238,11 @@ func TestCtxBoundsMutex(t *testing.T) {
 		t.Run(k.name+"/Holder", func(t *testing.T) {
 			r, lk := setup(t)
 			h := lk.(interface {
-				Holder(context.Context) (*mutex.Participant, error)
+				Holder(context.Context) (mutex.Participant, bool, error)
 			})
 			r.p.Partition()
 			cbMeasure(t, k.name+".Holder", r.p.Heal, func(ctx context.Context) error {
-				_, err := h.Holder(ctx)
+				_, _, err := h.Holder(ctx)
 				return err
 			}, cbIsDeadline)
 			r.p.Heal()

@@ -92,9 +92,9 @@ func TestUseAfterClose(t *testing.T) {
 				t.Errorf("TryLock after Close = %v", err)
 			}
 			if h, ok := lk.(interface {
-				Holder(context.Context) (*mutex.Participant, error)
+				Holder(context.Context) (mutex.Participant, bool, error)
 			}); ok {
-				if _, err := h.Holder(ctx); !errors.Is(err, mutex.ErrClosed) {
+				if _, _, err := h.Holder(ctx); !errors.Is(err, mutex.ErrClosed) {
 					t.Errorf("Holder after Close = %v", err)
 				}
 			}

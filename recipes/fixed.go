@@ -55,7 +55,7 @@ func (in *Internals) FixedHolder(ctx context.Context, name string) (*Participant
 	}
 	var data []byte
 	var st *zk.Stat
-	err = in.sess.Retry(ctx, ep, func(c *zk.Conn) error {
+	err = in.sess.Toolkit().Retry(ctx, ep, func(c *zk.Conn) error {
 		var err error
 		data, st, err = c.Get(in.path + "/" + name)
 		return err
@@ -150,7 +150,7 @@ func (a *attempt) runFixed(name, id string) (*Lease, error) {
 						// on: if the create fails, this read was of the
 						// holder's node.
 						if in.cfg.nodeWatch && !a.try {
-							r.data, r.stat, r.w, err = in.sess.GetW(a.fixed)
+							r.data, r.stat, r.w, err = in.sess.Toolkit().GetW(a.fixed)
 						} else {
 							r.data, r.stat, err = c.Get(a.fixed)
 						}
@@ -267,7 +267,7 @@ func (a *attempt) createFixed() error {
 		return c.Create(node, data, zk.FlagEphemeral, in.sess.ACL())
 	}, func(_ string, err error) {
 		if err == nil || session.IsConnectionError(err) || errors.Is(err, zk.ErrSessionExpired) {
-			in.sess.GuaranteedDeleteIfData(ep, node, data)
+			in.sess.Toolkit().GuaranteedDeleteIfData(ep, node, data)
 		}
 	})
 	return err
@@ -282,13 +282,13 @@ func (a *attempt) fixedExists() (held bool, err error) {
 	var data []byte
 	var st *zk.Stat
 	var w *session.Watch
-	err = in.sess.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
+	err = in.sess.Toolkit().Retry(a.ctx, a.ep, func(c *zk.Conn) error {
 		var err error
 		if a.try {
 			// A try-acquire never sets a watch it will not wait on.
 			data, st, err = c.Get(a.fixed)
 		} else {
-			data, st, w, err = in.sess.GetW(a.fixed)
+			data, st, w, err = in.sess.Toolkit().GetW(a.fixed)
 		}
 		return err
 	})
@@ -309,7 +309,7 @@ func (a *attempt) fixedExists() (held bool, err error) {
 		}
 		// Ours, but created on another session (or our epoch is over):
 		// delete it while it still carries our data, then create again.
-		return false, in.sess.Retry(a.ctx, a.ep, deleteFixedOp(a.ep.SessionID(), a.fixed, a.data, 0))
+		return false, in.sess.Toolkit().Retry(a.ctx, a.ep, deleteFixedOp(a.ep.SessionID(), a.fixed, a.data, 0))
 	}
 	if a.try {
 		return false, ErrWouldBlock
@@ -347,7 +347,7 @@ func (in *Internals) deleteOwned(ctx context.Context, ep *session.Epoch, node st
 		}
 		on = cur
 	}
-	return in.sess.Retry(ctx, on, deleteFixedOp(on.SessionID(), node, data, ep.SessionID()))
+	return in.sess.Toolkit().Retry(ctx, on, deleteFixedOp(on.SessionID(), node, data, ep.SessionID()))
 }
 
 // deleteFixedOp returns a Retry op that deletes the fixed node while it

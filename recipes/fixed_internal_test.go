@@ -91,7 +91,7 @@ func TestSweepFixedByData(t *testing.T) {
 	if _, err := c.Create(node, []byte("next holder"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	wait(s.GuaranteedDeleteIfData(ep, node, []byte("mine")))
+	wait(s.Toolkit().GuaranteedDeleteIfData(ep, node, []byte("mine")))
 	if !exists(t, c, node) {
 		t.Fatal("the sweep deleted another acquire's node")
 	}
@@ -101,7 +101,7 @@ func TestSweepFixedByData(t *testing.T) {
 	if _, err := c.Create(node, []byte("mine"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	wait(s.GuaranteedDeleteIfData(ep, node, []byte("mine")))
+	wait(s.Toolkit().GuaranteedDeleteIfData(ep, node, []byte("mine")))
 	if exists(t, c, node) {
 		t.Fatal("the sweep left our node")
 	}
@@ -117,7 +117,7 @@ func TestStatSelfFixedData(t *testing.T) {
 	c := s.Conn()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ep, lctx, err := s.WaitLease(ctx)
+	ep, lctx, err := s.Toolkit().WaitLease(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -334,7 +334,7 @@ func (a *attempt) won() (l *Lease, retry bool, err error) {
 // connect waits for a connected, live epoch and takes its lease context at
 // the same instant (session.WaitLease), so the two agree.
 func (a *attempt) connect() error {
-	ep, lctx, err := a.in.sess.WaitLease(a.ctx)
+	ep, lctx, err := a.in.sess.Toolkit().WaitLease(a.ctx)
 	if err != nil {
 		return err
 	}
@@ -376,7 +376,7 @@ func (a *attempt) recapture() error {
 	defer cancel()
 	stop := context.AfterFunc(a.ep.Context(), cancel)
 	defer stop()
-	ep, lctx, err := a.in.sess.WaitLease(wctx)
+	ep, lctx, err := a.in.sess.Toolkit().WaitLease(wctx)
 	if e := a.ep.Err(); e != nil {
 		return e
 	}
@@ -403,7 +403,7 @@ func (in *Internals) ensureDir(ctx context.Context) error {
 	}
 	var ok bool
 	var st *zk.Stat
-	err = in.sess.Retry(ctx, ep, func(c *zk.Conn) error {
+	err = in.sess.Toolkit().Retry(ctx, ep, func(c *zk.Conn) error {
 		var err error
 		ok, st, err = c.Exists(in.path)
 		return err
@@ -413,7 +413,7 @@ func (in *Internals) ensureDir(ctx context.Context) error {
 	}
 	if ok {
 		in.checkDirData(st)
-	} else if err := in.sess.EnsureContainers(ctx, in.path); err != nil {
+	} else if err := in.sess.Toolkit().EnsureContainers(ctx, in.path); err != nil {
 		return err
 	}
 	in.dirReady.Store(true)
@@ -565,7 +565,7 @@ func (a *attempt) create(base string) (string, int64, error) {
 		return created{p, z}, err
 	}, func(_ created, err error) {
 		if err == nil || session.IsConnectionError(err) || errors.Is(err, zk.ErrSessionExpired) {
-			in.sess.GuaranteedSweep(ep, in.path, prefix)
+			in.sess.Toolkit().GuaranteedSweep(ep, in.path, prefix)
 		}
 	})
 	return r.path, r.czxid, err
@@ -600,7 +600,7 @@ func (a *attempt) findGhost() (bool, error) {
 	prefix := ProtectedPrefix(a.uuid)
 	var kids []string
 	var st *zk.Stat
-	err := in.sess.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
+	err := in.sess.Toolkit().Retry(a.ctx, a.ep, func(c *zk.Conn) error {
 		var err error
 		kids, st, err = c.Children(in.path)
 		return err
@@ -618,7 +618,7 @@ func (a *attempt) findGhost() (bool, error) {
 		p := in.path + "/" + k
 		var ok bool
 		var ks *zk.Stat
-		err := in.sess.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
+		err := in.sess.Toolkit().Retry(a.ctx, a.ep, func(c *zk.Conn) error {
 			var err error
 			ok, ks, err = c.Exists(p)
 			return err
@@ -641,7 +641,7 @@ func (a *attempt) findGhost() (bool, error) {
 		}
 		in.lg.Warn("deleting our node created on another session", zap.String("node", k),
 			zap.String("owner", fmt.Sprintf("0x%x", ks.EphemeralOwner)))
-		err = in.sess.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
+		err = in.sess.Toolkit().Retry(a.ctx, a.ep, func(c *zk.Conn) error {
 			err := c.Delete(p, ks.Version)
 			if errors.Is(err, zk.ErrNoNode) {
 				return nil
@@ -676,7 +676,7 @@ func (a *attempt) readChildren() error {
 	in := a.in
 	var kids []string
 	var st *zk.Stat
-	err := in.sess.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
+	err := in.sess.Toolkit().Retry(a.ctx, a.ep, func(c *zk.Conn) error {
 		var err error
 		kids, st, err = c.Children(in.path)
 		return err
@@ -702,10 +702,10 @@ func (a *attempt) statSelf(watch bool) error {
 	// The op may outlive this call (Retry leaves it behind when ctx ends):
 	// it reads only copies, never the attempt's fields.
 	node := a.node
-	err := sess.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
+	err := sess.Toolkit().Retry(a.ctx, a.ep, func(c *zk.Conn) error {
 		var err error
 		if watch {
-			data, st, w, err = sess.GetW(node)
+			data, st, w, err = sess.Toolkit().GetW(node)
 		} else {
 			data, st, err = c.Get(node)
 		}
@@ -753,9 +753,9 @@ func (a *attempt) statSelf(watch bool) error {
 func (a *attempt) wait(watch string) error {
 	in := a.in
 	var w *session.Watch
-	err := in.sess.Retry(a.ctx, a.ep, func(*zk.Conn) error {
+	err := in.sess.Toolkit().Retry(a.ctx, a.ep, func(*zk.Conn) error {
 		var err error
-		_, _, w, err = in.sess.GetW(in.path + "/" + watch)
+		_, _, w, err = in.sess.Toolkit().GetW(in.path + "/" + watch)
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
@@ -818,15 +818,15 @@ func (a *attempt) fail(err error) error {
 	case a.node != "" && a.fixed != "":
 		// A fixed name may be the next holder's by now: delete it only
 		// while it carries our data, unique to this acquire.
-		done = in.sess.GuaranteedDeleteIfData(a.ep, a.node, a.data)
+		done = in.sess.Toolkit().GuaranteedDeleteIfData(a.ep, a.node, a.data)
 	case a.node != "":
-		done = in.sess.GuaranteedDelete(a.ep, a.node, -1)
+		done = in.sess.Toolkit().GuaranteedDelete(a.ep, a.node, -1)
 	case a.ghosts && a.fixed != "":
-		done = in.sess.GuaranteedDeleteIfData(a.ep, a.fixed, a.data)
+		done = in.sess.Toolkit().GuaranteedDeleteIfData(a.ep, a.fixed, a.data)
 	case a.ghosts:
 		// A create whose reply was lost may have left a node we cannot
 		// name: the queue looks for our UUID.
-		done = in.sess.GuaranteedSweep(a.ep, in.path, ProtectedPrefix(a.uuid))
+		done = in.sess.Toolkit().GuaranteedSweep(a.ep, in.path, ProtectedPrefix(a.uuid))
 	}
 	if done != nil {
 		in.awaitCleanup(a.user, done)
@@ -903,13 +903,13 @@ func (in *Internals) deleteNode(ctx context.Context, ep *session.Epoch, node str
 	if ep == nil {
 		return
 	}
-	in.awaitCleanup(ctx, in.sess.GuaranteedDelete(ep, node, -1))
+	in.awaitCleanup(ctx, in.sess.Toolkit().GuaranteedDelete(ep, node, -1))
 }
 
 // deleteRetry deletes node within ep, retrying connection errors; a missing
 // node counts as deleted.
 func (in *Internals) deleteRetry(ctx context.Context, ep *session.Epoch, node string) error {
-	return in.sess.Retry(ctx, ep, func(c *zk.Conn) error {
+	return in.sess.Toolkit().Retry(ctx, ep, func(c *zk.Conn) error {
 		err := c.Delete(node, -1)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
@@ -968,7 +968,7 @@ func (in *Internals) Participants(ctx context.Context, d Driver) ([]Participant,
 		return nil, in.errf(err)
 	}
 	var kids []string
-	err = in.sess.Retry(ctx, ep, func(c *zk.Conn) error {
+	err = in.sess.Toolkit().Retry(ctx, ep, func(c *zk.Conn) error {
 		var err error
 		kids, _, err = c.Children(in.path)
 		return err
@@ -986,7 +986,7 @@ func (in *Internals) Participants(ctx context.Context, d Driver) ([]Participant,
 		holds, _, _ := d.Decide(sorted, i)
 		var data []byte
 		var st *zk.Stat
-		err := in.sess.Retry(ctx, ep, func(conn *zk.Conn) error {
+		err := in.sess.Toolkit().Retry(ctx, ep, func(conn *zk.Conn) error {
 			var err error
 			data, st, err = conn.Get(in.path + "/" + c.Name)
 			return err

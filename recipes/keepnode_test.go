@@ -62,7 +62,7 @@ func TestKeepNodeUntilRelease(t *testing.T) {
 	if _, err := s.Conn().Create(marker, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	s.GuaranteedDelete(s.Epoch(), marker, -1)
+	s.Toolkit().GuaranteedDelete(s.Epoch(), marker, -1)
 	zktest.Eventually(t, wait, func() bool { ok, _, _ := raw.Exists(marker); return !ok }, "the marker was not deleted")
 	exists := func(l *recipes.Lease) bool {
 		ok, _, err := raw.Exists(l.Path())

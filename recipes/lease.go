@@ -281,7 +281,7 @@ func (l *Lease) Release(ctx context.Context) error {
 func (in *Internals) release(ctx context.Context, ep *session.Epoch, node string) error {
 	if ep.Err() != nil || !up(in.sess) || ctx.Err() != nil {
 		// See deleteNode for a lost epoch.
-		in.sess.GuaranteedDelete(ep, node, -1)
+		in.sess.Toolkit().GuaranteedDelete(ep, node, -1)
 		return nil
 	}
 	err := in.deleteRetry(ctx, ep, node)
@@ -289,7 +289,7 @@ func (in *Internals) release(ctx context.Context, ep *session.Epoch, node string
 	case err == nil, errors.Is(err, session.ErrClosed):
 		return nil
 	case errors.Is(err, session.ErrLost), session.IsConnectionError(err), ctx.Err() != nil:
-		in.sess.GuaranteedDelete(ep, node, -1)
+		in.sess.Toolkit().GuaranteedDelete(ep, node, -1)
 		return nil
 	}
 	return in.errf(err)
@@ -420,9 +420,9 @@ func (l *Lease) arm(ctx context.Context) *session.Watch {
 	for {
 		var w *session.Watch
 		var data []byte
-		err := sess.Retry(ctx, l.ep, func(*zk.Conn) error {
+		err := sess.Toolkit().Retry(ctx, l.ep, func(*zk.Conn) error {
 			var err error
-			data, _, w, err = sess.GetW(l.node)
+			data, _, w, err = sess.Toolkit().GetW(l.node)
 			return err
 		})
 		switch {

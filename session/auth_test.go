@@ -27,7 +27,7 @@ func TestDigestAuthSurvivesNewSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.EnsureContainers(ctx, dir); err != nil {
+	if err := s.Toolkit().EnsureContainers(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { // the harness's own client could not remove protected nodes
@@ -40,7 +40,7 @@ func TestDigestAuthSurvivesNewSession(t *testing.T) {
 	if got, _, err := s.Conn().GetACL(dir); err != nil || len(got) != 1 || got[0].Scheme != "digest" {
 		t.Fatalf("ACL of %s: %v %v", dir, got, err)
 	}
-	if _, _, err := s.CreateEphemeral(ctx, s.Epoch(), dir+"/a", nil, 0); err != nil {
+	if _, _, err := s.Toolkit().CreateEphemeral(ctx, s.Epoch(), dir+"/a", nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	// A persistent child keeps the container from being reaped when the
@@ -53,10 +53,10 @@ func TestDigestAuthSurvivesNewSession(t *testing.T) {
 	if _, _, err := other.Conn().Get(dir); !errors.Is(err, zk.ErrNoAuth) {
 		t.Fatalf("Get without credentials: %v", err)
 	}
-	if _, _, err := other.CreateEphemeral(ctx, other.Epoch(), dir+"/b", nil, 0); !errors.Is(err, zk.ErrNoAuth) {
+	if _, _, err := other.Toolkit().CreateEphemeral(ctx, other.Epoch(), dir+"/b", nil, 0); !errors.Is(err, zk.ErrNoAuth) {
 		t.Fatalf("CreateEphemeral without credentials: %v", err)
 	}
-	if err := other.EnsureContainers(ctx, dir+"/sub"); !errors.Is(err, zk.ErrNoAuth) {
+	if err := other.Toolkit().EnsureContainers(ctx, dir+"/sub"); !errors.Is(err, zk.ErrNoAuth) {
 		t.Fatalf("EnsureContainers without credentials: %v", err)
 	}
 	if _, _, err := ns.Conn(t).Children(dir); !errors.Is(err, zk.ErrNoAuth) {
@@ -69,18 +69,18 @@ func TestDigestAuthSurvivesNewSession(t *testing.T) {
 	if rc.SessionID == old.SessionID() {
 		t.Fatal("same session after expiry")
 	}
-	err = s.Retry(ctx, rc.Epoch, func(c *zk.Conn) error {
+	err = s.Toolkit().Retry(ctx, rc.Epoch, func(c *zk.Conn) error {
 		_, _, err := c.Get(dir + "/keep")
 		return err
 	})
 	if err != nil {
 		t.Fatalf("Get with credentials on the new session: %v", err)
 	}
-	if _, _, err := s.CreateEphemeral(ctx, rc.Epoch, dir+"/c", nil, 0); err != nil {
+	if _, _, err := s.Toolkit().CreateEphemeral(ctx, rc.Epoch, dir+"/c", nil, 0); err != nil {
 		t.Fatalf("create on the new session: %v", err)
 	}
 	// EnsureContainers on an existing node below a parent we may not write to.
-	if err := other.EnsureContainers(ctx, dir); err != nil {
+	if err := other.Toolkit().EnsureContainers(ctx, dir); err != nil {
 		t.Fatalf("EnsureContainers of an existing protected node: %v", err)
 	}
 }
@@ -100,18 +100,18 @@ func TestNamespaceIsolation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.EnsureContainers(ctx, dir); err != nil {
+		if err := s.Toolkit().EnsureContainers(ctx, dir); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.EnsureContainers(ctx, dir); err != nil { // idempotent
+		if err := s.Toolkit().EnsureContainers(ctx, dir); err != nil { // idempotent
 			t.Fatal(err)
 		}
-		if _, _, err := s.CreateEphemeral(ctx, s.Epoch(), dir+"/n", nil, 0); err != nil {
+		if _, _, err := s.Toolkit().CreateEphemeral(ctx, s.Epoch(), dir+"/n", nil, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
 	bDir, _ := b.Path("/locks/x")
-	if err := a.EnsureContainers(ctx, bDir); !errors.Is(err, session.ErrBadPath) {
+	if err := a.Toolkit().EnsureContainers(ctx, bDir); !errors.Is(err, session.ErrBadPath) {
 		t.Fatalf("a's EnsureContainers on b's path: %v", err)
 	}
 	raw := ns.Conn(t)
@@ -151,7 +151,7 @@ func TestNamespaceIsolation(t *testing.T) {
 	}
 	// Created again on demand.
 	dir, _ := a.Path("/locks/x")
-	if err := a.EnsureContainers(ctx, dir); err != nil {
+	if err := a.Toolkit().EnsureContainers(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -169,17 +169,17 @@ func TestCloseJoinsGoroutines(t *testing.T) {
 	}
 	s.Subscribe() // never read, never closed
 	s.Subscribe().Close()
-	if err := s.EnsureContainers(ctx, ns.Root+"/d"); err != nil {
+	if err := s.Toolkit().EnsureContainers(ctx, ns.Root+"/d"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.CreateEphemeral(ctx, s.Epoch(), ns.Root+"/d/n", nil, zk.FlagSequence); err != nil {
+	if _, _, err := s.Toolkit().CreateEphemeral(ctx, s.Epoch(), ns.Root+"/d/n", nil, zk.FlagSequence); err != nil {
 		t.Fatal(err)
 	}
 	_, _, watch, err := s.Conn().GetW(ns.Root + "/d")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.GuaranteedDelete(s.Epoch(), ns.Root+"/d/missing", -1)
+	s.Toolkit().GuaranteedDelete(s.Epoch(), ns.Root+"/d/missing", -1)
 	start := time.Now()
 	s.Close()
 	t.Logf("Close took %v", time.Since(start).Round(time.Millisecond))

@@ -42,10 +42,10 @@ func TestConnectCreateClose(t *testing.T) {
 	if dir != ns.Root+"/locks/a" {
 		t.Fatalf("Path = %q", dir)
 	}
-	if err := s.EnsureContainers(ctx, dir); err != nil {
+	if err := s.Toolkit().EnsureContainers(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
-	p, st, err := s.CreateEphemeral(ctx, ep, dir+"/n-", []byte("x"), zk.FlagSequence)
+	p, st, err := s.Toolkit().CreateEphemeral(ctx, ep, dir+"/n-", []byte("x"), zk.FlagSequence)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestConnectCreateClose(t *testing.T) {
 	if ok, _, err := raw.Exists(p); err != nil || !ok {
 		t.Fatalf("exists %s: %v %v", p, ok, err)
 	}
-	lease := s.LeaseContext()
+	lease := s.Toolkit().LeaseContext()
 	if lease.Err() != nil {
 		t.Fatal("lease context canceled while connected")
 	}
@@ -75,10 +75,10 @@ func TestConnectCreateClose(t *testing.T) {
 		ok, _, err := raw.Exists(p)
 		return err == nil && !ok
 	}, "ephemeral %s still there after Close", p)
-	if _, _, err := s.CreateEphemeral(ctx, ep, dir+"/m", nil, 0); !errors.Is(err, session.ErrClosed) {
+	if _, _, err := s.Toolkit().CreateEphemeral(ctx, ep, dir+"/m", nil, 0); !errors.Is(err, session.ErrClosed) {
 		t.Fatalf("create after close: %v", err)
 	}
-	if err := s.Retry(ctx, ep, func(*zk.Conn) error { return nil }); !errors.Is(err, session.ErrClosed) {
+	if err := s.Toolkit().Retry(ctx, ep, func(*zk.Conn) error { return nil }); !errors.Is(err, session.ErrClosed) {
 		t.Fatalf("retry after close: %v", err)
 	}
 	if _, err := s.WaitConnected(ctx); !errors.Is(err, session.ErrClosed) {

@@ -121,7 +121,7 @@ func TestCtxBoundsSession(t *testing.T) {
 	t.Run("WaitLease", func(t *testing.T) {
 		s, heal := down(t)
 		cbMeasure(t, "session.WaitLease", heal, func(ctx context.Context) error {
-			_, _, err := s.WaitLease(ctx)
+			_, _, err := s.Toolkit().WaitLease(ctx)
 			return err
 		}, cbIsDeadline)
 	})
@@ -136,8 +136,8 @@ func TestCtxBoundsSession(t *testing.T) {
 	}
 	t.Run("Retry", func(t *testing.T) {
 		ns, s, p := partitioned(t)
-		cbMeasure(t, "session.Retry(Get)", p.Heal, func(ctx context.Context) error {
-			return s.Retry(ctx, s.Epoch(), func(c *zk.Conn) error {
+		cbMeasure(t, "session.Toolkit().Retry(Get)", p.Heal, func(ctx context.Context) error {
+			return s.Toolkit().Retry(ctx, s.Epoch(), func(c *zk.Conn) error {
 				_, _, err := c.Get(ns.Root)
 				return err
 			})
@@ -150,7 +150,7 @@ func TestCtxBoundsSession(t *testing.T) {
 			t.Fatal(err)
 		}
 		cbMeasure(t, "session.EnsureContainers", p.Heal, func(ctx context.Context) error {
-			return s.EnsureContainers(ctx, dir)
+			return s.Toolkit().EnsureContainers(ctx, dir)
 		}, cbIsDeadline)
 	})
 	t.Run("CreateEphemeral", func(t *testing.T) {
@@ -161,7 +161,7 @@ func TestCtxBoundsSession(t *testing.T) {
 		p.Partition()
 		node := ns.Path("eph")
 		cbMeasure(t, "session.CreateEphemeral", p.Heal, func(ctx context.Context) error {
-			_, _, err := s.CreateEphemeral(ctx, s.Epoch(), node, []byte("x"), 0)
+			_, _, err := s.Toolkit().CreateEphemeral(ctx, s.Epoch(), node, []byte("x"), 0)
 			return err
 		}, cbIsDeadline)
 		// Whatever a late reply created is cleaned up once the connection

@@ -38,35 +38,13 @@ func (it *gdItem) finish() { close(it.done) }
 // closedChan is returned for items that are dropped at once.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// GuaranteedDelete queues the deletion of the ephemeral node path (full
-// server path) owned by ep's session, with version (-1 for any). One
-// background goroutine deletes it as soon as the connection is up on that
-// session id, retrying connection-level errors across disconnects. It drops
-// the item, without error, once the connection has a different session id
-// (the server removes a lost session's ephemerals itself; note that after a
-// local-timer Lost the same id may come back, and then the delete still
-// happens). A missing node counts as deleted; any other failure is logged at
-// error level and dropped. Close lets the queue drain for at most 2 s, then
-// logs and drops what is left. The returned channel is closed when the item
-// is finished: deleted, found missing, or dropped. Never blocks; safe for
-// concurrent use.
-func (s *Session) GuaranteedDelete(ep *Epoch, path string, version int32) <-chan struct{} {
+// guaranteedDelete implements Toolkit.GuaranteedDelete.
+func (s *Session) guaranteedDelete(ep *Epoch, path string, version int32) <-chan struct{} {
 	return s.enqueue(ep, &gdItem{kind: gdDelete, path: path, version: version})
 }
 
-// GuaranteedSweep queues the deletion of every child of the directory dir
-// (full server path) whose name starts with prefix, whoever owns it: the
-// durable cleanup after a create whose outcome is unknown (its reply was
-// lost, or its caller gave up while it was in flight). prefix must identify
-// nodes of one caller only, such as a protected name's "_c_<uuid>-". The
-// background goroutine lists dir once the connection is up (on any session:
-// a create that go-zookeeper re-sent on a new session landed there) and
-// deletes what matches, retrying connection-level errors across disconnects
-// until one listing and its deletes have succeeded, or Close. Queue it only
-// once the create has returned: a request still in flight could land after
-// the sweep. The returned channel is closed when the sweep is finished or
-// dropped. Never blocks; safe for concurrent use.
-func (s *Session) GuaranteedSweep(ep *Epoch, dir, prefix string) <-chan struct{} {
+// guaranteedSweep implements Toolkit.GuaranteedSweep.
+func (s *Session) guaranteedSweep(ep *Epoch, dir, prefix string) <-chan struct{} {
 	if prefix == "" || strings.ContainsAny(prefix, "/\x00") {
 		s.lg.Error("guaranteed sweep dropped", zap.String("path", dir),
 			zap.Error(fmt.Errorf("%w: prefix %q", ErrBadPath, prefix)))
@@ -75,16 +53,8 @@ func (s *Session) GuaranteedSweep(ep *Epoch, dir, prefix string) <-chan struct{}
 	return s.enqueue(ep, &gdItem{kind: gdSweep, path: dir, prefix: prefix})
 }
 
-// GuaranteedDeleteIfData queues the deletion of the node path while its data
-// equals data, whoever owns it: the durable cleanup of a node with a fixed
-// name, which by now may be someone else's (data must be unique to one
-// create, e.g. carry a UUID). The delete is conditional on the version read
-// with the data, and is sent only while go-zookeeper is connected on the
-// session it read on (see the recipes engine's fixed-node locks). It runs on
-// any session, like GuaranteedSweep, and is finished once the node is gone or
-// carries other data. The returned channel is closed when it is finished or
-// dropped. Never blocks; safe for concurrent use.
-func (s *Session) GuaranteedDeleteIfData(ep *Epoch, path string, data []byte) <-chan struct{} {
+// guaranteedDeleteIfData implements Toolkit.GuaranteedDeleteIfData.
+func (s *Session) guaranteedDeleteIfData(ep *Epoch, path string, data []byte) <-chan struct{} {
 	return s.enqueue(ep, &gdItem{kind: gdDeleteData, path: path, data: append([]byte(nil), data...)})
 }
 

@@ -25,13 +25,13 @@ func TestGuaranteedDeleteAcrossDisconnect(t *testing.T) {
 	raw := ns.Conn(t)
 	ctx := ctxT(t, wait)
 	ep := s.Epoch()
-	node, _, err := s.CreateEphemeral(ctx, ep, ns.Root+"/n", nil, 0)
+	node, _, err := s.Toolkit().CreateEphemeral(ctx, ep, ns.Root+"/n", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Partition()
 	rec.Wait(t, wait, session.Suspended)
-	s.GuaranteedDelete(ep, node, -1)
+	s.Toolkit().GuaranteedDelete(ep, node, -1)
 	if ok, _, err := raw.Exists(node); err != nil || !ok {
 		t.Fatalf("node gone while partitioned: %v %v", ok, err)
 	}
@@ -60,13 +60,13 @@ func TestGuaranteedDeleteDroppedOnNewSession(t *testing.T) {
 	raw := ns.Conn(t)
 	ctx := ctxT(t, wait)
 	ep := s.Epoch()
-	node, _, err := s.CreateEphemeral(ctx, ep, ns.Root+"/n", nil, 0)
+	node, _, err := s.Toolkit().CreateEphemeral(ctx, ep, ns.Root+"/n", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Partition()
 	rec.Wait(t, wait, session.Suspended)
-	s.GuaranteedDelete(ep, node, -1)
+	s.Toolkit().GuaranteedDelete(ep, node, -1)
 	sessiontest.Expire(t, s, tap, ns.Servers()...)
 	p.Heal()
 	rec.Wait(t, wait, session.Lost)
@@ -95,7 +95,7 @@ func TestCloseDrainsGuaranteedDeletes(t *testing.T) {
 			t.Fatal(err)
 		}
 		nodes = append(nodes, p)
-		s.GuaranteedDelete(s.Epoch(), p, -1)
+		s.Toolkit().GuaranteedDelete(s.Epoch(), p, -1)
 	}
 	s.Close()
 	for _, p := range nodes {
@@ -103,7 +103,7 @@ func TestCloseDrainsGuaranteedDeletes(t *testing.T) {
 			t.Fatalf("%s after Close: %v %v", p, ok, err)
 		}
 	}
-	s.GuaranteedDelete(s.Epoch(), nodes[0], -1) // after Close: dropped, no panic
+	s.Toolkit().GuaranteedDelete(s.Epoch(), nodes[0], -1) // after Close: dropped, no panic
 }
 
 // The local timer declares Lost; then the SAME session comes back (a
@@ -116,8 +116,8 @@ func TestSameSessionAfterLocalLost(t *testing.T) {
 	rec := sessiontest.Record(t, s)
 	ctx := ctxT(t, wait)
 	ep := s.Epoch()
-	lease := s.LeaseContext()
-	node, _, err := s.CreateEphemeral(ctx, ep, "/old", nil, 0)
+	lease := s.Toolkit().LeaseContext()
+	node, _, err := s.Toolkit().CreateEphemeral(ctx, ep, "/old", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestSameSessionAfterLocalLost(t *testing.T) {
 	if lost.Epoch != ep || !errors.Is(ep.Err(), session.ErrLost) {
 		t.Fatalf("Lost %v %v", lost.Epoch, ep.Err())
 	}
-	s.GuaranteedDelete(ep, node, -1)
+	s.Toolkit().GuaranteedDelete(ep, node, -1)
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestSameSessionAfterLocalLost(t *testing.T) {
 	if !errors.Is(context.Cause(lease), session.ErrSuspended) {
 		t.Fatalf("old lease %v", context.Cause(lease))
 	}
-	if err := s.Retry(ctx, ep, func(*zk.Conn) error { return nil }); !errors.Is(err, session.ErrLost) {
+	if err := s.Toolkit().Retry(ctx, ep, func(*zk.Conn) error { return nil }); !errors.Is(err, session.ErrLost) {
 		t.Fatalf("Retry on the old epoch: %v", err)
 	}
 	zktest.Eventually(t, wait, func() bool {
@@ -176,7 +176,7 @@ func TestAbandonedCreateUndone(t *testing.T) {
 		}
 		return zktest.Forward
 	})
-	_, _, err := s.CreateEphemeral(short, s.Epoch(), ns.Root+"/late", nil, 0)
+	_, _, err := s.Toolkit().CreateEphemeral(short, s.Epoch(), ns.Root+"/late", nil, 0)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v", err)
 	}

@@ -51,7 +51,7 @@
 // An Epoch is one ZooKeeper session as this Session saw it; a new one begins
 // at Connected and at every Reconnected after Lost. Recipes record the epoch
 // when they create an ephemeral node and bind later work on it to that epoch
-// (Retry, CreateEphemeral, GuaranteedDelete): nothing runs across a session
+// (Toolkit: Retry, CreateEphemeral, GuaranteedDelete): nothing runs across a session
 // loss. If the local timer declared Lost and the SAME session id comes back
 // (the server had not expired it yet), the next Reconnected still begins a
 // new Epoch: the old epoch stays over, because its holders were already told
@@ -67,7 +67,7 @@
 //
 // # What a lock holder should do
 //
-// Recipes take LeaseContext when they acquire and end the lease when it is
+// Recipes take Toolkit.LeaseContext when they acquire and end the lease when it is
 // canceled; context.Cause says why. Under the two loss policies:
 //
 //	state        Standard (default)                 SessionOnly
@@ -81,10 +81,13 @@
 //	Lost         lease ends (ErrLost), if not yet   lease ends (ErrLost)
 //	Closed       lease ends (ErrClosed)             lease ends (ErrClosed)
 //
-// WaitLease returns a connected epoch together with its lease context, taken
+// Toolkit.WaitLease returns a connected epoch together with its lease context, taken
 // at the same instant; recipes take it before they create their node.
 //
-// # Operations bound to an epoch
+// # The recipe authors' toolkit
+//
+// Session.Toolkit holds what recipe authors need and everyday users do not;
+// every operation there is bound to an epoch and to the caller's ctx:
 //
 //   - Retry(ctx, ep, op) waits for the connection on ep before each attempt,
 //     retries connection-level errors with backoff, and stops with ErrLost
@@ -92,11 +95,22 @@
 //     succeeded although the connection has moved to another session (a
 //     request go-zookeeper re-sent on a new session) is reported with
 //     ErrSessionChanged: writes must be conditional to be safe there.
+//   - Call (a function: methods cannot be generic) runs one request within
+//     ctx and hands a late result to a cleanup function.
 //   - CreateEphemeral(ctx, ep, ...) creates an ephemeral node and verifies its
 //     ephemeralOwner; a create that ran on another session, or finished after
 //     its caller gave up, is deleted again.
-//   - GuaranteedDelete(ep, path, version) deletes in the background, across
-//     disconnects, while ep's session id lives.
+//   - GuaranteedDelete(ep, path, version), GuaranteedDeleteIfData and
+//     GuaranteedSweep delete in the background, across disconnects, while
+//     ep's session id lives (sweeps and conditional deletes: on any session).
+//   - GetW and ChildrenW share one watch per node, however many callers wait
+//     on it or gave up waiting.
+//   - LeaseContext and WaitLease give the lease context of the loss policy.
+//
+// ctx is the only bound of every blocking call: go-zookeeper has no
+// per-request context, so each request runs on a goroutine of the Session
+// and the caller stops waiting for it when ctx ends; Close waits for those
+// goroutines.
 //
 // # Namespace, ACL, credentials
 //
@@ -111,18 +125,21 @@
 //
 // # Limits inherited from go-zookeeper
 //
-//   - A call in flight cannot be interrupted by a context; go-zookeeper fails
-//     it when the connection drops (after ⅔ of the session timeout of silence).
+//   - A request in flight cannot be interrupted: the caller returns at its
+//     ctx's end, while go-zookeeper fails the request itself only when the
+//     connection drops (after ⅔ of the session timeout of silence). What such
+//     a late request creates is cleaned up (see Call).
 //   - With a single server address go-zookeeper pauses one second before each
 //     reconnect, so with session timeouts under about 3 s a short cut can
 //     outlast the local timer and end in Lost.
-//   - Closing while the connection is down takes about a second (zk.Conn.Close
-//     waits that long for the reply to its close request).
+//   - Closing while the connection is up but the server has gone silent
+//     takes about a second (zk.Conn.Close waits that long for the reply to its
+//     close request); with the connection known down it is immediate.
 //
 // # Goroutines
 //
 // A Session runs a state goroutine, a guaranteed-delete goroutine, one
-// goroutine per Subscription, and one per CreateEphemeral in flight, plus
+// goroutine per Subscription, and one per request in flight, plus
 // go-zookeeper's own. Close returns after all of them have exited. The event
 // callback only records the event and wakes the state goroutine, so it never
 // blocks go-zookeeper. Logging goes to the injected zap logger (nop by

@@ -48,28 +48,8 @@ func (o *createOp) abandon() bool {
 	return true
 }
 
-// CreateEphemeral creates an ephemeral node at the full server path p bound to
-// the epoch ep, with ACL(); flags may add zk.FlagSequence (zk.FlagEphemeral is
-// implied). It returns the created path and its Stat.
-//
-// go-zookeeper queues a request made while the connection is down and may
-// send it on a NEW session after the old one expired, where it succeeds (see
-// HAZARDS). So after a successful create CreateEphemeral reads the node's
-// Stat and accepts it only if its ephemeralOwner is ep.SessionID() and ep is
-// still live; otherwise it deletes the node (retrying until it is gone, the
-// owning session ends, or Close) and returns an error wrapping
-// ErrSessionChanged.
-//
-// It does not wait for the connection and does not retry (protected-create
-// recovery is the caller's job; wrap it in Retry to wait for the connection
-// and retry connection errors). It blocks until the outcome is known, ep ends
-// (error wrapping ErrLost, or ErrClosed), ctx ends (ctx's error) or Close. If
-// it returns before the outcome is known, the request is left to a
-// background goroutine of the Session that deletes the node if it is created
-// after all, so an abandoned create leaves nothing behind. ZooKeeper errors
-// (zk.ErrNodeExists, zk.ErrNoNode for a missing parent, zk.ErrNoAuth, ...)
-// are wrapped with the path. Safe for concurrent use.
-func (s *Session) CreateEphemeral(ctx context.Context, ep *Epoch, p string, data []byte, flags int32) (string, *zk.Stat, error) {
+// createEphemeral implements Toolkit.CreateEphemeral.
+func (s *Session) createEphemeral(ctx context.Context, ep *Epoch, p string, data []byte, flags int32) (string, *zk.Stat, error) {
 	if ctx == nil {
 		return "", nil, fmt.Errorf("session: create %s: %w: nil context", p, ErrBadOption)
 	}

@@ -44,7 +44,7 @@ func TestEpochHazard(t *testing.T) {
 	rec := sessiontest.Record(t, s)
 	ep := s.Epoch()
 	ctx := ctxT(t, 2*wait)
-	marker, _, err := s.CreateEphemeral(ctx, ep, "/hz/locks/marker", nil, 0)
+	marker, _, err := s.Toolkit().CreateEphemeral(ctx, ep, "/hz/locks/marker", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestEpochHazard(t *testing.T) {
 	}()
 	safeRes := make(chan createResult, 1)
 	go func() {
-		p, _, err := s.CreateEphemeral(ctx, ep, "/hz/locks/safe", nil, 0)
+		p, _, err := s.Toolkit().CreateEphemeral(ctx, ep, "/hz/locks/safe", nil, 0)
 		safeRes <- createResult{p, err}
 	}()
 

@@ -131,40 +131,40 @@ func TestBadCallInputs(t *testing.T) {
 	if _, err := s.Path("/../x"); !errors.Is(err, session.ErrBadPath) {
 		t.Errorf("Path(..) = %v", err)
 	}
-	if err := s.EnsureContainers(ctx, "/elsewhere"); !errors.Is(err, session.ErrBadPath) || !strings.Contains(err.Error(), "namespace") {
+	if err := s.Toolkit().EnsureContainers(ctx, "/elsewhere"); !errors.Is(err, session.ErrBadPath) || !strings.Contains(err.Error(), "namespace") {
 		t.Errorf("EnsureContainers outside the namespace = %v", err)
 	}
 	dir := ns.Root + "/d"
-	if err := s.EnsureContainers(ctx, dir); err != nil {
+	if err := s.Toolkit().EnsureContainers(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.CreateEphemeral(ctx, nil, dir+"/x", nil, 0); !errors.Is(err, session.ErrBadEpoch) {
+	if _, _, err := s.Toolkit().CreateEphemeral(ctx, nil, dir+"/x", nil, 0); !errors.Is(err, session.ErrBadEpoch) {
 		t.Errorf("nil epoch: %v", err)
 	}
-	if _, _, err := s.CreateEphemeral(ctx, other.Epoch(), dir+"/x", nil, 0); !errors.Is(err, session.ErrBadEpoch) {
+	if _, _, err := s.Toolkit().CreateEphemeral(ctx, other.Epoch(), dir+"/x", nil, 0); !errors.Is(err, session.ErrBadEpoch) {
 		t.Errorf("foreign epoch: %v", err)
 	}
-	if _, _, err := s.CreateEphemeral(ctx, ep, dir+"/x", nil, zk.FlagContainer); !errors.Is(err, session.ErrBadOption) {
+	if _, _, err := s.Toolkit().CreateEphemeral(ctx, ep, dir+"/x", nil, zk.FlagContainer); !errors.Is(err, session.ErrBadOption) {
 		t.Errorf("container flag: %v", err)
 	}
-	if _, _, err := s.CreateEphemeral(ctx, ep, dir+"/x/", nil, 0); !errors.Is(err, session.ErrBadPath) {
+	if _, _, err := s.Toolkit().CreateEphemeral(ctx, ep, dir+"/x/", nil, 0); !errors.Is(err, session.ErrBadPath) {
 		t.Errorf("bad path: %v", err)
 	}
-	if _, _, err := s.CreateEphemeral(ctx, ep, dir+"/missing/x", nil, 0); !errors.Is(err, zk.ErrNoNode) {
+	if _, _, err := s.Toolkit().CreateEphemeral(ctx, ep, dir+"/missing/x", nil, 0); !errors.Is(err, zk.ErrNoNode) {
 		t.Errorf("missing parent: %v", err)
 	}
-	if err := s.Retry(ctx, nil, func(*zk.Conn) error { return nil }); !errors.Is(err, session.ErrBadEpoch) {
+	if err := s.Toolkit().Retry(ctx, nil, func(*zk.Conn) error { return nil }); !errors.Is(err, session.ErrBadEpoch) {
 		t.Errorf("Retry nil epoch: %v", err)
 	}
 	canceled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, _, err := s.CreateEphemeral(canceled, ep, dir+"/x", nil, 0); !errors.Is(err, context.Canceled) {
+	if _, _, err := s.Toolkit().CreateEphemeral(canceled, ep, dir+"/x", nil, 0); !errors.Is(err, context.Canceled) {
 		t.Errorf("canceled ctx: %v", err)
 	}
 	// Never panics, never blocks.
-	s.GuaranteedDelete(nil, dir+"/x", -1)
-	s.GuaranteedDelete(ep, "bad", -1)
-	s.GuaranteedDelete(other.Epoch(), dir+"/x", -1)
+	s.Toolkit().GuaranteedDelete(nil, dir+"/x", -1)
+	s.Toolkit().GuaranteedDelete(ep, "bad", -1)
+	s.Toolkit().GuaranteedDelete(other.Epoch(), dir+"/x", -1)
 }
 
 func TestRetry(t *testing.T) {
@@ -175,12 +175,12 @@ func TestRetry(t *testing.T) {
 	ep := s.Epoch()
 
 	calls := 0
-	err := s.Retry(ctx, ep, func(*zk.Conn) error { calls++; return zk.ErrNoNode })
+	err := s.Toolkit().Retry(ctx, ep, func(*zk.Conn) error { calls++; return zk.ErrNoNode })
 	if !errors.Is(err, zk.ErrNoNode) || calls != 1 {
 		t.Errorf("permanent error: %v after %d calls", err, calls)
 	}
 	calls = 0
-	err = s.Retry(ctx, ep, func(*zk.Conn) error {
+	err = s.Toolkit().Retry(ctx, ep, func(*zk.Conn) error {
 		calls++
 		switch calls {
 		case 1:
@@ -198,7 +198,7 @@ func TestRetry(t *testing.T) {
 	calls = 0
 	stop := session.WithRetry(func() backoff.BackOff { return backoff.WithMaxRetries(&backoff.ZeroBackOff{}, 2) })
 	s2 := sessiontest.Connect(t, ns, stop)
-	err = s2.Retry(ctx, s2.Epoch(), func(*zk.Conn) error { calls++; return zk.ErrConnectionClosed })
+	err = s2.Toolkit().Retry(ctx, s2.Epoch(), func(*zk.Conn) error { calls++; return zk.ErrConnectionClosed })
 	if !errors.Is(err, zk.ErrConnectionClosed) || calls != 3 || !strings.Contains(err.Error(), "gave up") {
 		t.Errorf("backoff.Stop: %v after %d calls", err, calls)
 	}
@@ -207,11 +207,11 @@ func TestRetry(t *testing.T) {
 	// loaded machine: the error must wrap the last attempt's.
 	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
-	err = s.Retry(short, ep, func(*zk.Conn) error { calls++; return zk.ErrConnectionClosed })
+	err = s.Toolkit().Retry(short, ep, func(*zk.Conn) error { calls++; return zk.ErrConnectionClosed })
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, zk.ErrConnectionClosed) || calls == 0 {
 		t.Errorf("ctx ends while retrying: %v after %d calls", err, calls)
 	}
-	err = s.Retry(ctx, ep, func(*zk.Conn) error { return zk.ErrSessionExpired })
+	err = s.Toolkit().Retry(ctx, ep, func(*zk.Conn) error { return zk.ErrSessionExpired })
 	if !errors.Is(err, session.ErrLost) || !errors.Is(err, zk.ErrSessionExpired) {
 		t.Errorf("session expired: %v", err)
 	}

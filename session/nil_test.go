@@ -122,40 +122,40 @@ func TestNilInputs(t *testing.T) {
 			return err
 		}, session.ErrBadOption, "nil context"},
 		{"WaitLease nil ctx", func(t *testing.T) error {
-			ep, lease, err := s.WaitLease(nilCtx)
+			ep, lease, err := s.Toolkit().WaitLease(nilCtx)
 			if ep != nil || lease != nil {
 				t.Errorf("WaitLease returned %v, %v", ep, lease)
 			}
 			return err
 		}, session.ErrBadOption, "nil context"},
 		{"Retry nil ctx", func(*testing.T) error {
-			return s.Retry(nilCtx, ep, op)
+			return s.Toolkit().Retry(nilCtx, ep, op)
 		}, session.ErrBadOption, "nil context"},
 		{"Retry nil op", func(*testing.T) error {
-			return s.Retry(ctx, ep, nil)
+			return s.Toolkit().Retry(ctx, ep, nil)
 		}, session.ErrBadOption, "nil op"},
 		{"Retry nil epoch", func(*testing.T) error {
-			return s.Retry(ctx, nil, op)
+			return s.Toolkit().Retry(ctx, nil, op)
 		}, session.ErrBadEpoch, "nil epoch"},
 		{"EnsureContainers nil ctx", func(*testing.T) error {
-			return s.EnsureContainers(nilCtx, node)
+			return s.Toolkit().EnsureContainers(nilCtx, node)
 		}, session.ErrBadOption, "nil context"},
 		{"EnsureContainers empty path", func(*testing.T) error {
-			return s.EnsureContainers(ctx, "")
+			return s.Toolkit().EnsureContainers(ctx, "")
 		}, session.ErrBadPath, "empty"},
 		{"CreateEphemeral nil ctx", func(t *testing.T) error {
-			p, st, err := s.CreateEphemeral(nilCtx, ep, node, nil, 0)
+			p, st, err := s.Toolkit().CreateEphemeral(nilCtx, ep, node, nil, 0)
 			if p != "" || st != nil {
 				t.Errorf("CreateEphemeral returned %q, %v", p, st)
 			}
 			return err
 		}, session.ErrBadOption, "nil context"},
 		{"CreateEphemeral nil epoch", func(*testing.T) error {
-			_, _, err := s.CreateEphemeral(ctx, nil, node, nil, 0)
+			_, _, err := s.Toolkit().CreateEphemeral(ctx, nil, node, nil, 0)
 			return err
 		}, session.ErrBadEpoch, "nil epoch"},
 		{"CreateEphemeral empty path", func(*testing.T) error {
-			_, _, err := s.CreateEphemeral(ctx, ep, "", nil, 0)
+			_, _, err := s.Toolkit().CreateEphemeral(ctx, ep, "", nil, 0)
 			return err
 		}, session.ErrBadPath, "empty"},
 		{"Path empty", func(*testing.T) error {
@@ -198,7 +198,7 @@ func TestNilEpoch(t *testing.T) {
 	s := sessiontest.Connect(t, ns)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := s.Retry(ctx, ep, func(*zk.Conn) error { return nil }); !errors.Is(err, session.ErrBadEpoch) {
+	if err := s.Toolkit().Retry(ctx, ep, func(*zk.Conn) error { return nil }); !errors.Is(err, session.ErrBadEpoch) {
 		t.Fatalf("Retry(nil epoch) = %v", err)
 	}
 }

@@ -67,43 +67,8 @@ func (s *Session) waitUp(ctx context.Context, ep *Epoch) error {
 	}
 }
 
-// Retry runs op with the Session's connection until it succeeds or fails
-// permanently, within ctx and within the epoch ep:
-//
-//   - before each attempt it waits until the connection is up on ep (it never
-//     spins while the connection is down);
-//   - connection-level errors (zk.ErrConnectionClosed, zk.ErrNoServer,
-//     zk.ErrSessionMoved) are retried with the Session's backoff (WithRetry);
-//     every other error is permanent and returned as op returned it;
-//   - when ep ends it returns an error matching ErrLost (ErrClosed after
-//     Close), wrapping the last op error too if there was one; zk.ErrSessionExpired
-//     from op is reported the same way;
-//   - when ctx ends it returns ctx's error;
-//   - when op succeeds but the connection's session id is no longer ep's, or
-//     ep ended meanwhile, it returns an error wrapping ErrSessionChanged and
-//     ErrLost (ErrClosed after Close).
-//
-// The last case exists because go-zookeeper keeps a request that was queued
-// but not yet sent when the connection dropped, and sends it on the next
-// connection, which may belong to a NEW session (see HAZARDS): op may then
-// have run on the new session. Retry detects it afterwards, it cannot
-// prevent it. Reads are unaffected (the result is discarded), but a write op
-// must be safe to run on another session: make it conditional (a version, an
-// owner or data check that only our own node passes), and check
-// conn.State() == zk.StateHasSession && conn.SessionID() == ep.SessionID()
-// right before sending it, which narrows the window to a request queued just
-// as the connection drops.
-//
-// ctx is the only bound: go-zookeeper has no per-call context, so each
-// attempt runs on a goroutine of the Session (Close waits for it) and Retry
-// stops waiting for it as soon as ctx ends, returning ctx's error whatever
-// the network does. The abandoned attempt completes or fails later and its
-// result is discarded: op must therefore not write to memory that the caller
-// reads after Retry returned an error (assign to the caller's local
-// variables, or return through them only on success), and a write op whose
-// late success matters must be undone by other means (see Call's late
-// function, CreateEphemeral and GuaranteedSweep). Safe for concurrent use.
-func (s *Session) Retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) error) error {
+// retry implements Toolkit.Retry.
+func (s *Session) retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) error) error {
 	if ctx == nil {
 		return fmt.Errorf("session: retry: %w: nil context", ErrBadOption)
 	}
@@ -183,14 +148,8 @@ func (s *Session) isClosed() bool {
 	}
 }
 
-// EnsureContainers makes sure the full server path p (as returned by Path)
-// exists: the namespace's nodes are created as persistent nodes, every node
-// below the namespace (p included) as a container node, all with ACL(); nodes
-// that exist are left as they are. It retries connection-level errors like
-// Retry (across epochs: creating parents is idempotent) and creates again
-// when the server reaps a container in between. Errors wrap ErrBadPath for a
-// bad p or one outside the namespace, ctx's error, or ErrClosed.
-func (s *Session) EnsureContainers(ctx context.Context, p string) error {
+// ensureContainers implements Toolkit.EnsureContainers.
+func (s *Session) ensureContainers(ctx context.Context, p string) error {
 	if ctx == nil {
 		return fmt.Errorf("session: ensure %s: %w: nil context", p, ErrBadOption)
 	}

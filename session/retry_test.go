@@ -23,7 +23,7 @@ func TestRetrySessionChangedUnderOp(t *testing.T) {
 	ep := s.Epoch()
 	node := ns.Path("after-expiry")
 	calls := 0
-	err := s.Retry(ctx, ep, func(c *zk.Conn) error {
+	err := s.Toolkit().Retry(ctx, ep, func(c *zk.Conn) error {
 		calls++
 		// The server ends the session; the cut makes go-zookeeper reconnect,
 		// learn it, and open a new session; the op then writes on that one.
@@ -45,7 +45,7 @@ func TestRetrySessionChangedUnderOp(t *testing.T) {
 		t.Fatalf("the op's node: %v %v", ok, err)
 	}
 	// A later Retry on the old epoch does not run at all.
-	if err := s.Retry(ctx, ep, func(*zk.Conn) error { t.Fatal("op ran on a lost epoch"); return nil }); !errors.Is(err, session.ErrLost) {
+	if err := s.Toolkit().Retry(ctx, ep, func(*zk.Conn) error { t.Fatal("op ran on a lost epoch"); return nil }); !errors.Is(err, session.ErrLost) {
 		t.Fatalf("Retry on the lost epoch = %v", err)
 	}
 }

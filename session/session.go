@@ -40,6 +40,7 @@ type Session struct {
 	conn    *zk.Conn
 	zkDone  <-chan zk.Event // closed when go-zookeeper's main goroutine has exited
 	wire    *wire
+	tk      *Toolkit
 
 	kick  chan struct{} // wakes the state goroutine (1-buffered)
 	stop  chan struct{} // stops the state goroutine
@@ -128,6 +129,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		gdDone:    make(chan struct{}),
 		timeout:   cfg.sessionTimeout,
 	}
+	s.tk = &Toolkit{s}
 	// Until the first session the lease context is canceled: nothing is held.
 	s.lease = closedCtx
 	conn, events, err := zk.Connect(srv, cfg.sessionTimeout,
@@ -481,14 +483,8 @@ func (s *Session) Epoch() *Epoch {
 // Done returns a channel that is closed when Close begins.
 func (s *Session) Done() <-chan struct{} { return s.done }
 
-// LeaseContext returns the context for a lease taken now. Under Standard it is
-// canceled at the first Suspended, Lost or Closed after the current connected
-// interval began (cause ErrSuspended, ErrLost or ErrClosed); if the connection
-// is down now it is already canceled. Under SessionOnly it is canceled when
-// the current epoch ends (cause ErrLost or ErrClosed); if the session is lost
-// now it is already canceled. After Close it is canceled with ErrClosed.
-// Match the cause with errors.Is(context.Cause(ctx), ErrLost) and so on.
-func (s *Session) LeaseContext() context.Context {
+// leaseContext implements Toolkit.LeaseContext.
+func (s *Session) leaseContext() context.Context {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -506,14 +502,12 @@ func (s *Session) LeaseContext() context.Context {
 // (wrapped) when ctx ends first and ErrClosed after Close; a nil ctx gives
 // ErrBadOption. Safe for concurrent use.
 func (s *Session) WaitConnected(ctx context.Context) (*Epoch, error) {
-	ep, _, err := s.WaitLease(ctx)
+	ep, _, err := s.waitLease(ctx)
 	return ep, err
 }
 
-// WaitLease is WaitConnected that also returns LeaseContext() taken at the
-// same instant, so the two agree: the context is live when WaitLease returns
-// and belongs to the returned epoch.
-func (s *Session) WaitLease(ctx context.Context) (*Epoch, context.Context, error) {
+// waitLease implements Toolkit.WaitLease.
+func (s *Session) waitLease(ctx context.Context) (*Epoch, context.Context, error) {
 	if ctx == nil {
 		return nil, nil, fmt.Errorf("session: waiting for a connection: %w: nil context", ErrBadOption)
 	}

@@ -25,7 +25,7 @@ func TestShortCutSameSession(t *testing.T) {
 	so := sessiontest.ConnectTo(t, p.Servers(), ns.Root, opt, session.WithLossPolicy(session.SessionOnly))
 	rec, recSO := sessiontest.Record(t, s), sessiontest.Record(t, so)
 	ep, epSO := s.Epoch(), so.Epoch()
-	lease, leaseSO := s.LeaseContext(), so.LeaseContext()
+	lease, leaseSO := s.Toolkit().LeaseContext(), so.Toolkit().LeaseContext()
 
 	p.Cut()
 	sus := rec.Wait(t, wait, session.Suspended)
@@ -40,7 +40,7 @@ func TestShortCutSameSession(t *testing.T) {
 		t.Fatalf("session-only lease canceled at Suspended: %v", err)
 	}
 	if st := s.State(); st == session.Suspended {
-		if c := s.LeaseContext(); !errors.Is(context.Cause(c), session.ErrSuspended) {
+		if c := s.Toolkit().LeaseContext(); !errors.Is(context.Cause(c), session.ErrSuspended) {
 			t.Fatalf("lease taken while suspended: cause %v", context.Cause(c))
 		}
 	}
@@ -56,7 +56,7 @@ func TestShortCutSameSession(t *testing.T) {
 	if got := fmt.Sprint(rec.States()); got != "[Suspended Reconnected]" {
 		t.Fatalf("states %s", got)
 	}
-	if c := s.LeaseContext(); c.Err() != nil || c == lease {
+	if c := s.Toolkit().LeaseContext(); c.Err() != nil || c == lease {
 		t.Fatal("a lease taken after Reconnected must be live and new")
 	}
 	if !errors.Is(context.Cause(lease), session.ErrSuspended) {
@@ -66,11 +66,11 @@ func TestShortCutSameSession(t *testing.T) {
 	if err != nil || got != ep {
 		t.Fatalf("WaitConnected = %v, %v", got, err)
 	}
-	got, lctx, err := s.WaitLease(ctxT(t, time.Second))
-	if err != nil || got != ep || lctx.Err() != nil || lctx != s.LeaseContext() {
+	got, lctx, err := s.Toolkit().WaitLease(ctxT(t, time.Second))
+	if err != nil || got != ep || lctx.Err() != nil || lctx != s.Toolkit().LeaseContext() {
 		t.Fatalf("WaitLease = %v, %v, %v", got, lctx, err)
 	}
-	got, lctx, err = so.WaitLease(ctxT(t, time.Second))
+	got, lctx, err = so.Toolkit().WaitLease(ctxT(t, time.Second))
 	if err != nil || got != epSO || lctx != epSO.Context() {
 		t.Fatalf("session-only WaitLease = %v, %v, %v", got, lctx, err)
 	}
@@ -94,13 +94,13 @@ func testPartitionLost(t *testing.T, requested time.Duration) {
 	rec, recSO := sessiontest.Record(t, s), sessiontest.Record(t, so)
 	timeout := s.SessionTimeout()
 	ep := s.Epoch()
-	leaseSO := so.LeaseContext()
+	leaseSO := so.Toolkit().LeaseContext()
 	ctx := ctxT(t, wait)
 	dir := ns.Root + "/p"
-	if err := s.EnsureContainers(ctx, dir); err != nil {
+	if err := s.Toolkit().EnsureContainers(ctx, dir); err != nil {
 		t.Fatal(err)
 	}
-	node, _, err := s.CreateEphemeral(ctx, ep, dir+"/n", nil, 0)
+	node, _, err := s.Toolkit().CreateEphemeral(ctx, ep, dir+"/n", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,16 +127,16 @@ func testPartitionLost(t *testing.T, requested time.Duration) {
 	if !errors.Is(context.Cause(leaseSO), session.ErrLost) {
 		t.Fatalf("session-only lease cause at Lost = %v", context.Cause(leaseSO))
 	}
-	if c := s.LeaseContext(); !errors.Is(context.Cause(c), session.ErrLost) {
+	if c := s.Toolkit().LeaseContext(); !errors.Is(context.Cause(c), session.ErrLost) {
 		t.Fatalf("lease taken while lost: %v", context.Cause(c))
 	}
-	if c := so.LeaseContext(); !errors.Is(context.Cause(c), session.ErrLost) {
+	if c := so.Toolkit().LeaseContext(); !errors.Is(context.Cause(c), session.ErrLost) {
 		t.Fatalf("session-only lease taken while lost: %v", context.Cause(c))
 	}
-	if err := s.Retry(ctx, ep, func(*zk.Conn) error { return nil }); !errors.Is(err, session.ErrLost) {
+	if err := s.Toolkit().Retry(ctx, ep, func(*zk.Conn) error { return nil }); !errors.Is(err, session.ErrLost) {
 		t.Fatalf("Retry on a lost epoch: %v", err)
 	}
-	if _, _, err := s.CreateEphemeral(ctx, ep, dir+"/m", nil, 0); !errors.Is(err, session.ErrLost) {
+	if _, _, err := s.Toolkit().CreateEphemeral(ctx, ep, dir+"/m", nil, 0); !errors.Is(err, session.ErrLost) {
 		t.Fatalf("CreateEphemeral on a lost epoch: %v", err)
 	}
 
@@ -156,7 +156,7 @@ func testPartitionLost(t *testing.T, requested time.Duration) {
 	if got := fmt.Sprint(rec.States()); got != "[Suspended Lost Reconnected]" {
 		t.Fatalf("states %s", got)
 	}
-	if s.Epoch() != rc.Epoch || s.LeaseContext().Err() != nil {
+	if s.Epoch() != rc.Epoch || s.Toolkit().LeaseContext().Err() != nil {
 		t.Fatal("current epoch / lease after Reconnected")
 	}
 	recSO.Wait(t, wait, session.Reconnected)
@@ -172,7 +172,7 @@ func TestInstantExpire(t *testing.T) {
 	s, tap := sessiontest.ConnectTap(t, ns)
 	rec := sessiontest.Record(t, s)
 	ep := s.Epoch()
-	lease := s.LeaseContext()
+	lease := s.Toolkit().LeaseContext()
 	creds := sessiontest.Expire(t, s, tap)
 	if creds.ID != ep.SessionID() {
 		t.Fatalf("expired 0x%x, epoch %v", creds.ID, ep)
@@ -198,10 +198,10 @@ func TestServerRestartKeepsSession(t *testing.T) {
 	rec := sessiontest.Record(t, s)
 	ep := s.Epoch()
 	ctx := ctxT(t, wait)
-	if err := s.EnsureContainers(ctx, "/restart/d"); err != nil {
+	if err := s.Toolkit().EnsureContainers(ctx, "/restart/d"); err != nil {
 		t.Fatal(err)
 	}
-	node, _, err := s.CreateEphemeral(ctx, ep, "/restart/d/n", nil, 0)
+	node, _, err := s.Toolkit().CreateEphemeral(ctx, ep, "/restart/d/n", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestServerRestartKeepsSession(t *testing.T) {
 	if got := fmt.Sprint(rec.States()); got != "[Suspended Reconnected]" {
 		t.Fatalf("states %s", got)
 	}
-	err = s.Retry(ctx, ep, func(c *zk.Conn) error {
+	err = s.Toolkit().Retry(ctx, ep, func(c *zk.Conn) error {
 		_, st, err := c.Get(node)
 		if err == nil && st.EphemeralOwner != ep.SessionID() {
 			return fmt.Errorf("owner 0x%x", st.EphemeralOwner)
@@ -253,7 +253,7 @@ func TestEnsembleLeaderKilled(t *testing.T) {
 		t.Fatalf("Reconnected with %v, want the same session %v", rc.Epoch, ep)
 	}
 	ctx := ctxT(t, wait)
-	if err := s.EnsureContainers(ctx, "/ens/after"); err != nil {
+	if err := s.Toolkit().EnsureContainers(ctx, "/ens/after"); err != nil {
 		t.Fatal(err)
 	}
 }

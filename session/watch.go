@@ -138,10 +138,8 @@ func (r *watchRegistry) pruneLocked() {
 	r.pruneSize = max(64, 2*len(r.entries))
 }
 
-// WatchCount returns how many watch registrations the Session holds in
-// go-zookeeper (set and not yet fired, as far as it knows): the number of
-// distinct nodes and kinds watched. For tests and monitoring.
-func (s *Session) WatchCount() int {
+// watchCount implements Toolkit.WatchCount.
+func (s *Session) watchCount() int {
 	r := &s.watches
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -159,16 +157,8 @@ func (s *Session) WatchCount() int {
 	return n
 }
 
-// GetW reads the node at the full server path p and returns its data and
-// Stat with a data watch that fires at the node's next change or deletion
-// (or with zk.EventNotWatching when the session ends). Watches are shared:
-// if the Session already holds an unfired data watch on p, GetW reads the
-// node without a watch and subscribes to that one, so go-zookeeper and the
-// server keep at most one data watch per node for this Session, however many
-// callers wait on it or gave up waiting. A missing node returns
-// zk.ErrNoNode and no watch. It blocks on ZooKeeper without a context: run
-// it inside Retry, which bounds it by ctx.
-func (s *Session) GetW(p string) ([]byte, *zk.Stat, *Watch, error) {
+// getW implements Toolkit.GetW.
+func (s *Session) getW(p string) ([]byte, *zk.Stat, *Watch, error) {
 	var data []byte
 	var st *zk.Stat
 	w, err := s.shared(watchKey{p, dataWatch},
@@ -186,9 +176,8 @@ func (s *Session) GetW(p string) ([]byte, *zk.Stat, *Watch, error) {
 	return data, st, w, err
 }
 
-// ChildrenW is GetW for the children of p: it returns the children and a
-// shared child watch that fires at the next change of the list.
-func (s *Session) ChildrenW(p string) ([]string, *zk.Stat, *Watch, error) {
+// childrenW implements Toolkit.ChildrenW.
+func (s *Session) childrenW(p string) ([]string, *zk.Stat, *Watch, error) {
 	var kids []string
 	var st *zk.Stat
 	w, err := s.shared(watchKey{p, childWatch},
