@@ -79,16 +79,18 @@ func (s *Session) retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) e
 		return err
 	}
 	b := s.cfg.retry()
+	var last error // the last attempt's error, wrapped when ctx stops us
 	for attempt := 1; ; attempt++ {
 		if err := s.waitUp(ctx, ep); err != nil {
-			return retryStopped(err, nil)
+			return retryStopped(err, last)
 		}
 		_, err := call(ctx, s, func(c *zk.Conn) (struct{}, error) { return struct{}{}, op(c) }, nil)
 		if err != nil && (err == ctx.Err() || err == ErrClosed) {
 			// ctx ended (or Close began) while op was in flight: op goes on on
 			// a goroutine of the Session and its result is discarded.
-			return retryStopped(err, nil)
+			return retryStopped(err, last)
 		}
+		last = err
 		if err == nil {
 			// go-zookeeper sets the new session id before it sends anything
 			// on the new session, and the id never goes back: if it is still
