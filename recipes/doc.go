@@ -101,8 +101,9 @@
 // name, <dir>/<name>, whose data is "<uuid> <participant id>" with a uuid new
 // for every acquire. Because the name is reused by every holder, the engine
 // deletes a fixed node only while it carries our data (and, for a release,
-// our session as ephemeralOwner), never by name alone and never through the
-// session's guaranteed-delete queue, and it checks the data, not only the
+// our session as ephemeralOwner), never by name alone (the session's queue
+// has a conditional delete for it, GuaranteedDeleteIfData), and it checks the
+// data, not only the
 // owner, before it grants (two acquirers of one process share a session).
 // Each delete is conditional on the version it read, and is sent only after
 // checking that go-zookeeper is connected on the session it is meant for:
@@ -118,12 +119,30 @@
 //
 // # Cancellation and cleanup
 //
-// A failed or canceled acquire deletes its node with a detached context
-// bounded by the cleanup timeout (WithCleanupTimeout) before it returns;
-// when the connection is down the delete goes to the session's
-// guaranteed-delete queue. If the recipe was won just as ctx ended, it is
-// released and the ctx error returned. Errors match context.Canceled or
-// context.DeadlineExceeded.
+// ctx is the only bound of every call: each ZooKeeper request runs on a
+// goroutine of the session (session.Call, Toolkit.Retry), and the caller
+// stops waiting for it when ctx ends, whatever the network does. A failed or
+// canceled acquire hands its node to the session's durable queue
+// (Toolkit.GuaranteedDelete, or GuaranteedDeleteIfData for a fixed node),
+// which deletes it as soon as the connection allows and keeps trying across
+// disconnects for as long as the session lives; the acquire waits for that
+// delete only while the connection is up, at most its ctx plus a grace of
+// 10 ms (bounded by the cleanup timeout, WithCleanupTimeout), so on a healthy
+// connection the node is gone when the call returns. A create whose reply
+// comes after its caller gave up, or never comes (a lost reply: the ghost
+// case), is swept by the same queue once it has completed: every child
+// carrying the attempt's protected UUID (or, for a fixed node, its data) is
+// deleted, on whichever session is current. If the recipe was won just as
+// ctx ended, it is released and the ctx error returned. Errors match
+// context.Canceled or context.DeadlineExceeded.
+//
+// # Watches
+//
+// go-zookeeper cannot remove a watch, so a watch whose waiter gave up stays
+// registered until its node changes. Watches are therefore shared per node
+// (Toolkit.GetW): waiters on one node, and waiters that gave up on it, hold
+// one registration between them, in the client and on the server. A
+// try-acquire sets no watch it will not wait on.
 //
 // # Reentrancy
 //
