@@ -127,8 +127,10 @@
 // which deletes it as soon as the connection allows and keeps trying across
 // disconnects for as long as the session lives; the acquire waits for that
 // delete only while the connection is up, at most its ctx plus a grace of
-// 10 ms (bounded by the cleanup timeout, WithCleanupTimeout), so on a healthy
-// connection the node is gone when the call returns. A create whose reply
+// 10 ms (bounded by the cleanup timeout, WithCleanupTimeout): on a healthy
+// connection the node is then usually gone when the call returns, but the
+// only promise is that it goes as soon as the connection allows (check with
+// a read, not with the call's return). A create whose reply
 // comes after its caller gave up, or never comes (a lost reply: the ghost
 // case), is swept by the same queue once it has completed: every child
 // carrying the attempt's protected UUID (or, for a fixed node, its data) is
