@@ -155,10 +155,13 @@ func TestRuleWorkFails(t *testing.T) {
 			}
 			checkTokensGrow(t, calls)
 			log.check(t)
-			failed := logs.FilterMessage("leader work failed").All()
-			if len(failed) < 3 {
-				t.Errorf("%d \"leader work failed\" entries for a's 3+ failures", len(failed))
-			}
+			// Each failure is logged once work has returned, after it was
+			// recorded above.
+			var failed []observer.LoggedEntry
+			zktest.Eventually(t, wait, func() bool {
+				failed = logs.FilterMessage("leader work failed").All()
+				return len(failed) >= 3
+			}, "a's 3+ failures logged as \"leader work failed\"")
 			for _, e := range failed {
 				if e.Level != zapcore.ErrorLevel || e.ContextMap()["error"] != "boom" {
 					t.Errorf("entry %v %q %v, want error level with error boom", e.Level, e.Message, e.ContextMap())
@@ -519,5 +522,31 @@ func TestSelectorResign(t *testing.T) {
 				t.Errorf("Resign after Close = %v, want ErrClosed", err)
 			}
 		})
+	}
+}
+
+// Resign refuses a nil ctx (without resigning), and Term.Resign on a nil
+// term does nothing.
+func TestResignNilInputs(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	s := sessiontest.Connect(t, ns)
+	l := startLatch(t, s, "l")
+	term := await(t, l)
+	sel := newSelector(t, s, "sel", func(ctx context.Context) error { <-ctx.Done(); return nil })
+	if err := sel.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Resign(nilCtx); !errors.Is(err, leader.ErrBadArgument) || !strings.Contains(err.Error(), "nil context") {
+		t.Errorf("Latch.Resign(nil) = %v", err)
+	}
+	if err := sel.Resign(nilCtx); !errors.Is(err, leader.ErrBadArgument) || !strings.Contains(err.Error(), "nil context") {
+		t.Errorf("Selector.Resign(nil) = %v", err)
+	}
+	if err := term.Err(); err != nil || !l.IsLeader() {
+		t.Errorf("the latch's term ended (%v) after a refused Resign", err)
+	}
+	var nilTerm *leader.Term
+	if p, _ := catchPanic(func() error { nilTerm.Resign(); return nil }); p != nil {
+		t.Errorf("Resign of a nil term panicked: %v", p)
 	}
 }
