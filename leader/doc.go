@@ -6,7 +6,8 @@
 //
 // Run makes a background worker highly available in a few lines: it
 // campaigns, calls work under a context that is canceled when leadership is
-// lost, gives leadership up when work returns, and campaigns again:
+// lost, gives leadership up when work returns, and campaigns again, until ctx
+// ends:
 //
 //	err := leader.Run(ctx, sess, "/app/scheduler", func(ctx context.Context) error {
 //		return scheduler.Run(ctx) // returns once ctx is done: leadership lost, or shutting down
@@ -18,6 +19,45 @@
 // campaigning again after it returns. Participants, Leader and Observe let
 // processes that do not campaign see who leads.
 //
+// # Work: one rule for Run and Selector
+//
+// Run's work and a Selector's callback follow one rule, meant to keep a
+// worker highly available:
+//
+//   - A term ends when the work returns (nil or an error), panics, is
+//     resigned (Term.Resign from the work, Selector.Resign from outside), or
+//     when leadership is lost. The work's context is canceled when the term
+//     ends other than by its return.
+//   - The participant's node is deleted only after the work has returned, so
+//     the next leader's work does not start before (unless the session really
+//     expires; see Terms).
+//   - Then, if the participant requeues (Run: by default; Selector: with
+//     WithRequeue(true), as Curator's autoRequeue), it campaigns again: at
+//     once after a term that lasted at least a second; after a pause after a
+//     shorter one, 100 ms after the first short term, doubling after each
+//     further one up to 30 s, reset by a term of a second or more. So work
+//     that fails, returns or panics at once does not spin through terms, and
+//     another participant can lead during the pause.
+//   - An error of the work never stops the campaign: it is logged at error
+//     level (unless it only reports the end of the term, such as the
+//     context's error after a loss). A panic is recovered, logged with its
+//     stack at error level, and handled as the work returning an error
+//     matching ErrPanicked; the process does not crash.
+//   - Run returns only when its ctx ends (an error matching ctx's, once the
+//     work has returned), the session is closed, ZooKeeper refuses the
+//     election for good (zk.ErrNoAuth, ...; see below), or, with
+//     WithRequeue(false), after its single term, with the work's error (nil
+//     if none) or the cause of the loss. A Selector stops only at Close or
+//     for the same reasons as Run (see Selector.Err).
+//
+// Resign gives leadership up without leaving for good, as etcd's Resign:
+// Latch.Resign and Selector.Resign end the current term and delete the node
+// (a Selector's only after its callback has returned), Term.Resign does the
+// same from within the work without waiting. A Latch enters the election
+// again at once, at the back; Run and a Selector campaign again as after any
+// other term. IsLeader (Latch, Selector; Curator's hasLeadership) says
+// without I/O whether this participant leads now.
+//
 // # Terms
 //
 // Every stretch of leadership is a *Term, the leader's counterpart of a lock
@@ -25,8 +65,8 @@
 // Context is canceled with that cause (guarded work can run under it), and
 // Token is a fencing token (the czxid of the participant's node, which grows
 // across the whole ensemble). Done closes before this participant's node is
-// deleted, so when a leader gives leadership up (Close, or its work returned)
-// its term has ended before any other participant can lead. Run and a
+// deleted, so when a leader gives leadership up (Close, Resign, or its work
+// returned) its term has ended before any other participant can lead. Run and a
 // Selector keep the node of a term that ended (a suspension, a lost session)
 // until its work or callback has returned, so the next leader's work never
 // starts while the previous one is still stopping; only a session that

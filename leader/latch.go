@@ -28,7 +28,9 @@ const (
 // After a term ends because the connection was suspended (standard policy) or
 // the session was lost, the latch deletes its node when the connection is back
 // (if the session survived) and enters the election again at the back, as
-// Curator's LeaderLatch does; another participant can lead meanwhile.
+// Curator's LeaderLatch does; another participant can lead meanwhile. Resign
+// does the same on demand: it ends the current term, deletes the node and
+// enters the election again at the back.
 //
 // A Latch is safe for concurrent use.
 type Latch struct {
@@ -149,7 +151,7 @@ func (l *Latch) run() {
 			}
 			return
 		}
-		t := newTerm(lease)
+		t := newTerm(lease, l.e.errf(ErrResigned))
 		l.e.lg.Info("leadership gained", zap.String("node", t.Node()), zap.Int64("token", t.Token()))
 		l.mu.Lock()
 		l.term = t
@@ -169,6 +171,7 @@ func (l *Latch) run() {
 		// Our node goes only now, after Done has closed: nobody else can lead
 		// before this participant has been told it no longer does.
 		l.e.release(context.Background(), lease)
+		t.markReleased()
 		if l.ctx.Err() != nil {
 			return
 		}
@@ -330,10 +333,42 @@ func (l *Latch) Term() *Term {
 	return t
 }
 
-// IsLeader reports whether this latch leads now: its node is the first of
-// the election, belongs to the current session, and the term has not ended.
-// It does no I/O.
+// IsLeader reports whether this latch leads now (Curator's hasLeadership):
+// its node is the first of the election, belongs to the current session, and
+// the term has not ended. It does no I/O.
 func (l *Latch) IsLeader() bool { return l.Term() != nil }
+
+// Resign gives up the current term without closing the latch, as etcd's
+// Resign: the term ends with a cause matching ErrResigned (its Done closes,
+// Changes reports it), this participant's node is deleted, so another
+// participant can lead, and the latch enters the election again at the back
+// at once (alone in the election, it leads again with a new term). Resign
+// returns once the node is deleted (or its deletion queued, when the
+// connection is down), or with an error matching ctx's when ctx ends first
+// (the term has ended all the same, and the node goes soon after). It returns
+// nil at once when the latch does not lead, ErrClosed after Close and
+// ErrBadArgument for a nil ctx.
+func (l *Latch) Resign(ctx context.Context) error {
+	if ctx == nil {
+		return l.e.errf(errNilContext)
+	}
+	l.mu.Lock()
+	closed, t := l.state == closed, l.term
+	l.mu.Unlock()
+	if closed {
+		return l.e.errf(recipes.Closed())
+	}
+	if t == nil || t.Err() != nil {
+		return nil
+	}
+	t.Resign()
+	select {
+	case <-t.released:
+		return nil
+	case <-ctx.Done():
+		return l.e.errf(ctx.Err())
+	}
+}
 
 // Changes returns a channel of leadership changes: first the state at the
 // moment of the call (Leader true with the current term, or false with a nil

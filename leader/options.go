@@ -38,10 +38,12 @@ func WithID(id string) Option {
 }
 
 // WithRequeue says whether to campaign again after a term of leadership ends,
-// whatever ended it (the callback or work returned, or leadership was lost).
-// It applies to Selector (default false, as Curator's autoRequeue) and Run
-// (default true). A Latch always stays in the election until Close, so
-// NewLatch rejects this option.
+// whatever ended it (the callback or work returned or panicked, the term was
+// resigned, or leadership was lost): at once after a term of at least a
+// second, after a pause growing from 100 ms to 30 s after shorter ones (see
+// Run). It applies to Selector (default false, as Curator's autoRequeue) and
+// Run (default true; with false Run returns after its single term). A Latch
+// always stays in the election until Close, so NewLatch rejects this option.
 func WithRequeue(on bool) Option {
 	return func(c *config) error {
 		c.requeue = on

@@ -113,8 +113,10 @@ func TestRunFailover(t *testing.T) {
 	}
 }
 
-// Work returning an error while it leads stops Run with that error and
-// leaves no node; WithRequeue(false) and nil returns nil.
+// With WithRequeue(false), work returning an error while it leads makes Run
+// return that error after the single term and leaves no node; work returning
+// nil makes it return nil. (With the default requeue a work error never
+// stops Run: see runrule_test.go.)
 func TestRunReturns(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	s := sessiontest.Connect(t, ns)
@@ -124,7 +126,7 @@ func TestRunReturns(t *testing.T) {
 			t.Error("no term in work's ctx")
 		}
 		return boom
-	})
+	}, leader.WithRequeue(false))
 	if err := r.result(t); err != boom {
 		t.Errorf("Run = %v, want the work's error", err)
 	}
@@ -141,7 +143,8 @@ func TestRunReturns(t *testing.T) {
 	}
 }
 
-// Work that returns nil is called again (requeue is Run's default).
+// Work that returns nil is called again (requeue is Run's default), after
+// the pause that follows a short term.
 func TestRunRequeuesAfterReturn(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	s := sessiontest.Connect(t, ns)

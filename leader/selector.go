@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -16,16 +17,29 @@ import (
 // (<path>/_c_<uuid>-lock-<seq>, data = participant id), so Go and Java
 // selectors on one path take turns.
 //
-// The callback's context is canceled when leadership is lost (under the
-// standard policy already when the connection is suspended) or on Close; the
-// participant's node is deleted only after the callback has returned (even
-// when the connection came back long before), so no other participant leads
-// before then, and the callback should return promptly once its context is
-// done. The one exception is a session that really expires: the server
-// deletes the node with the session, and another participant may lead while
-// a callback slow to stop still runs (see Run). When the callback
-// returns, leadership is given up; with WithRequeue(true) the selector then
-// campaigns again, otherwise it waits for Requeue.
+// A Selector follows the same rule as Run. A term ends when the callback
+// returns (nil or an error), panics, is resigned (Resign, or Term.Resign from
+// the callback), or when leadership is lost. The callback's context is
+// canceled when leadership is lost (under the standard policy already when
+// the connection is suspended), at Resign or on Close; the participant's node
+// is deleted only after the callback has returned (even when the connection
+// came back long before), so no other participant leads before then, and the
+// callback should return promptly once its context is done. The one
+// exception is a session that really expires: the server deletes the node
+// with the session, and another participant may lead while a callback slow
+// to stop still runs (see Run).
+//
+// After a term, with WithRequeue(true) (Curator's autoRequeue) the selector
+// campaigns again: at once after a term that lasted at least a second, and
+// after a pause after a shorter one (100 ms, doubling after each further
+// short term up to 30 s; a term of a second or more resets it), so a
+// callback that fails or returns at once does not spin. Without it (the
+// default, as in Curator) the selector waits for Requeue, which enters the
+// election at once. An error returned by the callback never stops the
+// selector: it is logged at error level, unless it only reports the end of
+// the term (the context's error after a loss, a resign or Close). A panic in
+// the callback is recovered, logged with its stack at error level, and
+// handled as the callback returning an error matching ErrPanicked.
 //
 // The selector stops campaigning before Close only on errors that a new
 // attempt cannot cure: the session was closed, or ZooKeeper refuses this
@@ -61,8 +75,9 @@ type Selector struct {
 // WithID, WithRequeue (default false), WithLogger.
 //
 // lead runs on the selector's goroutine, one call at a time. Its ctx is the
-// term's context (TermFromContext gives the *Term, with its fencing token).
-// An error it returns is logged; it does not stop the selector.
+// term's context (TermFromContext gives the *Term, with its fencing token and
+// Resign). An error it returns, or a panic, is logged at error level; it does
+// not stop the selector (see Selector for when it campaigns again).
 func NewSelector(sess *session.Session, path string, lead func(ctx context.Context) error, opts ...Option) (*Selector, error) {
 	if lead == nil {
 		return nil, recipes.NewError("leader", path, fmt.Errorf("%w: nil callback", ErrBadArgument))
@@ -105,9 +120,11 @@ func (s *Selector) Start() error {
 	return nil
 }
 
-// Requeue enters the election again after the callback has returned. It
+// Requeue enters the election again after the callback has returned, at
+// once (the pause after a short term applies only to WithRequeue(true)). It
 // returns true if it queued this participant, false if it was already queued
-// or leading (then nothing happens), as Curator's requeue. It returns
+// (campaigning, or pausing before it campaigns again) or leading (then
+// nothing happens), as Curator's requeue. It returns
 // ErrNotStarted before Start, ErrClosed after Close, and the error that
 // stopped the election (see Err) once it has stopped.
 func (s *Selector) Requeue() (bool, error) {
@@ -135,11 +152,14 @@ func (s *Selector) Requeue() (bool, error) {
 
 func (s *Selector) run() {
 	defer s.wg.Done()
+	pace := newPacer()
+	var pause time.Duration // before the next campaign: set after a short term when requeued automatically
 	for {
 		s.mu.Lock()
 		q := s.queued
 		s.mu.Unlock()
 		if !q {
+			pause = 0 // Requeue enters at once
 			select {
 			case <-s.wake:
 				continue
@@ -147,6 +167,8 @@ func (s *Selector) run() {
 				return
 			}
 		}
+		s.e.waitPause(s.ctx, pause)
+		pause = 0
 		lease, err := s.e.campaign(s.ctx)
 		if err != nil {
 			s.mu.Lock()
@@ -160,7 +182,7 @@ func (s *Selector) run() {
 			}
 			return
 		}
-		t := newTerm(lease)
+		t := newTerm(lease, s.e.errf(ErrResigned))
 		s.e.lg.Info("leadership gained", zap.String("node", t.Node()), zap.Int64("token", t.Token()))
 		s.mu.Lock()
 		s.term = t
@@ -168,25 +190,59 @@ func (s *Selector) run() {
 		stop := context.AfterFunc(s.ctx, func() {
 			t.end(s.e.errf(recipes.Closed()))
 		})
-		err = s.lead(t.Context())
+		werr, cause := s.e.call(t, s.lead)
 		stop()
 		// Decide about the next round before the term visibly ends, so that
 		// a Requeue made once IsLeader is false is never lost.
 		s.mu.Lock()
 		s.queued = s.cfg.requeue && s.ctx.Err() == nil
+		requeued := s.queued
 		s.mu.Unlock()
-		lost := t.Err() != nil
-		t.end(s.e.errf(ErrResigned))
-		switch {
-		case err != nil && !lost:
-			s.e.lg.Error("leadership callback failed", zap.String("node", t.Node()), zap.Error(err))
-		default:
-			s.e.lg.Info("leadership ended", zap.String("node", t.Node()), zap.NamedError("cause", t.Err()), zap.Error(err))
+		t.end(t.resigned)
+		if requeued {
+			pause = pace.pause(time.Since(t.Started()))
 		}
+		s.e.ended(t, werr, cause)
 		s.e.release(context.Background(), lease)
+		t.markReleased()
 		s.mu.Lock()
 		s.term = nil
 		s.mu.Unlock()
+	}
+}
+
+// Resign gives up the current term without leaving the election for good:
+// the callback's context is canceled with a cause matching ErrResigned, and
+// once the callback has returned this participant's node is deleted, so
+// another participant can lead. Then the selector campaigns again or not as
+// after any other term: with WithRequeue(true) at once after a term of at
+// least a second and after a pause after a shorter one (see NewSelector),
+// otherwise when Requeue is called. Resign waits until the node is deleted
+// (or its deletion queued, when the connection is down), or until ctx ends:
+// then it returns an error matching ctx's, and the callback, if it ignores
+// its context, still runs and keeps the node. It returns nil at once when the
+// selector does not lead, ErrClosed after Close and ErrBadArgument for a nil
+// ctx. Called from the callback itself it would wait for its own return:
+// there use Term.Resign (through TermFromContext), which does not wait.
+func (s *Selector) Resign(ctx context.Context) error {
+	if ctx == nil {
+		return s.e.errf(errNilContext)
+	}
+	s.mu.Lock()
+	closed, t := s.state == closed, s.term
+	s.mu.Unlock()
+	if closed {
+		return s.e.errf(recipes.Closed())
+	}
+	if t == nil || t.Err() != nil {
+		return nil
+	}
+	t.Resign()
+	select {
+	case <-t.released:
+		return nil
+	case <-ctx.Done():
+		return s.e.errf(ctx.Err())
 	}
 }
 
@@ -221,8 +277,8 @@ func (s *Selector) Err() error {
 	return s.err
 }
 
-// IsLeader reports whether the callback is running under a live term. It
-// does no I/O.
+// IsLeader reports whether the callback is running under a live term
+// (Curator's hasLeadership). It does no I/O.
 func (s *Selector) IsLeader() bool {
 	s.mu.Lock()
 	t := s.term

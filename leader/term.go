@@ -19,16 +19,19 @@ import (
 // ended: Done is closed, Err and the cause of Context match ErrBadArgument
 // (naming the nil term), and the other methods return zero values.
 type Term struct {
-	ctx     context.Context // canceled when the term ends; carries the term
-	cancel  context.CancelCauseFunc
-	lease   *recipes.Lease
-	started time.Time
+	ctx      context.Context // canceled when the term ends; carries the term
+	cancel   context.CancelCauseFunc
+	lease    *recipes.Lease
+	started  time.Time
+	resigned error         // the cause Resign gives (ErrResigned, naming the path)
+	released chan struct{} // closed once the owner has deleted the node (or queued its delete)
 }
 
 type termKey struct{}
 
-func newTerm(lease *recipes.Lease) *Term {
-	t := &Term{lease: lease, started: time.Now()}
+// newTerm starts a term on lease; resigned is the cause Resign gives it.
+func newTerm(lease *recipes.Lease, resigned error) *Term {
+	t := &Term{lease: lease, started: time.Now(), resigned: resigned, released: make(chan struct{})}
 	// The term's context is a child of the lease's: it ends at the same moment
 	// the engine ends the lease (Suspended under the standard policy, Lost,
 	// node deleted, Closed), and also when this package ends the term first
@@ -41,6 +44,27 @@ func newTerm(lease *recipes.Lease) *Term {
 
 // end ends the term with cause unless it has already ended.
 func (t *Term) end(cause error) { t.cancel(cause) }
+
+// markReleased records that the owner has given the term's node back (or
+// queued its deletion): Latch.Resign and Selector.Resign wait for it.
+func (t *Term) markReleased() { close(t.released) }
+
+// Resign gives the term up: it ends the term now, with a cause matching
+// ErrResigned, unless it has already ended. It does not wait and does no I/O.
+//
+// Called by Run's work or a Selector's callback (through TermFromContext), it
+// ends the term as if the work had returned: the work's context is canceled,
+// and once the work has returned its node is deleted, so another participant
+// can lead, and this participant campaigns again or not as after any other
+// term (see Run and Selector). On a Latch's term it is Latch.Resign without
+// the wait: the latch deletes its node and enters the election again at the
+// back. On a nil *Term it does nothing.
+func (t *Term) Resign() {
+	if t == nil {
+		return
+	}
+	t.end(t.resigned)
+}
 
 // Done returns a channel that is closed when the term ends: leadership was
 // lost (under the standard loss policy already when the connection is
@@ -67,7 +91,10 @@ func (t *Term) Done() <-chan struct{} { return t.Context().Done() }
 //   - session.ErrClosed: the session was closed;
 //   - recipes.ErrLockLost: the node was deleted by a third party;
 //   - recipes.ErrClosed, ErrClosed: the participant was closed;
-//   - ErrResigned: the work or callback returned while still leading;
+//   - ErrResigned: the work or callback returned while still leading, or
+//     leadership was given up by Resign (Term, Latch or Selector);
+//   - ErrPanicked: Run's work or a Selector's callback panicked while still
+//     leading (the error carries the panic value);
 //   - for Run, the caller's context error.
 //
 // Err is the up-to-date reason; the cause of Context stays the first one.
