@@ -438,8 +438,15 @@ func TestSameSessionBackAfterLocalLoss(t *testing.T) {
 	srv := zktest.StartServerT(t)
 	ns := zktest.NewNamespaceOn(t, srv)
 	ctx := ctxT(t)
-	hs := sessiontest.Connect(t, ns, session.WithLossPolicy(session.SessionOnly), session.WithSessionTimeout(timeout))
-	ws := sessiontest.Connect(t, ns, session.WithSessionTimeout(timeout))
+	// The sessions reach the server through a proxy that refuses them while
+	// the server restarts: a standalone server accepts connections before it
+	// has loaded its data and then neither answers nor closes them (its close
+	// path throws a NullPointerException), and go-zookeeper waits 10 × ⅔ of
+	// the session timeout in such a handshake, far past the 5 s in which the
+	// restored sessions must come back.
+	px := ns.Proxy(t)
+	hs := sessiontest.ConnectTo(t, px.Servers(), ns.Root, session.WithLossPolicy(session.SessionOnly), session.WithSessionTimeout(timeout))
+	ws := sessiontest.ConnectTo(t, px.Servers(), ns.Root, session.WithSessionTimeout(timeout))
 	hrec, wrec := sessiontest.Record(t, hs), sessiontest.Record(t, ws)
 	holder := newMutex(t, hs)
 	waiter := newMutex(t, ws)
@@ -448,7 +455,7 @@ func TestSameSessionBackAfterLocalLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := lockAsync(t, ctx, waiter, new(atomic.Int64))
-	raw := ns.Conn(t)
+	raw := zktest.ConnT(t, px.Servers(), 0) // through the proxy too: it lives across the restart
 	waitKids(t, raw, ns, 2)
 	hid, wid := hs.Epoch().SessionID(), ws.Epoch().SessionID()
 
@@ -464,9 +471,11 @@ func TestSameSessionBackAfterLocalLoss(t *testing.T) {
 		t.Fatalf("waiter: %v, want session.ErrLost", r.err)
 	}
 	restarted := time.Now()
-	if err := srv.Restart(); err != nil {
+	px.Refuse(true)
+	if err := srv.Restart(); err != nil { // returns once the server serves
 		t.Fatal(err)
 	}
+	px.Refuse(false)
 	hrec.Wait(t, wait, session.Reconnected)
 	wrec.Wait(t, wait, session.Reconnected)
 	t.Logf("both sessions back %v after the restart began", time.Since(restarted))

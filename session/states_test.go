@@ -117,6 +117,11 @@ func testPartitionLost(t *testing.T, requested time.Duration) {
 	latency := lost.At.Sub(start)
 	t.Logf("negotiated timeout %v: Suspended after %v, Lost after %v (bound %v)",
 		timeout, sus.At.Sub(start).Round(time.Millisecond), latency.Round(time.Millisecond), timeout*12/10)
+	// The bound is the point: the local timer must declare Lost by the time
+	// the server may expire the session. It counts from the last read before
+	// the partition (minus a margin), so it is measured from the partition;
+	// the 20 % is room for the timer's goroutine on a loaded machine (seen
+	// here: Lost 950 ms after a 1 s partition began, with both cores busy).
 	if latency > timeout*12/10 {
 		t.Errorf("Lost %v after the partition, want within %v", latency, timeout*12/10)
 	}
@@ -194,7 +199,14 @@ func TestInstantExpire(t *testing.T) {
 // A standalone server killed and restarted: the session survives.
 func TestServerRestartKeepsSession(t *testing.T) {
 	srv := zktest.StartServerT(t)
-	s := sessiontest.ConnectTo(t, srv.Servers(), "/restart", session.WithSessionTimeout(10*time.Second))
+	// The client reaches the server through a proxy that refuses it while
+	// the server restarts: a standalone server accepts connections before it
+	// has loaded its data and then neither answers nor closes them (its close
+	// path throws a NullPointerException), and go-zookeeper waits 10 × ⅔ of
+	// the session timeout in such a handshake. On a loaded machine a retry
+	// lands in that window often enough to fail the test.
+	px := zktest.NewProxyT(t, srv.Addr())
+	s := sessiontest.ConnectTo(t, px.Servers(), "/restart", session.WithSessionTimeout(10*time.Second))
 	rec := sessiontest.Record(t, s)
 	ep := s.Epoch()
 	ctx := ctxT(t, wait)
@@ -209,9 +221,11 @@ func TestServerRestartKeepsSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.Wait(t, wait, session.Suspended)
-	if err := srv.Restart(); err != nil {
+	px.Refuse(true)
+	if err := srv.Restart(); err != nil { // returns once the server serves
 		t.Fatal(err)
 	}
+	px.Refuse(false)
 	rc := rec.Wait(t, wait, session.Reconnected)
 	if rc.Epoch != ep || ep.Err() != nil {
 		t.Fatalf("Reconnected with %v (err %v), want %v", rc.Epoch, ep.Err(), ep)
