@@ -22,16 +22,17 @@ import (
 // the guard's lease ended (session.ErrSuspended, session.ErrLost, ...).
 var ErrGuardLost = errors.New("recipes: guard lost")
 
-// TrustHandoff is an optional interface of a Monotone Driver. When
-// TrustHandoff returns true, a waiter takes over on its predecessor's
-// deletion notice (see Monotone) even when it does not watch its own node
-// (WithNodeWatch(false)), saving the children read or the self watch that
-// would otherwise cost one request per handoff. A third party's delete of
-// our node while we wait then goes unnoticed, and two contenders may both
-// believe they hold: use it only for a queue whose exclusion is not what
-// keeps anything safe, such as the semaphore's acquirer mutex, whose holder's
-// every write is conditional on its node still existing (the counted
-// transaction deletes the guard's node, and fails as a whole without it).
+// TrustHandoff is an optional interface of a Driver. When TrustHandoff
+// returns true, a waiter holds as soon as the node it waits for is deleted
+// (the notice of its data watch), without reading the children again and
+// without watching its own node: a handoff then costs no request at all. It
+// is exact while the queue is left in order; when a waiter in the middle
+// gives up (or its session ends), the one behind it holds alongside the
+// holder, and a third party's delete of a waiter's node goes unnoticed. Use
+// it only for a queue whose exclusion keeps nothing safe, such as the
+// semaphore's acquirer mutex: every write its holder makes is a transaction
+// that deletes the holder's own node, so it fails as a whole when that node
+// is gone, and the lease count is checked in the same transaction.
 type TrustHandoff interface {
 	TrustHandoff() bool
 }
