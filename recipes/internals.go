@@ -775,6 +775,9 @@ func (a *attempt) wait(watch string) error {
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
+		if trustsHandoff(a.d) {
+			a.gone = watch // as good as its deletion notice
+		}
 		return nil
 	}
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/curatortest"
 	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/session"
@@ -150,4 +151,128 @@ func localCeiling(workers, max int, hold time.Duration, n int) float64 {
 	}
 	wg.Wait()
 	return float64(n) / time.Since(start).Seconds()
+}
+
+// BenchmarkVsCurator runs the contended workload (8 sessions, 3 leases, hold
+// 10 ms) alternately with this package and with Curator 5.4's
+// InterProcessSemaphoreV2 (8 Curator clients in one JVM, internal/curatortest),
+// each through a zktest.Proxy that counts its requests (pings excluded), so
+// that machine load hits both alike. b.N is the number of rounds; each round
+// takes 600 leases with each.
+func BenchmarkVsCurator(b *testing.B) {
+	const (
+		sessions = 8
+		max      = 3
+		hold     = 10 * time.Millisecond
+		per      = 600
+	)
+	ns := zktest.NewNamespace(b)
+	goProxy, javaProxy := ns.Proxy(b), ns.Proxy(b)
+	var goReqs, javaReqs atomic.Int64
+	counter := func(n *atomic.Int64) func(zktest.Request) zktest.Action {
+		return func(r zktest.Request) zktest.Action {
+			if r.Op != zktest.OpPing && r.Xid != -2 {
+				n.Add(1)
+			}
+			return zktest.Forward
+		}
+	}
+	goProxy.OnRequest(counter(&goReqs))
+	javaProxy.OnRequest(counter(&javaReqs))
+	var sems []*semaphore.Semaphore
+	for i := 0; i < sessions; i++ {
+		s := sessiontest.ConnectTo(b, goProxy.Servers(), ns.Root, session.WithSessionTimeout(20*time.Second))
+		sem, err := semaphore.New(s, semPath, max)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer sem.Close()
+		sems = append(sems, sem)
+	}
+	java := curatortest.StartSemaphore(b, javaProxy.Servers(), ns.Path(semPath+"-curator"), curatortest.ModeMax, fmt.Sprint(max))
+	ctx := context.Background()
+	var ours, theirs time.Duration
+	var ourWaits []time.Duration
+	var theirP50, theirP99 []time.Duration
+	var ourReqs, theirReqs int64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r0 := goReqs.Load()
+		t0 := time.Now()
+		waits, peak, err := contended(ctx, sems, per, hold)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ours += time.Since(t0)
+		ourReqs += goReqs.Load() - r0
+		ourWaits = append(ourWaits, waits...)
+		if peak > max {
+			b.Fatalf("%d leases held at once, maximum %d", peak, max)
+		}
+		j0 := javaReqs.Load()
+		res, err := java.Bench(ctx, sessions, per, hold, max)
+		if err != nil {
+			b.Fatal(err)
+		}
+		theirs += res.Elapsed
+		theirP50 = append(theirP50, res.WaitP50)
+		theirP99 = append(theirP99, res.WaitP99)
+		// The Java side's count includes its 8 clients' connects, warm-up and
+		// closes: small next to 600 leases, and it flatters nobody but Curator.
+		theirReqs += javaReqs.Load() - j0
+	}
+	b.StopTimer()
+	n := float64(b.N * per)
+	b.ReportMetric(n/ours.Seconds(), "acq/s")
+	b.ReportMetric(n/theirs.Seconds(), "curator-acq/s")
+	b.ReportMetric(theirs.Seconds()/ours.Seconds(), "x-curator")
+	b.ReportMetric(float64(percentile(ourWaits, 0.5).Microseconds())/1000, "wait-p50-ms")
+	b.ReportMetric(float64(percentile(ourWaits, 0.99).Microseconds())/1000, "wait-p99-ms")
+	b.ReportMetric(float64(percentile(theirP50, 0.5).Microseconds())/1000, "curator-wait-p50-ms")
+	b.ReportMetric(float64(percentile(theirP99, 0.5).Microseconds())/1000, "curator-wait-p99-ms")
+	b.ReportMetric(float64(ourReqs)/n, "req/acq")
+	b.ReportMetric(float64(theirReqs)/n, "curator-req/acq")
+}
+
+// contended runs n acquisitions over sems (one goroutine each), each lease
+// held for hold, and returns the waits and the most leases held at once.
+func contended(ctx context.Context, sems []*semaphore.Semaphore, n int, hold time.Duration) ([]time.Duration, int, error) {
+	var (
+		left, holders, peak atomic.Int64
+		mu                  sync.Mutex
+		waits               []time.Duration
+		wg                  sync.WaitGroup
+		errs                = make(chan error, len(sems))
+	)
+	left.Store(int64(n))
+	for _, sem := range sems {
+		wg.Add(1)
+		go func(sem *semaphore.Semaphore) {
+			defer wg.Done()
+			for left.Add(-1) >= 0 {
+				t0 := time.Now()
+				l, err := sem.Acquire(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				d := time.Since(t0)
+				h := holders.Add(1)
+				for p := peak.Load(); h > p && !peak.CompareAndSwap(p, h); p = peak.Load() {
+				}
+				mu.Lock()
+				waits = append(waits, d)
+				mu.Unlock()
+				time.Sleep(hold) // the guarded work
+				holders.Add(-1)
+				if err := l.Release(ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(sem)
+	}
+	wg.Wait()
+	close(errs)
+	return waits, int(peak.Load()), <-errs
 }
