@@ -2,9 +2,11 @@ package semaphore
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/session"
 )
 
 // Sentinel errors. Errors returned by this package wrap them with the path;
@@ -17,8 +19,9 @@ var (
 	ErrNoLease = errors.New("semaphore: no lease available")
 	// ErrClosed is returned by calls after Close and by acquires waiting when
 	// Close was called; it is also the cause of leases ended by Close, and
-	// what a SharedCount's calls return after its Close.
-	ErrClosed = errors.New("semaphore: closed")
+	// what a SharedCount's calls return after its Close. It is
+	// session.ErrClosed: one sentinel for every closed thing of the module.
+	ErrClosed = session.ErrClosed
 	// ErrBadOption is returned by constructors for an invalid option, and for
 	// a nil context.
 	ErrBadOption = errors.New("semaphore: bad option")
@@ -44,8 +47,9 @@ var (
 	ErrNilSession = recipes.ErrNilSession
 )
 
-// pathError wraps an error of this package with the path it concerns,
-// naming the package once: "semaphore /jobs/export: no lease available".
+// pathError wraps an error of this package with the path it concerns, as the
+// user gave it, naming the package once:
+// `semaphore "/jobs/export": no lease available`.
 type pathError struct {
 	kind string // "semaphore", "semaphore shared count"
 	path string
@@ -53,7 +57,7 @@ type pathError struct {
 }
 
 func (e *pathError) Error() string {
-	return e.kind + " " + e.path + ": " + strings.TrimPrefix(e.err.Error(), "semaphore: ")
+	return e.kind + " " + strconv.Quote(e.path) + ": " + strings.TrimPrefix(e.err.Error(), "semaphore: ")
 }
 
 func (e *pathError) Unwrap() error { return e.err }

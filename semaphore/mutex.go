@@ -45,16 +45,19 @@ func (m *Mutex) Lock(ctx context.Context) (*Lease, error) { return m.s.Acquire(c
 // matching ErrNoLease (see Semaphore.TryAcquire).
 func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) { return m.s.TryAcquire(ctx) }
 
-// Holder returns the participant holding the lock (the first lease node), or
-// nil when it is free.
-func (m *Mutex) Holder(ctx context.Context) (*Participant, error) {
+// Holder returns the participant holding the lock (the first lease node);
+// ok is false when the lock is free. ctx bounds the requests.
+func (m *Mutex) Holder(ctx context.Context) (p Participant, ok bool, err error) {
 	ps, err := m.s.Participants(ctx)
 	if err != nil || len(ps) == 0 {
-		return nil, err
+		return Participant{}, false, err
 	}
-	p := ps[0]
-	return &p, nil
+	return ps[0], true, nil
 }
+
+// Held reports whether this Mutex value holds the lock now, as far as it
+// knows (Curator's isAcquiredInThisProcess). It does no I/O.
+func (m *Mutex) Held() bool { return m.s.Held() > 0 }
 
 // Participants returns the lease nodes (see Semaphore.Participants): the
 // holder, and a Curator acquirer's waiting node if there is one.

@@ -70,6 +70,8 @@ type Semaphore struct {
 
 	mu        sync.Mutex
 	closed    bool
+	held      []*recipes.Lease // leases granted, pruned of ended ones (Held)
+	pruneAt   int
 	wg        sync.WaitGroup // acquires in progress
 	closeOnce sync.Once
 }
@@ -195,12 +197,48 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 	return ls[0], nil
 }
 
+// Held returns how many leases this Semaphore value holds now (granted and
+// not ended), as far as it knows: Curator's isAcquiredInThisProcess, counted.
+// It does no I/O.
+func (s *Semaphore) Held() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pruneLocked()
+	return len(s.held)
+}
+
+// track records granted leases for Held.
+func (s *Semaphore) track(ls []*recipes.Lease) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held = append(s.held, ls...)
+	if len(s.held) >= s.pruneAt {
+		s.pruneLocked()
+		s.pruneAt = max(16, 2*len(s.held))
+	}
+}
+
+// pruneLocked forgets ended leases. s.mu held.
+func (s *Semaphore) pruneLocked() {
+	kept := s.held[:0]
+	for _, l := range s.held {
+		if l.Err() == nil {
+			kept = append(kept, l)
+		}
+	}
+	clear(s.held[len(kept):])
+	s.held = kept
+}
+
 // Participants returns the lease nodes in sequence order, with the
 // participant id each stores: the current holders, plus, while a Curator
 // acquirer waits, its waiting node (Curator creates its lease node before it
 // waits; this package does not). A missing directory gives an empty list.
 // ctx bounds the requests.
 func (s *Semaphore) Participants(ctx context.Context) ([]Participant, error) {
+	if ctx == nil {
+		return nil, s.errf(fmt.Errorf("%w: nil context", ErrBadOption))
+	}
 	return s.leases.Participants(ctx, leaseDriver)
 }
 
@@ -364,6 +402,7 @@ func (s *Semaphore) holding(ctx context.Context, ml *recipes.Lease, n int, try b
 			for i, l := range rs {
 				ls[i] = &Lease{l: l, path: s.path}
 			}
+			s.track(rs)
 			return ls, false, nil
 		}
 		if try {
