@@ -341,7 +341,7 @@ func (s *Semaphore) result(ctx, actx context.Context, err error) error {
 	case s.ctx.Err() != nil && actx.Err() != nil:
 		return s.errf(ErrClosed)
 	case errors.Is(err, recipes.ErrWouldBlock):
-		return s.errf(fmt.Errorf("%w: %w", ErrNoLease, err))
+		return s.errf(ErrNoLease)
 	}
 	return err
 }
@@ -377,7 +377,7 @@ func (s *Semaphore) holding(ctx context.Context, ml *recipes.Lease, n int, try b
 	est := -1 // our estimate of the number of children of the lease directory; -1: read it
 	var w *session.Watch
 	for {
-		max, maxChanged, err := s.currentMax(ctx)
+		limit, limitChanged, err := s.currentMax(ctx)
 		if err != nil {
 			return nil, false, err
 		}
@@ -388,13 +388,13 @@ func (s *Semaphore) holding(ctx context.Context, ml *recipes.Lease, n int, try b
 			}
 			est, w = kids, watch
 		}
-		if est+n <= max {
+		if est+n <= limit {
 			rs, err := s.leases.AcquireCounted(ctx, recipes.CountedSpec{
-				Marker: LeaseMarker, Data: []byte(s.id), N: n, Max: max, Guard: ml,
+				Marker: LeaseMarker, Data: []byte(s.id), N: n, Max: limit, Guard: ml,
 			})
 			if err != nil {
 				if try && errors.Is(err, recipes.ErrWouldBlock) {
-					return nil, false, s.errf(fmt.Errorf("%w: %w", ErrNoLease, err))
+					return nil, false, s.errf(ErrNoLease)
 				}
 				return nil, s.retryable(err), err
 			}
@@ -421,12 +421,12 @@ func (s *Semaphore) holding(ctx context.Context, ml *recipes.Lease, n int, try b
 			// given back. When one is enough, take ours at once (the
 			// transaction checks the count, atomically); otherwise read
 			// again, with a new watch.
-			if ev.Type == zk.EventNodeChildrenChanged && est > 0 && est-1+n <= max {
+			if ev.Type == zk.EventNodeChildrenChanged && est > 0 && est-1+n <= limit {
 				est--
 			} else {
 				est = -1
 			}
-		case <-maxChanged:
+		case <-limitChanged:
 			// The maximum changed: decide again on the same count (the
 			// watch, still set, catches a change of the children).
 			if w == nil && est >= 0 {
