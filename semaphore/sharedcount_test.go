@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -232,14 +230,19 @@ func TestSharedMaxGrowsWakesWaiter(t *testing.T) {
 }
 
 // Lowering the shared maximum below the number of holders ends no lease and
-// admits nobody until fewer leases than the new maximum are held. The test
-// follows the waiter on its wire (a tap): after each release it waits for
-// the waiter's child-watch notification and its read of the lease directory
-// that follows, then checks that it still waits.
+// admits nobody until fewer leases than the new maximum are held. The
+// holders' nodes are deleted one by one in transactions that also write a
+// marker node, whose Stat gives each deletion's zxid: the waiter's lease
+// (its token is its node's czxid) must come after the last one, whatever the
+// timing.
 func TestSharedMaxLowered(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	raw := ns.Conn(t)
 	ctx := ctxT(t)
+	marker := ns.Path("/marker")
+	if _, err := raw.Create(marker, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
 	hs := connect(t, ns)
 	hc := newCount(t, hs, countPath, 3)
 	h := newShared(t, hs, hc)
@@ -247,7 +250,7 @@ func TestSharedMaxLowered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, tap := sessiontest.ConnectTap(t, ns)
+	ws := connect(t, ns)
 	wc := newCount(t, ws, countPath, 3)
 	w := newShared(t, ws, wc)
 	if _, err := hc.Set(ctx, 1); err != nil {
@@ -259,63 +262,31 @@ func TestSharedMaxLowered(t *testing.T) {
 			break
 		}
 	}
-	leasesDir := ns.Path(semPath + "/" + semaphore.LeasesDir)
-	woken := func() int {
-		n := 0
-		for _, e := range notes(t, tap) {
-			if e.Path == leasesDir && e.Type == zk.EventNodeChildrenChanged {
-				n++
-			}
-		}
-		return n
-	}
-	reads := func() int64 { return tap.Requests()[zktest.OpGetChildren2] }
-	// waited waits until the waiter was woken by a change of the lease
-	// directory (its watch was set) and has read it again, then until the
-	// server has answered that read (a later request of the same session).
-	waited := func(wakes int, before int64, what string) {
-		t.Helper()
-		zktest.Eventually(t, wait, func() bool { return woken() > wakes && reads() > before }, "%s", what)
-		if _, _, err := ws.Conn().Exists("/"); err != nil {
-			t.Fatal(err)
-		}
-	}
 	got := acquireAsync(ctx, w, 1)
-	// Poke the lease directory (a foreign child, created and deleted) until
-	// the waiter is seen watching it.
-	zktest.Eventually(t, wait, func() bool {
-		wakes, before := woken(), reads()
-		p, err := raw.Create(leasesDir+"/poke", nil, 0, zk.WorldACL(zk.PermAll))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := raw.Delete(p, -1); err != nil {
-			t.Fatal(err)
-		}
-		return woken() > wakes && reads() > before
-	}, "the waiter does not watch the lease directory")
+	waitNodes(t, raw, ns, semaphore.LocksDir, 1) // it holds the mutex and waits for room
 	for _, l := range held {
 		if err := l.Err(); err != nil {
 			t.Fatalf("holder's lease ended when the maximum was lowered: %v", err)
 		}
 	}
+	var last int64
 	for i, l := range held {
-		wakes, before := woken(), reads()
-		if err := l.Release(ctx); err != nil {
+		res, err := raw.Multi(&zk.DeleteRequest{Path: l.Path(), Version: -1}, &zk.SetDataRequest{Path: marker, Version: -1})
+		if err != nil {
 			t.Fatal(err)
 		}
-		if i == len(held)-1 {
-			break // now nobody holds: the waiter is admitted
-		}
-		waited(wakes, before, fmt.Sprintf("the waiter did not read the directory after release %d", i))
-		notAcquired(t, got)
-		if got := w.Held(); got != 0 {
-			t.Fatalf("waiter holds %d with %d leases held and a maximum of 1", got, len(held)-i-1)
+		last = res[1].Stat.Mzxid
+		if i < len(held)-1 {
+			notAcquired(t, got)
 		}
 	}
 	r := recv(t, got, wait, "acquire once below the maximum")
 	if r.err != nil {
 		t.Fatal(r.err)
+	}
+	t.Logf("last holder left at zxid 0x%x, the waiter's lease was created at 0x%x", last, r.ls[0].Token())
+	if r.ls[0].Token() <= last {
+		t.Fatalf("the waiter's lease (zxid 0x%x) was created before the last holder left (0x%x)", r.ls[0].Token(), last)
 	}
 	r.ls[0].Release(ctx)
 }
