@@ -283,8 +283,12 @@ func (a *attempt) keepPrefix(sorted []Child, self int) {
 // notification only. The lease context captured before that snapshot's read
 // must still be live (no suspension since), as for a read, and our own node
 // must be watched (WithNodeWatch) with no event since, so that a third
-// party's delete of our node cannot go unnoticed.
+// party's delete of our node cannot go unnoticed. A driver that trusts the
+// handoff (TrustHandoff, see counted.go) holds on the notice alone.
 func (a *attempt) heldWithout(gone string) bool {
+	if trustsHandoff(a.d) && a.lctx.Err() == nil && a.ep.Err() == nil {
+		return true
+	}
 	m, ok := a.d.(Monotone)
 	if !ok || !m.Monotone() || a.prev == nil || a.self == nil || a.lctx.Err() != nil || a.ep.Err() != nil {
 		// Without a live watch on our own node we could not tell that a
@@ -759,6 +763,9 @@ func (a *attempt) wait(watch string) error {
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
+		if trustsHandoff(a.d) {
+			a.gone = watch // as good as its deletion notice
+		}
 		return nil
 	}
 	if err != nil {

@@ -1,0 +1,72 @@
+package semaphore
+
+import (
+	"context"
+	"errors"
+
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// Lease is one lease of a semaphore, returned by a successful acquire. It
+// tells the holder when the lease is lost: Done is closed when it ends, Err
+// says why (ErrReleased; session.ErrSuspended under the standard loss
+// policy; session.ErrLost; session.ErrClosed; ErrLeaseLost when someone else
+// deleted our node; ErrClosed when the semaphore was closed), and Context is
+// canceled with that cause, so guarded work can simply run under it. Whenever
+// a lease ends other than by Release, its node is deleted, so that a holder
+// told it lost its lease never keeps a slot from others.
+//
+// A Lease is not tied to a goroutine: any goroutine may Release it. It is
+// safe for concurrent use.
+type Lease struct {
+	l    *recipes.Lease
+	path string
+}
+
+// Done returns a channel that is closed when the lease ends.
+func (l *Lease) Done() <-chan struct{} { return l.l.Done() }
+
+// Err returns nil while the lease is held, then why it ended.
+func (l *Lease) Err() error { return l.l.Err() }
+
+// Context returns a context canceled when the lease ends, with
+// context.Cause(ctx) == Err().
+func (l *Lease) Context() context.Context { return l.l.Context() }
+
+// Token returns the fencing token: the czxid of the lease node. It grows
+// across the whole ensemble from one acquire to the next; the leases of one
+// AcquireN share it (their nodes are created in one transaction).
+func (l *Lease) Token() int64 { return l.l.Token() }
+
+// Path returns the full server path of the lease node.
+func (l *Lease) Path() string { return l.l.Path() }
+
+// Node returns the name of the lease node ("_c_<uuid>-lease-<seq>").
+func (l *Lease) Node() string { return l.l.Node() }
+
+// SessionID returns the ZooKeeper session id that owns the lease node.
+func (l *Lease) SessionID() int64 { return l.l.Epoch().SessionID() }
+
+// ID returns the participant id stored in the lease node.
+func (l *Lease) ID() string { return l.l.ID() }
+
+// Release gives the lease back: it ends the lease (Err becomes ErrReleased)
+// and deletes its node within ctx; if the connection is down or ctx ends
+// first, the delete is handed to the session's guaranteed-delete queue and
+// Release returns nil: the node goes once the session is back, or with the
+// session. Release after the lease was lost returns nil (the node is already
+// being deleted). Any goroutine may call it; it is idempotent, and returns an
+// error only when ZooKeeper refuses the delete (e.g. zk.ErrNoAuth).
+func (l *Lease) Release(ctx context.Context) error { return l.l.Release(ctx) }
+
+// ReleaseAll releases every lease (as AcquireN returns them) and returns the
+// errors joined (see Lease.Release). Nil leases are skipped.
+func ReleaseAll(ctx context.Context, leases []*Lease) error {
+	var errs []error
+	for _, l := range leases {
+		if l != nil {
+			errs = append(errs, l.Release(ctx))
+		}
+	}
+	return errors.Join(errs...)
+}

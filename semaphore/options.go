@@ -1,0 +1,95 @@
+package semaphore
+
+import (
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/zkrecipes/zkrecipes/internal/participant"
+)
+
+// Option configures New, NewShared and NewMutex.
+type Option func(*config) error
+
+type config struct {
+	id        string
+	idSet     bool
+	nodeWatch bool
+	lg        *zap.Logger
+	cleanup   time.Duration
+}
+
+func buildConfig(opts []Option) (*config, error) {
+	c := &config{nodeWatch: true}
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil option", ErrBadOption)
+		}
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	if !c.idSet {
+		c.id = LocalID()
+	}
+	return c, nil
+}
+
+// WithID sets the participant id stored in our lease and acquirer nodes
+// (Curator's setNodeData; Participants reads it back). It must be non-empty
+// valid UTF-8 of at most 512 KiB without NUL bytes; otherwise the
+// constructor returns an error matching ErrBadOption. Default: LocalID(), as
+// Curator's default node data is the local IP address as text.
+func WithID(id string) Option {
+	return func(c *config) error {
+		if err := participant.Validate(id); err != nil {
+			return fmt.Errorf("%w: %w", ErrBadOption, err)
+		}
+		c.id, c.idSet = id, true
+		return nil
+	}
+}
+
+// WithNodeWatch says whether a held lease watches its own node, so that a
+// deletion by a third party (an operator, a cleanup job) ends the lease at
+// once with ErrLeaseLost (default true). It costs one request per lease and
+// one watch notification at its release, and adds no latency to Acquire (the
+// watch is set after Acquire returns). Without it, the holder learns of such a
+// deletion only when its session ends, while someone else may already hold
+// the freed lease.
+func WithNodeWatch(on bool) Option {
+	return func(c *config) error {
+		c.nodeWatch = on
+		return nil
+	}
+}
+
+// WithLogger sets the logger (default: the session's logger, named
+// "semaphore").
+func WithLogger(lg *zap.Logger) Option {
+	return func(c *config) error {
+		if lg == nil {
+			return fmt.Errorf("%w: nil logger", ErrBadOption)
+		}
+		c.lg = lg
+		return nil
+	}
+}
+
+// WithCleanupTimeout bounds the detached delete of the nodes of a failed or
+// canceled acquire (default 5s); after it the delete is left to the
+// session's guaranteed-delete queue.
+func WithCleanupTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: cleanup timeout %v", ErrBadOption, d)
+		}
+		c.cleanup = d
+		return nil
+	}
+}
+
+// LocalID returns the default participant id, as Curator's: the local IP
+// address as text (see mutex.LocalID). It does no network I/O.
+func LocalID() string { return participant.LocalID() }
