@@ -216,7 +216,7 @@ func (c *counted) createAll() (int, error) {
 			// We left before the reply: whatever was created is nobody's.
 			if err == nil || session.IsConnectionError(err) || errors.Is(err, zk.ErrSessionExpired) {
 				for _, p := range prefixes {
-					in.sess.GuaranteedSweep(ep, dir, p)
+					in.sess.Toolkit().GuaranteedSweep(ep, dir, p)
 				}
 			}
 		})
@@ -315,7 +315,7 @@ func (c *counted) guardGone() {
 func (c *counted) countAfter() (int, error) {
 	in := c.in
 	var kids []string
-	err := in.sess.Retry(c.ctx, c.ep, func(conn *zk.Conn) error {
+	err := in.sess.Toolkit().Retry(c.ctx, c.ep, func(conn *zk.Conn) error {
 		var err error
 		kids, _, err = conn.Children(in.path)
 		return err
@@ -352,7 +352,7 @@ func (c *counted) countAfter() (int, error) {
 func (c *counted) findGhosts() (applied bool, count int, err error) {
 	in := c.in
 	var kids []string
-	err = in.sess.Retry(c.ctx, c.ep, func(conn *zk.Conn) error {
+	err = in.sess.Toolkit().Retry(c.ctx, c.ep, func(conn *zk.Conn) error {
 		var err error
 		kids, _, err = conn.Children(in.path)
 		return err
@@ -373,7 +373,7 @@ func (c *counted) findGhosts() (applied bool, count int, err error) {
 			p := in.path + "/" + k
 			var ok bool
 			var st *zk.Stat
-			err := in.sess.Retry(c.ctx, c.ep, func(conn *zk.Conn) error {
+			err := in.sess.Toolkit().Retry(c.ctx, c.ep, func(conn *zk.Conn) error {
 				var err error
 				ok, st, err = conn.Exists(p)
 				return err
@@ -395,7 +395,7 @@ func (c *counted) findGhosts() (applied bool, count int, err error) {
 			}
 			in.lg.Warn("deleting our node created on another session", zap.String("node", k),
 				zap.String("owner", fmt.Sprintf("0x%x", st.EphemeralOwner)))
-			err = in.sess.Retry(c.ctx, c.ep, func(conn *zk.Conn) error {
+			err = in.sess.Toolkit().Retry(c.ctx, c.ep, func(conn *zk.Conn) error {
 				err := conn.Delete(p, st.Version)
 				if errors.Is(err, zk.ErrNoNode) {
 					return nil

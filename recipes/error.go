@@ -65,9 +65,10 @@ func (e *Error) reason(err error) string {
 		return "bad path: " + pe.Reason
 	}
 	msg := err.Error()
+	pkg, _, _ := strings.Cut(e.Recipe, " ") // "semaphore shared count": "semaphore"
 	for changed := true; changed; {
 		changed = false
-		for _, p := range [...]string{"recipes: ", e.Recipe + ": "} {
+		for _, p := range [...]string{"recipes: ", e.Recipe + ": ", pkg + ": "} {
 			if strings.HasPrefix(msg, p) {
 				msg, changed = msg[len(p):], true
 			}

@@ -348,7 +348,7 @@ func TestMutexBasic(t *testing.T) {
 		t.Fatalf("TryLock of a held lock = %v", err)
 	}
 	p, ok, err := m2.Holder(ctx)
-	if err != nil || !ok || p.ID != "m1" || p.Node != l.Node() || p.Owner != s1.Epoch().SessionID() {
+	if err != nil || !ok || p.ID != "m1" || p.Node != l.Node() || p.SessionID != s1.Epoch().SessionID() {
 		t.Fatalf("Holder = %+v, %v, %v", p, ok, err)
 	}
 	got := make(chan error, 1)

@@ -2,8 +2,6 @@ package semaphore
 
 import (
 	"errors"
-	"strconv"
-	"strings"
 
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
@@ -46,18 +44,3 @@ var (
 	// (recipes.ErrNilSession).
 	ErrNilSession = recipes.ErrNilSession
 )
-
-// pathError wraps an error of this package with the path it concerns, as the
-// user gave it, naming the package once:
-// `semaphore "/jobs/export": no lease available`.
-type pathError struct {
-	kind string // "semaphore", "semaphore shared count"
-	path string
-	err  error
-}
-
-func (e *pathError) Error() string {
-	return e.kind + " " + strconv.Quote(e.path) + ": " + strings.TrimPrefix(e.err.Error(), "semaphore: ")
-}
-
-func (e *pathError) Unwrap() error { return e.err }

@@ -83,7 +83,7 @@ type Semaphore struct {
 // acquire.
 func New(sess *session.Session, path string, max int, opts ...Option) (*Semaphore, error) {
 	if max < 1 || max > MaxCount {
-		return nil, &pathError{"semaphore", path, fmt.Errorf("%w: maximum %d, want 1 to %d", ErrBadCount, max, MaxCount)}
+		return nil, recipes.NewError("semaphore", path, fmt.Errorf("%w: maximum %d, want 1 to %d", ErrBadCount, max, MaxCount))
 	}
 	return newSemaphore(sess, path, max, nil, opts)
 }
@@ -96,12 +96,12 @@ func New(sess *session.Session, path string, max int, opts ...Option) (*Semaphor
 // close the Semaphore first.
 func NewShared(sess *session.Session, path string, count *SharedCount, opts ...Option) (*Semaphore, error) {
 	if count == nil {
-		return nil, &pathError{"semaphore", path, fmt.Errorf("%w: nil shared count", ErrBadOption)}
+		return nil, recipes.NewError("semaphore", path, fmt.Errorf("%w: nil shared count", ErrBadOption))
 	}
 	if count.sess != sess && sess != nil {
 		// A count on another session works, but its watch then follows
 		// another connection; say so rather than guess.
-		return nil, &pathError{"semaphore", path, fmt.Errorf("%w: the shared count belongs to another session", ErrBadOption)}
+		return nil, recipes.NewError("semaphore", path, fmt.Errorf("%w: the shared count belongs to another session", ErrBadOption))
 	}
 	return newSemaphore(sess, path, 0, count, opts)
 }
@@ -109,15 +109,15 @@ func NewShared(sess *session.Session, path string, count *SharedCount, opts ...O
 func newSemaphore(sess *session.Session, path string, max int, count *SharedCount, opts []Option) (*Semaphore, error) {
 	c, err := buildConfig(opts)
 	if err != nil {
-		return nil, &pathError{"semaphore", path, err}
+		return nil, recipes.NewError("semaphore", path, err)
 	}
 	if sess == nil {
-		return nil, &pathError{"semaphore", path, ErrNilSession}
+		return nil, recipes.NewError("semaphore", path, ErrNilSession)
 	}
 	if err := session.ValidatePath(path); err != nil {
-		return nil, &pathError{"semaphore", path, fmt.Errorf("%w: %w", ErrBadPath, err)}
+		return nil, recipes.NewError("semaphore", path, fmt.Errorf("%w: %w", ErrBadPath, err))
 	}
-	base := []recipes.InternalsOption{recipes.WithName("semaphore"), recipes.WithClosedError(ErrClosed)}
+	base := []recipes.InternalsOption{recipes.WithName("semaphore")}
 	if c.lg != nil {
 		base = append(base, recipes.WithLogger(c.lg))
 	}
@@ -153,7 +153,7 @@ func (s *Semaphore) Path() string { return s.path }
 // ID returns the participant id stored in our nodes.
 func (s *Semaphore) ID() string { return s.id }
 
-func (s *Semaphore) errf(err error) error { return &pathError{"semaphore", s.path, err} }
+func (s *Semaphore) errf(err error) error { return recipes.NewError("semaphore", s.path, err) }
 
 // Acquire blocks until it holds one lease, and returns it. It queues on the
 // acquirer mutex behind earlier acquirers (Go or Java), then, holding it,
@@ -292,12 +292,12 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, err
 		return nil, s.errf(fmt.Errorf("%w: %d leases of a %d-byte id exceed one request", ErrBadCount, n, len(s.id)))
 	}
 	if !s.enter() {
-		return nil, s.errf(ErrClosed)
+		return nil, s.errf(recipes.Closed())
 	}
 	defer s.wg.Done()
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stop := context.AfterFunc(s.ctx, func() { cancel(s.errf(ErrClosed)) })
+	stop := context.AfterFunc(s.ctx, func() { cancel(s.errf(recipes.Closed())) })
 	defer stop()
 
 	pause := 10 * time.Millisecond
@@ -339,7 +339,7 @@ func (s *Semaphore) result(ctx, actx context.Context, err error) error {
 	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || actx.Err() != nil):
 		return s.errf(ctxError(ctx))
 	case s.ctx.Err() != nil && actx.Err() != nil:
-		return s.errf(ErrClosed)
+		return s.errf(recipes.Closed())
 	case errors.Is(err, recipes.ErrWouldBlock):
 		return s.errf(ErrNoLease)
 	}
@@ -478,10 +478,10 @@ func (s *Semaphore) readLeases(ctx context.Context, ep *session.Epoch, watch boo
 	dir := s.leases.Path()
 	var kids []string
 	var w *session.Watch
-	err := s.sess.Retry(ctx, ep, func(c *zk.Conn) error {
+	err := s.sess.Toolkit().Retry(ctx, ep, func(c *zk.Conn) error {
 		var err error
 		if watch {
-			kids, _, w, err = s.sess.ChildrenW(dir)
+			kids, _, w, err = s.sess.Toolkit().ChildrenW(dir)
 		} else {
 			kids, _, err = c.Children(dir)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
@@ -78,17 +79,17 @@ type SharedCount struct {
 // its arguments (seed from 0 to MaxCount) and does no I/O.
 func NewSharedCount(sess *session.Session, path string, seed int) (*SharedCount, error) {
 	if sess == nil {
-		return nil, &pathError{"semaphore shared count", path, ErrNilSession}
+		return nil, recipes.NewError("semaphore shared count", path, ErrNilSession)
 	}
 	full, err := sess.Path(path)
 	if err != nil {
-		return nil, &pathError{"semaphore shared count", path, fmt.Errorf("%w: %w", ErrBadPath, err)}
+		return nil, recipes.NewError("semaphore shared count", path, fmt.Errorf("%w: %w", ErrBadPath, err))
 	}
 	if full == "/" {
-		return nil, &pathError{"semaphore shared count", path, fmt.Errorf("%w: the root cannot hold a count", ErrBadPath)}
+		return nil, recipes.NewError("semaphore shared count", path, fmt.Errorf("%w: the root cannot hold a count", ErrBadPath))
 	}
 	if err := checkCount(seed); err != nil {
-		return nil, &pathError{"semaphore shared count", path, fmt.Errorf("seed: %w", err)}
+		return nil, recipes.NewError("semaphore shared count", path, fmt.Errorf("seed: %w", err))
 	}
 	c := &SharedCount{sess: sess, path: path, full: full, seed: seed, changed: make(chan struct{})}
 	c.lg = sess.Logger().Named("semaphore").With(zap.String("path", full))
@@ -126,7 +127,7 @@ func decodeCount(data []byte) (int, error) {
 func (c *SharedCount) Path() string { return c.path }
 
 func (c *SharedCount) errf(err error) error {
-	return &pathError{"semaphore shared count", c.path, err}
+	return recipes.NewError("semaphore shared count", c.path, err)
 }
 
 // begin merges ctx with Close; it fails after Close.
@@ -138,7 +139,7 @@ func (c *SharedCount) begin(ctx context.Context) (context.Context, context.Cance
 	closed := c.closed
 	c.mu.Unlock()
 	if closed {
-		return nil, nil, c.errf(ErrClosed)
+		return nil, nil, c.errf(recipes.Closed())
 	}
 	actx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(c.ctx, cancel)
@@ -151,7 +152,7 @@ func (c *SharedCount) result(ctx context.Context, err error) error {
 		return nil
 	}
 	if ctx.Err() == nil && c.ctx.Err() != nil {
-		return c.errf(ErrClosed)
+		return c.errf(recipes.Closed())
 	}
 	return c.errf(err)
 }
@@ -166,7 +167,7 @@ func (c *SharedCount) do(ctx context.Context, op func(*zk.Conn) error) error {
 		if err != nil {
 			return err
 		}
-		err = c.sess.Retry(ctx, ep, op)
+		err = c.sess.Toolkit().Retry(ctx, ep, op)
 		switch {
 		case err == nil, errors.Is(err, session.ErrSessionChanged):
 			return nil
@@ -180,7 +181,7 @@ func (c *SharedCount) do(ctx context.Context, op func(*zk.Conn) error) error {
 // create creates the node with data (parents as containers); an existing
 // node is left alone.
 func (c *SharedCount) create(ctx context.Context, data []byte) (created bool, err error) {
-	if err := c.sess.EnsureContainers(ctx, path.Dir(c.full)); err != nil {
+	if err := c.sess.Toolkit().EnsureContainers(ctx, path.Dir(c.full)); err != nil {
 		return false, err
 	}
 	err = c.do(ctx, func(conn *zk.Conn) error {
@@ -363,7 +364,7 @@ func (c *SharedCount) current(ctx context.Context) (CountValue, error, <-chan st
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
-			return CountValue{}, c.errf(ErrClosed), nil
+			return CountValue{}, c.errf(recipes.Closed()), nil
 		}
 		c.startLocked()
 		v, err, ready, ch := c.cur, c.curErr, c.ready, c.changed
@@ -450,9 +451,9 @@ func (c *SharedCount) watch() {
 		var data []byte
 		var st *zk.Stat
 		var w *session.Watch
-		err = c.sess.Retry(c.ctx, ep, func(*zk.Conn) error {
+		err = c.sess.Toolkit().Retry(c.ctx, ep, func(*zk.Conn) error {
 			var err error
-			data, st, w, err = c.sess.GetW(c.full)
+			data, st, w, err = c.sess.Toolkit().GetW(c.full)
 			return err
 		})
 		switch {

@@ -177,7 +177,7 @@ func TestSharedCountBadInput(t *testing.T) {
 	if _, err := c.Get(nil); !errors.Is(err, semaphore.ErrBadOption) { //nolint:staticcheck
 		t.Errorf("Get(nil) = %v, want ErrBadOption", err)
 	}
-	if err := s.EnsureContainers(ctx, ns.Root+"/sem"); err != nil {
+	if err := s.Toolkit().EnsureContainers(ctx, ns.Root+"/sem"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := raw.Create(ns.Path(countPath), []byte("12345"), 0, zk.WorldACL(zk.PermAll)); err != nil {
