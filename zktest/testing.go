@@ -24,6 +24,48 @@ var sharedServer struct {
 // nsCounter makes namespace roots unique within a test binary.
 var nsCounter atomic.Int64
 
+// tailLines is how many lines of a server's log a failing test prints.
+const tailLines = 40
+
+// tailsShown records which tests printed which server's log tail, so that a
+// failing test prints a server's tail once, however many namespaces (and
+// StartServerT cleanups) it has on that server, and Main does not print the
+// shared server's tail again at the end of the run.
+var tailsShown struct {
+	mu sync.Mutex
+	m  map[*Server]map[string]bool // server -> test names
+}
+
+// logTailOnce logs the tail of s's log in t, unless t has already logged it.
+func logTailOnce(t testing.TB, s *Server) {
+	t.Helper()
+	tailsShown.mu.Lock()
+	if tailsShown.m == nil {
+		tailsShown.m = make(map[*Server]map[string]bool)
+	}
+	tests := tailsShown.m[s]
+	if tests == nil {
+		tests = make(map[string]bool)
+		tailsShown.m[s] = tests
+	}
+	shown := tests[t.Name()]
+	tests[t.Name()] = true
+	tailsShown.mu.Unlock()
+	if !shown {
+		t.Logf("%s: log tail:\n%s", s, s.LogTail(tailLines))
+	}
+}
+
+// forgetTails drops what logTailOnce recorded about s and reports whether any
+// test printed its tail.
+func forgetTails(s *Server) bool {
+	tailsShown.mu.Lock()
+	defer tailsShown.mu.Unlock()
+	shown := len(tailsShown.m[s]) > 0
+	delete(tailsShown.m, s)
+	return shown
+}
+
 // Main runs a test package against a shared ZooKeeper server; call it from
 // TestMain:
 //
@@ -63,8 +105,10 @@ func runMain(m *testing.M) int {
 
 	code := m.Run()
 
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "zktest: shared %s, log tail:\n%s\n", srv, srv.LogTail(40))
+	// A failing test that used the server printed its log tail already (in
+	// its namespace's cleanup); print it here only when none did.
+	if shown := forgetTails(srv); code != 0 && !shown {
+		fmt.Fprintf(os.Stderr, "zktest: shared %s, log tail:\n%s\n", srv, srv.LogTail(tailLines))
 	}
 	sharedServer.mu.Lock()
 	sharedServer.srv = nil
@@ -119,8 +163,9 @@ func StartServerT(t testing.TB, opts ...Option) *Server {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("%s: log tail:\n%s", s, s.LogTail(50))
+			logTailOnce(t, s)
 		}
+		forgetTails(s)
 		if err := s.Stop(); err != nil {
 			t.Errorf("zktest: stop %s: %v", s, err)
 		}
@@ -172,7 +217,7 @@ func NewNamespaceOn(t testing.TB, s *Server) *Namespace {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("%s: log tail:\n%s", s, s.LogTail(30))
+			logTailOnce(t, s)
 		}
 		conn, err := dialRaw(s.Servers(), 10*time.Second, 5*time.Second, discardLogger{})
 		if err != nil {
