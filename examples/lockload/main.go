@@ -29,6 +29,10 @@
 //
 //	go run ./examples/lockload -zk 10.0.0.1:2181,10.0.0.2:2181,10.0.0.3:2181
 //
+// (with -zk it first opens one session to those addresses and exits with the
+// addresses and the dial error if none comes within -connect-timeout, 5 s by
+// default).
+//
 // Flags change the counts and durations (-rounds, -cycle-time, -sessions,
 // -handoff-time, -waiters, -big-sessions, -per-session) and select sections
 // (-only a,c). The machine's load shows in the figures: run it on a quiet one.
