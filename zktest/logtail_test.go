@@ -15,9 +15,10 @@ import (
 // binary that TestLogTailOnce starts; its value says how.
 const logTailChildEnv = "ZKTEST_LOGTAIL_CHILD"
 
-// TestLogTailChild is the child side of TestLogTailOnce: it fails with two
-// namespaces on the shared server ("namespaces"), or without any
-// ("shared"). Run on its own it is skipped.
+// TestLogTailChild is the child side of TestLogTailOnce: it fails after
+// using the shared server through two namespaces ("namespaces") or through
+// Shared ("shared"), after starting its own server with a namespace on it
+// ("own"), or without using zktest ("none"). Run on its own it is skipped.
 func TestLogTailChild(t *testing.T) {
 	mode := os.Getenv(logTailChildEnv)
 	switch mode {
@@ -26,16 +27,20 @@ func TestLogTailChild(t *testing.T) {
 		zktest.NewNamespace(t)
 	case "shared":
 		zktest.Shared(t)
+	case "own":
+		zktest.NewNamespaceOn(t, zktest.StartServerT(t))
+	case "none":
 	default:
 		t.Skip("the child side of TestLogTailOnce")
 	}
 	t.Errorf("failing on purpose (%s)", mode)
 }
 
-// A failing test prints the shared server's log tail exactly once: not once
-// per namespace and again from Main, and from Main when no namespace did.
+// A failing test prints a server's log tail exactly once: not once per
+// namespace and again from Main; from its own cleanups when it used a server,
+// from Main when it did not (as for a failing Example).
 func TestLogTailOnce(t *testing.T) {
-	for _, mode := range []string{"namespaces", "shared"} {
+	for _, mode := range []string{"namespaces", "shared", "own", "none"} {
 		t.Run(mode, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()

@@ -29,11 +29,12 @@ const tailLines = 40
 
 // tailsShown records which tests printed which server's log tail, so that a
 // failing test prints a server's tail once, however many namespaces (and
-// StartServerT cleanups) it has on that server, and Main does not print the
-// shared server's tail again at the end of the run.
+// Shared, StartServerT cleanups) it has on that server, and Main does not
+// print a tail again at the end of the run.
 var tailsShown struct {
-	mu sync.Mutex
-	m  map[*Server]map[string]bool // server -> test names
+	mu  sync.Mutex
+	m   map[*Server]map[string]bool // server -> test names
+	any bool                        // some test printed a tail in this run
 }
 
 // logTailOnce logs the tail of s's log in t, unless t has already logged it.
@@ -50,20 +51,26 @@ func logTailOnce(t testing.TB, s *Server) {
 	}
 	shown := tests[t.Name()]
 	tests[t.Name()] = true
+	tailsShown.any = true
 	tailsShown.mu.Unlock()
 	if !shown {
 		t.Logf("%s: log tail:\n%s", s, s.LogTail(tailLines))
 	}
 }
 
-// forgetTails drops what logTailOnce recorded about s and reports whether any
-// test printed its tail.
-func forgetTails(s *Server) bool {
+// forgetTails drops what logTailOnce recorded about s (once s is stopped).
+func forgetTails(s *Server) {
 	tailsShown.mu.Lock()
 	defer tailsShown.mu.Unlock()
-	shown := len(tailsShown.m[s]) > 0
 	delete(tailsShown.m, s)
-	return shown
+}
+
+// anyTailShown reports whether a test printed a server's log tail in this
+// run.
+func anyTailShown() bool {
+	tailsShown.mu.Lock()
+	defer tailsShown.mu.Unlock()
+	return tailsShown.any
 }
 
 // Main runs a test package against a shared ZooKeeper server; call it from
@@ -74,7 +81,8 @@ func forgetTails(s *Server) bool {
 // It parses flags, finds ZooKeeper (if it is missing it prints a message
 // naming InstallCommand and exits 1, or exits 0 with a SKIP note under
 // -short), starts the shared standalone server (see Shared), runs the tests,
-// stops the server (printing its log tail if tests failed) and, when the
+// stops the server (printing its log tail if tests failed and none of them
+// printed a server's log tail already) and, when the
 // tests passed, checks for leaked goroutines (goroutines alive before the
 // tests are ignored), exiting 1 on a leak. It never returns.
 func Main(m *testing.M) {
@@ -105,9 +113,12 @@ func runMain(m *testing.M) int {
 
 	code := m.Run()
 
-	// A failing test that used the server printed its log tail already (in
-	// its namespace's cleanup); print it here only when none did.
-	if shown := forgetTails(srv); code != 0 && !shown {
+	// A failing test that used a server (through Shared, NewNamespace,
+	// StartServerT...) printed that server's log tail already, in its own
+	// output; print the shared server's here only when no test printed any,
+	// as for a failing Example, which has no *testing.T.
+	forgetTails(srv)
+	if code != 0 && !anyTailShown() {
 		fmt.Fprintf(os.Stderr, "zktest: shared %s, log tail:\n%s\n", srv, srv.LogTail(tailLines))
 	}
 	sharedServer.mu.Lock()
@@ -128,7 +139,8 @@ func runMain(m *testing.M) int {
 // Shared returns the package's shared standalone server started by Main. It
 // fails the test if TestMain does not call Main. Tests must not stop, kill or
 // freeze it (use StartServerT for destructive tests); they isolate their data
-// with NewNamespace.
+// with NewNamespace. If the test fails, the tail of the server's log is
+// printed in its output, once per test however many helpers ask for it.
 func Shared(t testing.TB) *Server {
 	t.Helper()
 	sharedServer.mu.Lock()
@@ -137,6 +149,11 @@ func Shared(t testing.TB) *Server {
 	if srv == nil {
 		t.Fatalf("zktest: no shared server: TestMain must call zktest.Main(m)")
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logTailOnce(t, srv)
+		}
+	})
 	return srv
 }
 
@@ -187,7 +204,7 @@ type Namespace struct {
 // name>-<n>" on the shared server (see Shared) and removes it recursively in
 // t.Cleanup (cleanups run last-in first-out, so sessions the test closes in
 // its own cleanups are gone by then). If the test failed, the cleanup also
-// logs the tail of the server's log.
+// logs the tail of the server's log (once per test and server).
 func NewNamespace(t testing.TB) *Namespace {
 	t.Helper()
 	return NewNamespaceOn(t, Shared(t))
