@@ -11,15 +11,16 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// exampleServers returns the addresses of the package's shared server,
-// started by TestMain; in a program, pass your ensemble's addresses.
-func exampleServers() []string { return zktest.SharedServers() }
+// The examples run against the package's shared ZooKeeper server, which
+// TestMain starts (zktest.Main): zktest.SharedServers() returns its
+// addresses. In a program, pass your ensemble's addresses instead, such as
+// []string{"zk1:2181", "zk2:2181", "zk3:2181"}.
 
 // Make a background worker highly available: every replica calls Run; the
 // one that leads runs the work until its context ends (leadership lost, or
 // shutting down), then the next replica takes over.
 func ExampleRun() {
-	sess, err := session.Connect(context.Background(), exampleServers(), session.WithNamespace("/examples/run"))
+	sess, err := session.Connect(context.Background(), zktest.SharedServers(), session.WithNamespace("/examples/run"))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -44,7 +45,7 @@ func ExampleRun() {
 // A Latch stays in the election until Close. Await blocks until it leads;
 // the term's Done says when leadership ends, and why.
 func ExampleLatch() {
-	sess, err := session.Connect(context.Background(), exampleServers(), session.WithNamespace("/examples/latch"))
+	sess, err := session.Connect(context.Background(), zktest.SharedServers(), session.WithNamespace("/examples/latch"))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -82,7 +83,7 @@ func ExampleLatch() {
 // when leadership is lost. Observe shows the leader to processes that do not
 // take part.
 func ExampleSelector() {
-	sess, err := session.Connect(context.Background(), exampleServers(), session.WithNamespace("/examples/selector"))
+	sess, err := session.Connect(context.Background(), zktest.SharedServers(), session.WithNamespace("/examples/selector"))
 	if err != nil {
 		fmt.Println(err)
 		return

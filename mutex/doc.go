@@ -1,16 +1,24 @@
 // Package mutex provides distributed locks on ZooKeeper, built on the
 // recipes engine and wire-compatible with Apache Curator 5.x:
 //
-//   - Mutex: fair and reentrant per goroutine (Curator's InterProcessMutex);
-//   - NonReentrant: fair, not tied to goroutines, its lease may be unlocked
-//     from anywhere (Curator's InterProcessSemaphoreMutex semantics, on the
-//     Mutex's node layout so that it excludes InterProcessMutex holders);
+//   - Mutex (New): fair, not reentrant, not tied to goroutines: its lease may
+//     be unlocked from any goroutine, as with sync.Mutex;
+//   - Reentrant (NewReentrant): fair and reentrant per goroutine, as Curator's
+//     InterProcessMutex is per thread;
 //   - NonFair: one ephemeral node with a fixed name (not in Curator);
 //   - Multi: several locks taken all-or-nothing (InterProcessMultiLock).
 //
+// Mutex and Reentrant share InterProcessMutex's node layout: on the same path
+// they exclude each other and InterProcessMutex holders. They do not exclude
+// Curator's InterProcessSemaphoreMutex, which despite its name is a
+// semaphore with one lease on a different layout ("<path>/locks" and
+// "<path>/leases"): a Java service on InterProcessSemaphoreMutex and a Go
+// service on Mutex both enter. The Go type that shares that layout is
+// semaphore.NewMutex. NonFair excludes only other NonFair locks.
+//
 // # Znodes
 //
-// Mutex and NonReentrant queue EPHEMERAL_SEQUENTIAL nodes in the lock
+// Mutex and Reentrant queue EPHEMERAL_SEQUENTIAL nodes in the lock
 // directory (created as a container node, so it disappears when empty):
 //
 //	<path>/_c_<uuid>-lock-<seq>     data: participant id (default LocalID())
@@ -60,10 +68,10 @@
 //
 // # Reentrancy
 //
-// Mutex is reentrant per goroutine: nested Locks by the holding goroutine
-// return at once, each needs its own Unlock, and the node goes at the last
-// one; an Unlock from another goroutine returns ErrNotOwner. NonReentrant and
-// NonFair are not reentrant and their leases may be unlocked from any
+// Reentrant is reentrant per goroutine: nested Locks by the holding
+// goroutine return at once, each needs its own Unlock, and the node goes at
+// the last one; an Unlock from another goroutine returns ErrNotOwner. Mutex
+// and NonFair are not reentrant and their leases may be unlocked from any
 // goroutine; a second Lock while this process holds the lock queues behind
 // the holder and waits (until the lease is unlocked or ctx ends).
 //

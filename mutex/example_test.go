@@ -14,18 +14,16 @@ import (
 )
 
 // The examples run against the package's shared ZooKeeper server, which
-// TestMain starts (zktest.Main); in a program, pass your ensemble's
-// addresses instead of exampleServers(). Each example works in its own
-// namespace.
-
-// exampleServers returns the addresses of the shared server.
-func exampleServers() []string { return zktest.SharedServers() }
+// TestMain starts (zktest.Main): zktest.SharedServers() returns its
+// addresses. In a program, pass your ensemble's addresses instead, such as
+// []string{"zk1:2181", "zk2:2181", "zk3:2181"}. Each example works in its
+// own namespace.
 
 // Lock, do the guarded work under the lease's context, and unlock. The work
 // stops as soon as the lock is lost (session suspended or lost, node deleted).
 func Example() {
 	ctx := context.Background()
-	sess, err := session.Connect(ctx, exampleServers(), session.WithNamespace("/examples/basic"))
+	sess, err := session.Connect(ctx, zktest.SharedServers(), session.WithNamespace("/examples/basic"))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -73,7 +71,7 @@ func Example() {
 // lease the same way, with session.ErrSuspended as the cause.
 func Example_lost() {
 	ctx := context.Background()
-	sess, err := session.Connect(ctx, exampleServers(), session.WithNamespace("/examples/lost"))
+	sess, err := session.Connect(ctx, zktest.SharedServers(), session.WithNamespace("/examples/lost"))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -112,7 +110,7 @@ func Example_lost() {
 // TryLock does not wait: it fails with ErrLocked while someone holds the lock.
 func ExampleMutex_TryLock() {
 	ctx := context.Background()
-	servers := exampleServers()
+	servers := zktest.SharedServers()
 	a, err := session.Connect(ctx, servers, session.WithNamespace("/examples/trylock"))
 	if err != nil {
 		fmt.Println(err)
@@ -156,7 +154,7 @@ func ExampleMutex_TryLock() {
 // lease to end, and tells a normal release (ErrReleased) from a loss.
 func ExampleLease_Unlock() {
 	ctx := context.Background()
-	sess, err := session.Connect(ctx, exampleServers(), session.WithNamespace("/examples/nonreentrant"))
+	sess, err := session.Connect(ctx, zktest.SharedServers(), session.WithNamespace("/examples/nonreentrant"))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -200,7 +198,7 @@ func ExampleLease_Unlock() {
 // work watches Done so it stops when the lock is lost.
 func ExampleNonFair() {
 	ctx := context.Background()
-	servers := exampleServers()
+	servers := zktest.SharedServers()
 	a, err := session.Connect(ctx, servers, session.WithNamespace("/examples/nonfair"))
 	if err != nil {
 		fmt.Println(err)
@@ -256,7 +254,7 @@ func ExampleNonFair() {
 // the others.
 func ExampleMulti() {
 	ctx := context.Background()
-	sess, err := session.Connect(ctx, exampleServers(), session.WithNamespace("/examples/multi"))
+	sess, err := session.Connect(ctx, zktest.SharedServers(), session.WithNamespace("/examples/multi"))
 	if err != nil {
 		fmt.Println(err)
 		return

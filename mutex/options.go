@@ -11,7 +11,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
-// Option configures a lock constructor (New, NewNonReentrant, NewNonFair).
+// Option configures a lock constructor (New, NewReentrant, NewNonFair).
 type Option func(*config) error
 
 type config struct {

@@ -28,6 +28,9 @@ const (
 	closeZKTimeout = 10 * time.Second
 	// closeConnectingWait bounds the wait in closeUnconnected.
 	closeConnectingWait = 200 * time.Millisecond
+	// connectWarnEvery is how often Connect logs a warning while no session
+	// comes.
+	connectWarnEvery = 3 * time.Second
 )
 
 // Session owns one *zk.Conn and turns go-zookeeper's connection events into
@@ -94,6 +97,13 @@ type zkEvent struct {
 // started and returns an error that names the servers and wraps ctx's error
 // (and the last dial error, if any). An empty server list gives ErrNoServers;
 // a bad option or a nil ctx ErrBadOption, before anything is started.
+//
+// Pass a ctx with a deadline (context.WithTimeout): against an address where
+// no ZooKeeper answers, Connect keeps trying until ctx ends, so without a
+// deadline it blocks for ever. While it waits it logs a warning every few
+// seconds naming the servers, the time waited and the last dial error. The
+// "session established" log line gives the negotiated session timeout, which
+// SessionTimeout also returns.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
 	if ctx == nil {
 		return nil, badOption("nil context")
@@ -148,7 +158,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 	go s.run()
 	go s.runDeletes()
 
-	if _, err := s.WaitConnected(ctx); err != nil {
+	if err := s.waitFirstSession(ctx); err != nil {
 		s.Close()
 		if ctx.Err() != nil {
 			err = ctx.Err()
@@ -165,6 +175,35 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		}
 	}
 	return s, nil
+}
+
+// waitFirstSession is WaitConnected for Connect. While no session comes it
+// logs a warning every connectWarnEvery, so that a Connect against a dead
+// address (and, without a deadline, blocked for ever) is not silent.
+func (s *Session) waitFirstSession(ctx context.Context) error {
+	start := time.Now()
+	for {
+		wctx, cancel := context.WithTimeout(ctx, connectWarnEvery)
+		_, err := s.WaitConnected(wctx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		fields := []zap.Field{
+			zap.Strings("servers", s.servers),
+			zap.Duration("waited", time.Since(start).Round(time.Millisecond)),
+		}
+		if derr := s.wire.dialError(); derr != nil {
+			fields = append(fields, zap.String("last_dial_error", derr.Error()))
+		} else {
+			fields = append(fields, zap.String("last_dial_error", "none: the TCP connection opens, but no ZooKeeper session comes (not a ZooKeeper server, or one that does not serve, e.g. without a quorum)"))
+		}
+		_, hasDeadline := ctx.Deadline()
+		if !hasDeadline {
+			fields = append(fields, zap.String("hint", "Connect's ctx has no deadline: it waits until a server answers"))
+		}
+		s.lg.Warn("no ZooKeeper session yet, still trying", fields...)
+	}
 }
 
 func (s *Session) connectError(err error) error {
@@ -355,7 +394,8 @@ func (s *Session) handle(ev zkEvent) {
 		switch {
 		case s.epoch == nil:
 			s.startEpoch(id)
-			s.emit(Connected, ev.at, "session established", zap.String("server", ev.server))
+			s.emit(Connected, ev.at, "session established", zap.String("server", ev.server),
+				zap.Duration("session_timeout", s.timeout))
 		case s.epoch.live() && s.epoch.id == id:
 			if !wasUp {
 				s.startInterval()
@@ -364,10 +404,12 @@ func (s *Session) handle(ev zkEvent) {
 		case s.epoch.live():
 			s.loseEpoch(ev.at, "session id changed", zap.String("new_session_id", fmtID(id)))
 			s.startEpoch(id)
-			s.emit(Reconnected, ev.at, "new session", zap.String("server", ev.server))
+			s.emit(Reconnected, ev.at, "new session", zap.String("server", ev.server),
+				zap.Duration("session_timeout", s.timeout))
 		default:
 			s.startEpoch(id)
-			s.emit(Reconnected, ev.at, "new session", zap.String("server", ev.server))
+			s.emit(Reconnected, ev.at, "new session", zap.String("server", ev.server),
+				zap.Duration("session_timeout", s.timeout))
 		}
 	case zk.StateDisconnected:
 		if !s.connUp {

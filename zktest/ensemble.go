@@ -112,8 +112,11 @@ func StartEnsembleT(t testing.TB, n int, opts ...Option) *Ensemble {
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, m := range e.members {
-				t.Logf("%s: log tail:\n%s", m, m.LogTail(30))
+				logTailOnce(t, m)
 			}
+		}
+		for _, m := range e.members {
+			forgetTails(m)
 		}
 		if err := e.Stop(); err != nil {
 			t.Errorf("zktest: stop ensemble: %v", err)

@@ -24,6 +24,55 @@ var sharedServer struct {
 // nsCounter makes namespace roots unique within a test binary.
 var nsCounter atomic.Int64
 
+// tailLines is how many lines of a server's log a failing test prints.
+const tailLines = 40
+
+// tailsShown records which tests printed which server's log tail, so that a
+// failing test prints a server's tail once, however many namespaces (and
+// Shared, StartServerT cleanups) it has on that server, and Main does not
+// print a tail again at the end of the run.
+var tailsShown struct {
+	mu  sync.Mutex
+	m   map[*Server]map[string]bool // server -> test names
+	any bool                        // some test printed a tail in this run
+}
+
+// logTailOnce logs the tail of s's log in t, unless t has already logged it.
+func logTailOnce(t testing.TB, s *Server) {
+	t.Helper()
+	tailsShown.mu.Lock()
+	if tailsShown.m == nil {
+		tailsShown.m = make(map[*Server]map[string]bool)
+	}
+	tests := tailsShown.m[s]
+	if tests == nil {
+		tests = make(map[string]bool)
+		tailsShown.m[s] = tests
+	}
+	shown := tests[t.Name()]
+	tests[t.Name()] = true
+	tailsShown.any = true
+	tailsShown.mu.Unlock()
+	if !shown {
+		t.Logf("%s: log tail:\n%s", s, s.LogTail(tailLines))
+	}
+}
+
+// forgetTails drops what logTailOnce recorded about s (once s is stopped).
+func forgetTails(s *Server) {
+	tailsShown.mu.Lock()
+	defer tailsShown.mu.Unlock()
+	delete(tailsShown.m, s)
+}
+
+// anyTailShown reports whether a test printed a server's log tail in this
+// run.
+func anyTailShown() bool {
+	tailsShown.mu.Lock()
+	defer tailsShown.mu.Unlock()
+	return tailsShown.any
+}
+
 // Main runs a test package against a shared ZooKeeper server; call it from
 // TestMain:
 //
@@ -32,7 +81,8 @@ var nsCounter atomic.Int64
 // It parses flags, finds ZooKeeper (if it is missing it prints a message
 // naming InstallCommand and exits 1, or exits 0 with a SKIP note under
 // -short), starts the shared standalone server (see Shared), runs the tests,
-// stops the server (printing its log tail if tests failed) and, when the
+// stops the server (printing its log tail if tests failed and none of them
+// printed a server's log tail already) and, when the
 // tests passed, checks for leaked goroutines (goroutines alive before the
 // tests are ignored), exiting 1 on a leak. It never returns.
 func Main(m *testing.M) {
@@ -63,8 +113,13 @@ func runMain(m *testing.M) int {
 
 	code := m.Run()
 
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "zktest: shared %s, log tail:\n%s\n", srv, srv.LogTail(40))
+	// A failing test that used a server (through Shared, NewNamespace,
+	// StartServerT...) printed that server's log tail already, in its own
+	// output; print the shared server's here only when no test printed any,
+	// as for a failing Example, which has no *testing.T.
+	forgetTails(srv)
+	if code != 0 && !anyTailShown() {
+		fmt.Fprintf(os.Stderr, "zktest: shared %s, log tail:\n%s\n", srv, srv.LogTail(tailLines))
 	}
 	sharedServer.mu.Lock()
 	sharedServer.srv = nil
@@ -84,7 +139,8 @@ func runMain(m *testing.M) int {
 // Shared returns the package's shared standalone server started by Main. It
 // fails the test if TestMain does not call Main. Tests must not stop, kill or
 // freeze it (use StartServerT for destructive tests); they isolate their data
-// with NewNamespace.
+// with NewNamespace. If the test fails, the tail of the server's log is
+// printed in its output, once per test however many helpers ask for it.
 func Shared(t testing.TB) *Server {
 	t.Helper()
 	sharedServer.mu.Lock()
@@ -93,6 +149,11 @@ func Shared(t testing.TB) *Server {
 	if srv == nil {
 		t.Fatalf("zktest: no shared server: TestMain must call zktest.Main(m)")
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logTailOnce(t, srv)
+		}
+	})
 	return srv
 }
 
@@ -119,8 +180,9 @@ func StartServerT(t testing.TB, opts ...Option) *Server {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("%s: log tail:\n%s", s, s.LogTail(50))
+			logTailOnce(t, s)
 		}
+		forgetTails(s)
 		if err := s.Stop(); err != nil {
 			t.Errorf("zktest: stop %s: %v", s, err)
 		}
@@ -142,7 +204,7 @@ type Namespace struct {
 // name>-<n>" on the shared server (see Shared) and removes it recursively in
 // t.Cleanup (cleanups run last-in first-out, so sessions the test closes in
 // its own cleanups are gone by then). If the test failed, the cleanup also
-// logs the tail of the server's log.
+// logs the tail of the server's log (once per test and server).
 func NewNamespace(t testing.TB) *Namespace {
 	t.Helper()
 	return NewNamespaceOn(t, Shared(t))
@@ -172,7 +234,7 @@ func NewNamespaceOn(t testing.TB, s *Server) *Namespace {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("%s: log tail:\n%s", s, s.LogTail(30))
+			logTailOnce(t, s)
 		}
 		conn, err := dialRaw(s.Servers(), 10*time.Second, 5*time.Second, discardLogger{})
 		if err != nil {

@@ -24,6 +24,7 @@ type handoffRun struct {
 // (b) contended handoff between sessions.
 func (b *bench) handoff(ctx context.Context) error {
 	b.out.Printf("(b) contended: %d sessions, one goroutine each looping Lock+Unlock for %v (node watch on, then off)", *nSessions, *handoffTime)
+	b.legend("b")
 	ctr := newCounter()
 	sessions, err := b.sessions(ctx, "contended", *nSessions, ctr)
 	if err != nil {

@@ -20,6 +20,7 @@ var watchKeys = []string{"node_deleted", "node_changed", "node_children", "node_
 // (c) watch notifications per release with many waiters.
 func (b *bench) herd(ctx context.Context) error {
 	b.out.Printf("(c) herd: 1 holder + %d waiters (one session each), released one after the other", *nWaiters)
+	b.legend("c")
 	sessions, err := b.sessions(ctx, "herd", *nWaiters+1, nil)
 	if err != nil {
 		return err

@@ -29,9 +29,50 @@
 //
 //	go run ./examples/lockload -zk 10.0.0.1:2181,10.0.0.2:2181,10.0.0.3:2181
 //
+// (with -zk it first opens one session to those addresses and exits with the
+// addresses and the dial error if none comes within -connect-timeout, 5 s by
+// default).
+//
 // Flags change the counts and durations (-rounds, -cycle-time, -sessions,
 // -handoff-time, -waiters, -big-sessions, -per-session) and select sections
 // (-only a,c). The machine's load shows in the figures: run it on a quiet one.
+//
+// # Columns
+//
+// Each section prints what its columns mean above its table (and -h prints
+// them all). In words:
+//
+// (a) variant: what one cycle does, the mutex's Lock then Unlock on one
+// session (its node watch on or off), or by hand on the raw client the
+// requests a lock needs at least. cycles/s: cycles completed per second, one
+// after the other by one goroutine. µs/cycle: microseconds per cycle, the
+// median of the rounds. vs raw c+g+d: µs/cycle divided by that of the raw
+// create+getData+delete cycle (1.00x: as fast as those requests by hand).
+// req/cycle: ZooKeeper requests the client sent per cycle, counted on its
+// connection (pings excluded). srv pkts/cycle: packets the server received
+// per cycle, every client included (mntr packets_received; n/a when mntr is
+// refused). requests per cycle by op: req/cycle split by request type.
+//
+// (b) handoff: the mutex with its node watch on or off, or the raw baseline
+// (delete then getChildren on one connection, the least a handoff costs).
+// holds/s: locks granted per second, all sessions together. p50, p90, p99,
+// max µs: the handoff time in microseconds at those percentiles and the
+// longest, from the holder's Unlock (returning on a variant's first row,
+// called on its second) to the next holder's Lock returning; on raw rows the
+// requests' round trip. req/hold: ZooKeeper requests per hold, all sessions
+// together. what: which interval the row measures.
+//
+// (c) handoffs: releases in a chain, each holder unlocking and the next
+// waiter taking the lock. notifications: watch notifications the server sent
+// during the chain (deltas of mntr zk_sum_node_*_watch_count). per handoff:
+// notifications divided by handoffs; 1.00 means every release woke exactly
+// one waiter (no herd effect). mntr deltas: the same per event type, as
+// watchers fired / events that had watchers.
+//
+// (d) per waiting acquirer: what one goroutine blocked in Lock costs this
+// process (live heap, goroutine stacks, goroutines), averaged over all the
+// waiters, with how each figure is measured; then the time to queue them
+// and to release them one after the other.
 package main
 
 import (
@@ -66,7 +107,10 @@ var (
 	root        = flag.String("path", "/zkrecipes-lockload", "parent of the paths used")
 )
 
-func main() { demo.Main("lockload", 5*time.Minute, run) }
+func main() {
+	flag.Usage = usage
+	demo.Main("lockload", 5*time.Minute, run)
+}
 
 type bench struct {
 	env *demo.Env

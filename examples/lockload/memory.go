@@ -14,6 +14,7 @@ import (
 func (b *bench) memory(ctx context.Context) error {
 	n := *bigSessions * *perSession
 	b.out.Printf("(d) %d waiters in this process: %d sessions x %d goroutines calling Lock (node watch on)", n, *bigSessions, *perSession)
+	b.legend("d")
 	ctr := newCounter()
 	sessions, err := b.sessions(ctx, "big", *bigSessions+1, ctr)
 	if err != nil {

@@ -26,6 +26,7 @@ type variant struct {
 // (a) uncontended Lock+Unlock vs raw requests.
 func (b *bench) uncontended(ctx context.Context) error {
 	b.out.Printf("(a) uncontended: one session; each variant runs %v per round, %d rounds, interleaved", *cycleTime, *rounds)
+	b.legend("a")
 	mctr, rctr := newCounter(), newCounter()
 	sess, err := b.session(ctx, "uncontended", mctr)
 	if err != nil {

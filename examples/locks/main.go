@@ -24,6 +24,10 @@
 //
 //	go run ./examples/locks -zk 10.0.0.1:2181,10.0.0.2:2181,10.0.0.3:2181
 //
+// (with -zk it first opens one session to those addresses and exits with the
+// addresses and the dial error if none comes within -connect-timeout, 5 s by
+// default).
+//
 // Flags: -workers (default 3), -rounds (jobs each worker completes), -steps and
 // -step (size of a job), -session-timeout, -path, -v (library log on stderr),
 // -timeout. It exits 0 when the lock behaved as described (never two holders,

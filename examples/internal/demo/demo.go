@@ -1,8 +1,8 @@
-// Package demo is the scaffolding the example programs share: the -zk, -v and
-// -timeout flags, an embedded ZooKeeper (zktest) when -zk is not given, Ctrl-C
-// and SIGTERM handling, a printer of timestamped lines for a person to follow,
-// and small helpers to wait on events with a clear message when they do not
-// come.
+// Package demo is the scaffolding the example programs share: the -zk,
+// -connect-timeout, -v and -timeout flags, an embedded ZooKeeper (zktest) when
+// -zk is not given and a first connection check when it is, Ctrl-C and SIGTERM
+// handling, a printer of timestamped lines for a person to follow, and small
+// helpers to wait on events with a clear message when they do not come.
 package demo
 
 import (
@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -70,14 +71,22 @@ func (p *Printer) Since(t time.Time) int64 { return t.Sub(p.start).Milliseconds(
 // ErrInterrupted is the cause of the run context when a signal arrived.
 var ErrInterrupted = errors.New("interrupted")
 
+// DefaultConnectTimeout is the default of -connect-timeout: how long the
+// first connection to the -zk ensemble may take before the program gives up.
+const DefaultConnectTimeout = 5 * time.Second
+
 // Main parses the command line (the program registers its own flags on
 // flag.CommandLine before calling Main), sets up the Env, calls run and exits:
 // 0 when run returns nil, 1 with the error on stderr otherwise, 130 after
-// Ctrl-C or SIGTERM. The embedded server is stopped on every path. run's ctx
-// ends at the first signal (cause ErrInterrupted) or after -timeout; a second
-// signal kills the program at once (the embedded JVM dies with it).
+// Ctrl-C or SIGTERM. The embedded server is stopped on every path. With -zk,
+// Main first opens one session to the given servers (bounded by
+// -connect-timeout) and fails, naming the addresses and the last dial error,
+// if none comes. run's ctx ends at the first signal (cause ErrInterrupted) or
+// after -timeout; a second signal kills the program at once (the embedded JVM
+// dies with it).
 func Main(name string, defaultTimeout time.Duration, run func(ctx context.Context, env *Env) error) {
 	zkFlag := flag.String("zk", "", "use this ZooKeeper ensemble (host:port,...) instead of an embedded server")
+	connectTimeout := flag.Duration("connect-timeout", DefaultConnectTimeout, "with -zk: give up when no ZooKeeper session comes within this long")
 	verbose := flag.Bool("v", false, "print the library's log (zap, debug level) on stderr")
 	timeout := flag.Duration("timeout", defaultTimeout, "give up (and fail) after this long")
 	flag.Parse()
@@ -86,21 +95,35 @@ func Main(name string, defaultTimeout time.Duration, run func(ctx context.Contex
 		flag.Usage()
 		os.Exit(2)
 	}
-	os.Exit(mainRun(name, *zkFlag, *verbose, *timeout, run))
+	os.Exit(mainRun(config{
+		name: name, zk: *zkFlag, connectTimeout: *connectTimeout, verbose: *verbose, timeout: *timeout,
+		stdout: os.Stdout, stderr: os.Stderr,
+	}, run))
 }
 
-func mainRun(name, zkFlag string, verbose bool, timeout time.Duration, run func(ctx context.Context, env *Env) error) int {
-	out := NewPrinter(os.Stdout)
-	env := &Env{Out: out, Logger: zap.NewNop(), Verbose: verbose}
-	if verbose {
-		cfg := zap.NewDevelopmentConfig()
-		cfg.Level = zap.NewAtomicLevelAt(zapcore.DebugLevel)
-		cfg.DisableStacktrace = true
-		lg, err := cfg.Build()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "%s: logger: %v\n", name, err)
-			return 1
-		}
+// config is what Main hands to mainRun: the flags and where to print.
+type config struct {
+	name           string
+	zk             string
+	connectTimeout time.Duration
+	verbose        bool
+	timeout        time.Duration
+	stdout, stderr io.Writer
+}
+
+func mainRun(c config, run func(ctx context.Context, env *Env) error) int {
+	name := c.name
+	stderr := c.stderr
+	if c.connectTimeout <= 0 {
+		c.connectTimeout = DefaultConnectTimeout
+	}
+	out := NewPrinter(c.stdout)
+	env := &Env{Out: out, Logger: zap.NewNop(), Verbose: c.verbose}
+	if c.verbose {
+		lg := zap.New(zapcore.NewCore(
+			zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()),
+			zapcore.Lock(zapcore.AddSync(stderr)),
+			zapcore.DebugLevel), zap.AddCaller(), zap.Development())
 		defer lg.Sync() //nolint:errcheck // stderr
 		env.Logger = lg
 	}
@@ -125,29 +148,41 @@ func mainRun(name, zkFlag string, verbose bool, timeout time.Duration, run func(
 	}()
 	defer sigWG.Wait()
 	defer close(sigDone)
-	if timeout > 0 {
+	if c.timeout > 0 {
 		var stop context.CancelFunc
-		ctx, stop = context.WithTimeoutCause(ctx, timeout, fmt.Errorf("-timeout %v reached", timeout))
+		ctx, stop = context.WithTimeoutCause(ctx, c.timeout, fmt.Errorf("-timeout %v reached", c.timeout))
 		defer stop()
 	}
 
-	if zkFlag != "" {
-		for _, s := range strings.Split(zkFlag, ",") {
+	if c.zk != "" {
+		for _, s := range strings.Split(c.zk, ",") {
 			if s = strings.TrimSpace(s); s != "" {
 				env.Servers = append(env.Servers, s)
 			}
 		}
-		out.Printf("using ZooKeeper at %s", zkFlag)
+		if len(env.Servers) == 0 {
+			fmt.Fprintf(stderr, "%s: -zk %q: no address (want host:port,...)\n", name, c.zk)
+			return 2
+		}
+		out.Printf("connecting to ZooKeeper at %s (-connect-timeout %v)", strings.Join(env.Servers, ","), c.connectTimeout)
+		if err := checkServers(ctx, env, c.connectTimeout); err != nil {
+			if errors.Is(context.Cause(ctx), ErrInterrupted) {
+				fmt.Fprintf(stderr, "%s: interrupted\n", name)
+				return 130
+			}
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+			return 1
+		}
 	} else {
 		out.Printf("starting an embedded ZooKeeper (give -zk host:port,... to use your own)")
 		srv, err := zktest.StartServer()
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
 			return 1
 		}
 		defer func() {
 			if err := srv.Stop(); err != nil {
-				fmt.Fprintf(os.Stderr, "%s: stopping ZooKeeper: %v\n", name, err)
+				fmt.Fprintf(stderr, "%s: stopping ZooKeeper: %v\n", name, err)
 			}
 		}()
 		env.Embedded = srv
@@ -169,15 +204,38 @@ func mainRun(name, zkFlag string, verbose bool, timeout time.Duration, run func(
 	case err == nil:
 		return 0
 	case errors.Is(context.Cause(ctx), ErrInterrupted):
-		fmt.Fprintf(os.Stderr, "%s: interrupted\n", name)
+		fmt.Fprintf(stderr, "%s: interrupted\n", name)
 		return 130
 	case ctx.Err() != nil:
-		fmt.Fprintf(os.Stderr, "%s: %v: %v\n", name, context.Cause(ctx), err)
+		fmt.Fprintf(stderr, "%s: %v: %v\n", name, context.Cause(ctx), err)
 		return 1
 	default:
-		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return 1
 	}
+}
+
+// checkServers opens one session straight to env.Servers (the examples then
+// connect through their own fault proxies, whose errors would name the
+// proxy's port, not the user's address) and closes it. It fails within
+// connectTimeout with an error that names the servers and the last dial
+// error, instead of letting the example wait in silence.
+func checkServers(ctx context.Context, env *Env, connectTimeout time.Duration) error {
+	cctx, cancel := context.WithTimeoutCause(ctx, connectTimeout,
+		fmt.Errorf("-connect-timeout %v reached", connectTimeout))
+	defer cancel()
+	t0 := time.Now()
+	sess, err := session.Connect(cctx, env.Servers, session.WithLogger(env.Logger.Named("check")))
+	if err != nil {
+		if cause := context.Cause(cctx); cause != nil && !errors.Is(cause, ErrInterrupted) && !errors.Is(err, cause) {
+			err = fmt.Errorf("%w (%v)", err, cause)
+		}
+		return err // it names the servers
+	}
+	defer sess.Close()
+	env.Out.Printf("ZooKeeper at %s answers: a session opened in %s (session timeout %v negotiated)",
+		strings.Join(env.Servers, ","), Ms(time.Since(t0)), sess.SessionTimeout())
+	return nil
 }
 
 // Wait blocks until ch yields a value or is closed, or ctx ends; the error
