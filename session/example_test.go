@@ -58,14 +58,10 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	if err := sess.EnsureContainers(ctx, full); err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Println("created:", full)
+	fmt.Println("server path:", full)
 	// Output:
 	// state: Connected
 	// negotiated session timeout: 10s
-	// created: /examples/session/jobs/nightly
+	// server path: /examples/session/jobs/nightly
 	// transition: Closed
 }
