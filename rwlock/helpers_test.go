@@ -217,6 +217,7 @@ type async struct {
 func lockAsync(t testing.TB, ctx context.Context, lk locker, side rwlock.Side, clock *atomic.Int64) *async {
 	a := &async{res: make(chan result, 1), unlockReq: make(chan struct{}), unlockErr: make(chan error, 1), stop: make(chan struct{}), clock: clock}
 	done := make(chan struct{})
+	ctx, cancel := context.WithCancel(ctx)
 	go func() {
 		defer close(done)
 		l, err := acquire(ctx, lk, side, false)
@@ -231,7 +232,7 @@ func lockAsync(t testing.TB, ctx context.Context, lk locker, side rwlock.Side, c
 		a.unlockedN.Store(clock.Add(1))
 		a.unlockErr <- l.Unlock(context.Background())
 	}()
-	t.Cleanup(func() { close(a.stop); <-done })
+	t.Cleanup(func() { cancel(); close(a.stop); <-done })
 	return a
 }
 
