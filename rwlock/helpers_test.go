@@ -287,8 +287,14 @@ type reads struct {
 // getData requests.
 func connectReads(t testing.TB, ns *zktest.Namespace, opts ...session.Option) (*session.Session, *zktest.Proxy, *reads) {
 	t.Helper()
-	r := &reads{more: make(chan struct{})}
 	p := ns.Proxy(t)
+	r := recordReads(p)
+	return sessiontest.ConnectTo(t, p.Servers(), ns.Root, opts...), p, r
+}
+
+// recordReads records the getData requests of the clients of proxy p.
+func recordReads(p *zktest.Proxy) *reads {
+	r := &reads{more: make(chan struct{})}
 	p.OnRequest(func(q zktest.Request) zktest.Action {
 		if q.Op == zktest.OpGetData {
 			r.mu.Lock()
@@ -299,7 +305,7 @@ func connectReads(t testing.TB, ns *zktest.Namespace, opts ...session.Option) (*
 		}
 		return zktest.Forward
 	})
-	return sessiontest.ConnectTo(t, p.Servers(), ns.Root, opts...), p, r
+	return r
 }
 
 // waitRead waits until the session has sent a getData on the node named
