@@ -301,7 +301,7 @@ func (a *attempt) keepPrefix(sorted []Child, self int) {
 // party's delete of our node cannot go unnoticed.
 func (a *attempt) heldWithout(gone string) bool {
 	m, ok := a.d.(Monotone)
-	if !ok || !m.Monotone() || a.prev == nil || a.self == nil || a.lctx.Err() != nil || a.ep.Err() != nil {
+	if !ok || !m.Monotone() || a.prev == nil || !settled(a.d, a.prev) || a.self == nil || a.lctx.Err() != nil || a.ep.Err() != nil {
 		// Without a live watch on our own node we could not tell that a
 		// third party deleted it: read the children instead.
 		return false

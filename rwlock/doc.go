@@ -58,11 +58,14 @@
 // Readers that arrive after a queued writer wait for it: a stream of readers
 // cannot starve writers. A reader never waits for a writer queued after it
 // (the read-write lock of Kazoo 2.8 does, and deadlocks: python-kazoo #649).
-// A reader woken by the deletion of the writer it watches holds without
-// reading the directory again when its last snapshot showed no other writer
-// before it (only downgrade read nodes can appear before a reader since it
-// read); a woken writer always reads the directory again, because a
-// downgrade may have placed a read node before it since it read.
+// A waiter woken by the deletion of the node it watches takes the lock
+// without reading the directory again when its last snapshot showed nothing
+// else blocking it (see package recipes): a reader always may (only downgrade
+// read nodes can appear before a reader after it read, and they do not block
+// it); a writer only when no other writer sorted before it, because a
+// writer before it may have placed a downgrade read node before it since it
+// read, and then it reads the directory again, as Curator's writer always
+// does.
 //
 // # Loss
 //

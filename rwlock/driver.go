@@ -25,14 +25,36 @@ var markers = []string{ReadMarker, WriteMarker}
 // has its own sequence (none, or its own downgrade read nodes); otherwise it
 // waits for its nearest predecessor, as Curator's writer does.
 //
-// It is not recipes.Monotone: a downgrade places a read node before ours
-// after we read the directory (beside the write node we wait for, just
-// before that writer releases), so a writer woken by its predecessor's
-// deletion must read the directory again. Curator's writer always does.
+// It is recipes.Monotone, but only recipes.Settled when no other writer
+// sorted before it when it last read the directory: a downgrade places a
+// read node beside a write node that exists when it is placed (the create
+// checks it), so with a writer before ours such a node may have appeared
+// before ours since we read (typically: the writer we wait for downgrades,
+// then releases its write node), and a writer woken then must read the
+// directory again. With only readers before ours, no write node sorting
+// before ours exists any more (write nodes are sequential: none can be
+// created before ours), so none can be downgraded, and the handoff on the
+// deletion notice alone is safe. Curator's writer always reads again.
 type writeDriver struct{}
 
 func (writeDriver) Marker() string    { return WriteMarker }
 func (writeDriver) Markers() []string { return markers }
+func (writeDriver) Monotone() bool    { return true }
+
+// Settled reports whether prefix (the children up to ours, ours last) holds
+// no write node other than ours.
+func (writeDriver) Settled(prefix []recipes.Child) bool {
+	if len(prefix) == 0 {
+		return false
+	}
+	me := prefix[len(prefix)-1]
+	for _, c := range prefix[:len(prefix)-1] {
+		if c.Marker == WriteMarker && c.Seq != me.Seq {
+			return false
+		}
+	}
+	return true
+}
 
 func (writeDriver) Decide(sorted []recipes.Child, self int) (bool, string, error) {
 	if self < 0 || self >= len(sorted) {

@@ -97,8 +97,11 @@ func TestDecideBadIndex(t *testing.T) {
 }
 
 func TestDriverShape(t *testing.T) {
-	if _, ok := any(writeDriver{}).(recipes.Monotone); ok {
-		t.Error("the write driver must not be monotone: a downgrade can place a node before it")
+	if m, ok := any(writeDriver{}).(recipes.Monotone); !ok || !m.Monotone() {
+		t.Error("the write driver should be monotone")
+	}
+	if _, ok := any(readDriver{}).(recipes.Settled); ok {
+		t.Error("the read driver needs no Settled: placed nodes are readers, which never block it")
 	}
 	if m, ok := any(readDriver{}).(recipes.Monotone); !ok || !m.Monotone() {
 		t.Error("the read driver should be monotone")
@@ -108,5 +111,27 @@ func TestDriverShape(t *testing.T) {
 	}
 	if _, ok := any(writeDriver{}).(recipes.Placed); ok {
 		t.Error("the write driver is never placed")
+	}
+}
+
+// TestWriterSettled: a woken writer may decide on the deletion notice alone
+// only when no other writer sorted before it: such a writer may have placed
+// a downgrade node before ours since we read.
+func TestWriterSettled(t *testing.T) {
+	for _, tc := range []struct {
+		prefix []string // sorted, ours last
+		want   bool
+	}{
+		{[]string{"W7"}, true},
+		{[]string{"R1", "R2", "W7"}, true},
+		{[]string{"R5a", "W5b"}, true}, // our own downgrade node
+		{[]string{"W5", "W7"}, false},
+		{[]string{"R1", "W5", "R6", "W7"}, false},
+		{[]string{"R5a", "W7"}, true}, // a downgrade node whose writer is gone
+		{nil, false},
+	} {
+		if got := (writeDriver{}).Settled(snapshot(tc.prefix...)); got != tc.want {
+			t.Errorf("Settled(%v) = %v, want %v", tc.prefix, got, tc.want)
+		}
 	}
 }
