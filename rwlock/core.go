@@ -47,7 +47,10 @@ type Participant struct {
 	Side Side
 	// Holds reports whether the node holds its side in the snapshot read:
 	// a writer when only its own downgrade read nodes sort before it, a
-	// reader when no writer with another sequence sorts before it.
+	// reader when no writer with another sequence sorts before it. (A read
+	// node that Curator 5.4 creates for a downgrade is an ordinary
+	// sequential node; while writers queued before it remain, it is listed
+	// as waiting although its owner holds it.)
 	Holds bool
 }
 
