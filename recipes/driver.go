@@ -112,7 +112,8 @@ func checkDriver(d Driver) error {
 	}
 	for _, x := range d.Markers() {
 		if x == m {
-			return nil
+			_, err := anchorSeq(d)
+			return err
 		}
 	}
 	return fmt.Errorf("%w: marker %q is not among Markers() %q", ErrBadDriver, m, d.Markers())

@@ -290,7 +290,7 @@ func (a *attempt) heldWithout(gone string) bool {
 		return true
 	}
 	m, ok := a.d.(Monotone)
-	if !ok || !m.Monotone() || a.prev == nil || a.self == nil || a.lctx.Err() != nil || a.ep.Err() != nil {
+	if !ok || !m.Monotone() || a.prev == nil || !settled(a.d, a.prev) || a.self == nil || a.lctx.Err() != nil || a.ep.Err() != nil {
 		// Without a live watch on our own node we could not tell that a
 		// third party deleted it: read the children instead.
 		return false
@@ -479,7 +479,7 @@ type listResult struct {
 // extra round trip.
 func (a *attempt) createAndList() error {
 	in := a.in
-	base := in.path + "/" + ProtectedPrefix(a.uuid) + a.d.Marker()
+	base := a.nodeBase()
 	pipelined := true
 	for tries := 0; ; tries++ {
 		if tries > 10 {
@@ -565,7 +565,7 @@ func (a *attempt) create(base string) (string, int64, error) {
 	in := a.in
 	ep, prefix := a.ep, ProtectedPrefix(a.uuid)
 	r, err := session.Call(a.ctx, in.sess, func(c *zk.Conn) (created, error) {
-		p, z, err := in.createNode(c, base, a.data, zk.FlagEphemeralSequential)
+		p, z, err := a.createOn(c, base)
 		return created{p, z}, err
 	}, func(_ created, err error) {
 		if err == nil || session.IsConnectionError(err) || errors.Is(err, zk.ErrSessionExpired) {

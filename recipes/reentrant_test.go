@@ -108,3 +108,26 @@ func TestReentrantRefusesUnknownGoroutine(t *testing.T) {
 		t.Fatalf("the hold changed: %d", r.holds[0].count)
 	}
 }
+
+func TestReentrantHeld(t *testing.T) {
+	var r Reentrant
+	if r.Held() != nil {
+		t.Fatal("Held on empty")
+	}
+	l, cancel := fakeLease()
+	defer cancel(nil)
+	if err := r.Add(l); err != nil {
+		t.Fatal(err)
+	}
+	if r.Held() != l || r.Count() != 1 {
+		t.Fatalf("Held = %v, Count = %d", r.Held(), r.Count())
+	}
+	other := make(chan *Lease)
+	go func() { other <- r.Held() }()
+	if got := <-other; got != nil {
+		t.Fatalf("another goroutine's Held = %v", got)
+	}
+	if r.held(0) != nil {
+		t.Fatal("Held for an unidentified goroutine")
+	}
+}

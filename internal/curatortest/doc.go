@@ -17,13 +17,17 @@
 // "NOTLEADER", "STATUS ...", "PARTICIPANTS ...", "CLOSED", "ERR ..."). The Go
 // side keeps every line with the time it was read; Process.Expect takes the
 // earliest line not yet taken that starts with a given word, waiting under a
-// context, and fails on an "ERR" line. Mutex and Latch wrap the two programs:
+// context, and fails on an "ERR" line. Mutex, Latch and RWLock wrap the programs:
 //
 //   - CuratorMutex: an InterProcessMutex on a full server path, with a loop
 //     mode that increments a counter znode under the lock without version
 //     checks (only the lock keeps increments from being lost);
 //   - CuratorLatch: a LeaderLatch with a participant id, printing LEADER and
-//     NOTLEADER transitions from its listener.
+//     NOTLEADER transitions from its listener;
+//   - CuratorRWLock (RWLock): an InterProcessReadWriteLock, with a mixed
+//     read/write loop on a counter znode that counts reads seeing a write in
+//     progress, and a benchmark mode running the same mix on several Curator
+//     clients.
 //
 // Paths given to the programs are full server paths: Go sessions in tests use
 // a zktest namespace (session.WithNamespace(ns.Root)), so the Java side gets

@@ -1,0 +1,197 @@
+package rwlock
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/zkrecipes/zkrecipes/internal/goid"
+	"github.com/zkrecipes/zkrecipes/recipes"
+)
+
+// Side is the side of the lock a lease or a participant holds or waits for.
+type Side int
+
+// The two sides.
+const (
+	// Read is the shared side: any number of readers hold it at once, while
+	// no writer does.
+	Read Side = iota + 1
+	// Write is the exclusive side.
+	Write
+)
+
+// String returns "read" or "write".
+func (s Side) String() string {
+	switch s {
+	case Read:
+		return "read"
+	case Write:
+		return "write"
+	}
+	return fmt.Sprintf("Side(%d)", int(s))
+}
+
+// Lease is the handle of a held side of the lock, returned by RLock and
+// TryRLock (read), and, inside a WriteLease, by Lock and TryLock (write). It
+// tells the holder when the lock is lost: Done is closed when ownership
+// ends, Err says why (ErrReleased; session.ErrSuspended under the standard
+// loss policy; session.ErrLost; session.ErrClosed; ErrLockLost when someone
+// else deleted our node; ErrClosed when the lock was closed), and Context is
+// canceled with that cause, so guarded work can simply run under it. Token
+// is a fencing token.
+//
+// For a Reentrant lock, each acquire returns its own handle, and the handles
+// of one goroutine's nested holds of one side share one node (and Done, Err,
+// Context, Token): the side is released at the last Unlock. A Lease is safe
+// for concurrent use.
+type Lease struct {
+	l    *recipes.Lease
+	side Side
+	path string
+	// A Reentrant lock's lease: Unlock must come from the owner goroutine,
+	// and goes through the hold count in re.
+	re    *recipes.Reentrant
+	owner uint64
+
+	unlocked atomic.Bool
+	once     sync.Once
+	err      error
+}
+
+// Side returns the side this lease holds.
+func (l *Lease) Side() Side { return l.side }
+
+// Done returns a channel that is closed when ownership ends.
+func (l *Lease) Done() <-chan struct{} { return l.l.Done() }
+
+// Err returns nil while the lease is held, then why ownership ended.
+func (l *Lease) Err() error { return l.l.Err() }
+
+// Context returns a context canceled when ownership ends, with
+// context.Cause(ctx) == Err().
+func (l *Lease) Context() context.Context { return l.l.Context() }
+
+// Token returns the fencing token: the czxid of our node. Tokens grow across
+// the whole ensemble: a write lease's token is larger than that of every
+// write lease before it, so a resource that remembers the highest token it
+// has seen can refuse a stale writer.
+func (l *Lease) Token() int64 { return l.l.Token() }
+
+// Path returns the full server path of our node.
+func (l *Lease) Path() string { return l.l.Path() }
+
+// Node returns the name of our node.
+func (l *Lease) Node() string { return l.l.Node() }
+
+// SessionID returns the ZooKeeper session id that owns our node.
+func (l *Lease) SessionID() int64 { return l.l.Epoch().SessionID() }
+
+// ID returns the participant id stored in our node.
+func (l *Lease) ID() string { return l.l.ID() }
+
+// Unlock gives up this hold. For a Reentrant lock it must be called by the
+// goroutine that locked (else ErrNotOwner and nothing changes), and the node
+// is deleted at the goroutine's last Unlock of that side. For RWMutex any
+// goroutine may call it. The node is deleted within ctx, or handed to the
+// session's guaranteed-delete queue if the connection is down or ctx ends,
+// so it never stays behind. Unlock after the lease was lost returns nil (the
+// engine already removed the node). Idempotent per handle.
+func (l *Lease) Unlock(ctx context.Context) error {
+	if l.re != nil {
+		if err := l.checkOwner(); err != nil {
+			return err
+		}
+		if !l.unlocked.CompareAndSwap(false, true) {
+			return nil
+		}
+		last, err := l.re.Exit(l.l)
+		if err != nil {
+			return fmt.Errorf("rwlock %s: %w", l.path, ErrNotOwner)
+		}
+		if !last {
+			return nil
+		}
+	} else {
+		l.unlocked.Store(true)
+	}
+	l.once.Do(func() { l.err = l.l.Release(ctx) })
+	return l.err
+}
+
+// checkOwner returns ErrNotOwner (wrapped) if this is a Reentrant lock's
+// handle and the calling goroutine is not the one that locked it.
+func (l *Lease) checkOwner() error {
+	if l.re != nil && goid.ID() != l.owner {
+		return fmt.Errorf("rwlock %s: %w", l.path, ErrNotOwner)
+	}
+	return nil
+}
+
+// WriteLease is the handle of a held write lock: a Lease (Side() == Write)
+// that can also be downgraded to a read lease.
+type WriteLease struct {
+	Lease
+	c  *core
+	rm *Reentrant // nil for RWMutex
+
+	down sync.Mutex // one Downgrade at a time
+}
+
+// Downgrade takes the read lock while this write lease holds the write lock,
+// then releases this hold of the write lock, and returns the read lease; no
+// writer can take the lock in between. As Curator 5.5+ does (CURATOR-621),
+// the read node is created EPHEMERAL with the write node's sequence
+// ("_c_<uuid>-__READ__<the writer's 10 digits>"), so it sorts before every
+// writer that queued while we wrote, and the create is conditional on the
+// write node still existing.
+//
+// ctx bounds the create (the read lock is held as soon as the node exists:
+// no waiting). Errors: the write lease's cause if it has ended (the write
+// lease was lost, unlocked or already downgraded), an error matching
+// ErrLockLost if our write node was deleted, ctx's error, ErrClosed, and
+// ZooKeeper errors; on error the write lease is left as it was. If the
+// write node cannot be deleted (ZooKeeper refuses it), the read lease is
+// unlocked too and the error returned.
+//
+// For a Reentrant lock, Downgrade must be called by the goroutine that
+// locked (else ErrNotOwner); it is that goroutine's RLock followed by this
+// handle's Unlock, so the write lock is released only if this was the
+// goroutine's last write hold, and the returned read handle is one more
+// hold if the goroutine already held the read lock.
+func (w *WriteLease) Downgrade(ctx context.Context) (*Lease, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("rwlock %s: %w: nil context", w.path, ErrBadOption)
+	}
+	if err := w.checkOwner(); err != nil {
+		return nil, err
+	}
+	w.down.Lock()
+	defer w.down.Unlock()
+	if w.unlocked.Load() {
+		return nil, fmt.Errorf("rwlock %s: downgrade of an unlocked write lease: %w", w.path, ErrReleased)
+	}
+	if err := w.Err(); err != nil {
+		return nil, fmt.Errorf("rwlock %s: downgrade: the write lease has ended: %w", w.path, err)
+	}
+	var r *Lease
+	var err error
+	if w.rm != nil {
+		r, err = w.rm.rlock(ctx, false) // the goroutine holds the write lock: placed beside it
+	} else {
+		var l *recipes.Lease
+		l, err = w.c.acquire(ctx, Read, false, w.l.Node())
+		if err == nil {
+			r = &Lease{l: l, side: Read, path: w.path}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Unlock(context.WithoutCancel(ctx)); err != nil {
+		_ = r.Unlock(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return r, nil
+}

@@ -1,0 +1,383 @@
+package rwlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/session"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// sidePairs are the (holder, waiter) sides that conflict.
+var sidePairs = []struct{ holder, waiter rwlock.Side }{
+	{rwlock.Write, rwlock.Read},
+	{rwlock.Read, rwlock.Write},
+	{rwlock.Write, rwlock.Write},
+}
+
+func pairName(k kind, h, w rwlock.Side) string {
+	return fmt.Sprintf("%s/%v-holder/%v-waiter", k.name, h, w)
+}
+
+// doneAsync stamps the end of a lease.
+func doneAsync(l *rwlock.Lease, clock *atomic.Int64) <-chan int64 {
+	ch := make(chan int64, 1)
+	go func() {
+		<-l.Done()
+		ch <- clock.Add(1)
+	}()
+	return ch
+}
+
+// TestHolderSessionExpired: standard policy; the holder's session is
+// expired on the server. Its lease must end before the waiter's acquire
+// returns.
+func TestHolderSessionExpired(t *testing.T) {
+	for _, k := range kinds {
+		for _, p := range sidePairs {
+			t.Run(pairName(k, p.holder, p.waiter), func(t *testing.T) {
+				ns := zktest.NewNamespace(t)
+				hs, tap := sessiontest.ConnectTap(t, ns)
+				holder := k.make(t, hs)
+				waiter := k.make(t, connect(t, ns))
+				ctx := ctxT(t)
+				hl, err := acquire(ctx, holder, p.holder, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var clock atomic.Int64
+				ended := doneAsync(hl, &clock)
+				got := lockAsync(t, ctx, waiter, p.waiter, &clock)
+				waitNodes(t, ns.Conn(t), ns, 2)
+				killed := time.Now()
+				sessiontest.Expire(t, hs, tap)
+				r := got.held(t)
+				endN := recv(t, ended, wait, "holder lease end")
+				t.Logf("expiry → holder end #%d (%v), waiter acquired #%d, %v after the expiry", endN, hl.Err(), r.n, time.Since(killed))
+				if endN > r.n {
+					t.Fatalf("waiter acquired (#%d) before the holder's lease ended (#%d)", r.n, endN)
+				}
+				if !errors.Is(hl.Err(), session.ErrSuspended) && !errors.Is(hl.Err(), session.ErrLost) {
+					t.Fatalf("holder cause = %v", hl.Err())
+				}
+				if err := hl.Unlock(ctx); err != nil {
+					t.Fatalf("Unlock of a lost lease: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// TestHolderPartitioned: standard policy; the holder is partitioned past its
+// session timeout. Its lease ends (Suspended) before the server expires the
+// session and the waiter acquires.
+func TestHolderPartitioned(t *testing.T) {
+	for _, k := range kinds {
+		for _, p := range sidePairs[:2] {
+			t.Run(pairName(k, p.holder, p.waiter), func(t *testing.T) {
+				ns := zktest.NewNamespace(t)
+				hs, proxy := sessiontest.ConnectProxy(t, ns)
+				holder := k.make(t, hs)
+				waiter := k.make(t, connect(t, ns))
+				ctx := ctxT(t)
+				hl, err := acquire(ctx, holder, p.holder, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var clock atomic.Int64
+				ended := doneAsync(hl, &clock)
+				got := lockAsync(t, ctx, waiter, p.waiter, &clock)
+				waitNodes(t, ns.Conn(t), ns, 2)
+				start := time.Now()
+				proxy.Partition()
+				defer proxy.Heal()
+				endN := recv(t, ended, wait, "holder lease end")
+				endAt := time.Since(start)
+				r := got.held(t)
+				t.Logf("partition → holder end %v (%v), waiter acquired %v after the partition", endAt, hl.Err(), time.Since(start))
+				if endN > r.n {
+					t.Fatal("waiter acquired before the holder's lease ended")
+				}
+				if !errors.Is(hl.Err(), session.ErrSuspended) {
+					t.Fatalf("holder cause = %v, want session.ErrSuspended", hl.Err())
+				}
+			})
+		}
+	}
+}
+
+// TestShortDisconnect: a connection drop shorter than the session timeout.
+// Standard policy: a held lease ends at Suspended and its node is deleted
+// once the connection is back, while a waiter keeps its place across the
+// cut. Session-only policy: the lease and its node survive.
+func TestShortDisconnect(t *testing.T) {
+	for _, k := range kinds {
+		for _, side := range []rwlock.Side{rwlock.Read, rwlock.Write} {
+			t.Run(fmt.Sprintf("%s/%v/standard", k.name, side), func(t *testing.T) {
+				ns := zktest.NewNamespace(t)
+				raw := ns.Conn(t)
+				hs, p := sessiontest.ConnectProxy(t, ns)
+				rec := sessiontest.Record(t, hs)
+				holder := k.make(t, hs)
+				other := k.make(t, connect(t, ns))
+				ctx := ctxT(t)
+				hl, err := acquire(ctx, holder, side, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p.Cut()
+				if err := waitDone(t, hl, wait); !errors.Is(err, session.ErrSuspended) {
+					t.Fatalf("cause = %v, want session.ErrSuspended", err)
+				}
+				rec.Wait(t, wait, session.Reconnected)
+				if hs.Epoch().SessionID() != hl.SessionID() {
+					t.Fatal("a short cut changed the session")
+				}
+				waitEmpty(t, raw, ns)
+				ol, err := acquire(ctx, other, rwlock.Write, true)
+				if err != nil {
+					t.Fatalf("TryLock after the lost lease: %v", err)
+				}
+				if err := hl.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				// The cut session now waits behind other's write; a cut keeps
+				// its place.
+				var clock atomic.Int64
+				got := lockAsync(t, ctx, holder, side, &clock)
+				waitNodes(t, raw, ns, 2)
+				p.Cut()
+				rec.Wait(t, wait, session.Reconnected)
+				u := clock.Add(1)
+				if err := ol.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				r := got.held(t)
+				if r.n < u {
+					t.Fatal("waiter acquired before the holder unlocked")
+				}
+				got.unlock(t)
+				waitEmpty(t, raw, ns)
+			})
+			t.Run(fmt.Sprintf("%s/%v/session-only", k.name, side), func(t *testing.T) {
+				ns := zktest.NewNamespace(t)
+				raw := ns.Conn(t)
+				hs, p := sessiontest.ConnectProxy(t, ns, session.WithLossPolicy(session.SessionOnly))
+				rec := sessiontest.Record(t, hs)
+				holder := k.make(t, hs)
+				other := k.make(t, connect(t, ns))
+				ctx := ctxT(t)
+				hl, err := acquire(ctx, holder, side, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p.Cut()
+				rec.Wait(t, wait, session.Suspended)
+				rec.Wait(t, wait, session.Reconnected)
+				if err := hl.Err(); err != nil {
+					t.Fatalf("session-only lease ended at a short cut: %v", err)
+				}
+				if ks := nodes(t, raw, ns); len(ks) != 1 || ks[0] != hl.Node() {
+					t.Fatalf("nodes %q, want the lease's %s", ks, hl.Node())
+				}
+				if _, err := other.TryLock(ctx); !errors.Is(err, rwlock.ErrLocked) {
+					t.Fatalf("TryLock beside a held lease: %v, want ErrLocked", err)
+				}
+				if err := hl.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				waitEmpty(t, raw, ns)
+			})
+		}
+	}
+}
+
+// TestPartitionShortCtx: an acquire whose connection is partitioned returns
+// within its ctx (plus the engine's brief cleanup grace), whether it was
+// queued before the partition or began during it; once the partition heals,
+// nothing of it is left.
+func TestPartitionShortCtx(t *testing.T) {
+	const bound = 400 * time.Millisecond
+	for _, k := range kinds {
+		for _, side := range []rwlock.Side{rwlock.Read, rwlock.Write} {
+			t.Run(fmt.Sprintf("%s/%v", k.name, side), func(t *testing.T) {
+				ns := zktest.NewNamespace(t)
+				raw := ns.Conn(t)
+				ctx := ctxT(t)
+				holder := k.make(t, connect(t, ns))
+				hl, err := holder.Lock(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ws, p, rd := connectReads(t, ns, session.WithSessionTimeout(10*time.Second))
+				rec := sessiontest.Record(t, ws)
+				waiter := k.make(t, ws)
+
+				// Queued before the partition.
+				qctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				res := make(chan error, 1)
+				go func() {
+					l, err := acquire(qctx, waiter, side, false)
+					if err == nil {
+						l.Unlock(ctx)
+						err = errors.New("acquired")
+					}
+					res <- err
+				}()
+				rd.waitRead(t, hl.Node())
+				p.Partition()
+				short, cancelShort := context.WithTimeout(ctx, bound)
+				defer cancelShort()
+				stop := context.AfterFunc(short, cancel)
+				defer stop()
+				start := time.Now()
+				err = recv(t, res, wait, "queued acquire")
+				queued := time.Since(start)
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("queued acquire: %v, want context.Canceled", err)
+				}
+
+				// Begun during the partition.
+				start = time.Now()
+				bctx, cancelB := context.WithTimeout(ctx, bound)
+				defer cancelB()
+				_, err = acquire(bctx, waiter, side, false)
+				begun := time.Since(start)
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("acquire during the partition: %v, want DeadlineExceeded", err)
+				}
+				t.Logf("ctx %v: queued acquire returned %v after the partition began, an acquire begun during it after %v", bound, queued, begun)
+				// A generous tolerance for a loaded machine; the engine's own
+				// overshoot is its 10 ms cleanup grace.
+				if limit := bound + time.Second; queued > limit || begun > limit {
+					t.Fatalf("acquires took %v and %v with a ctx of %v", queued, begun, bound)
+				}
+				p.Heal()
+				rec.Wait(t, wait, session.Reconnected)
+				zktest.Eventually(t, wait, func() bool {
+					ks := nodes(t, raw, ns)
+					return len(ks) == 1 && ks[0] == hl.Node()
+				}, "the waiter's node is left behind")
+				if err := hl.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
+}
+
+// TestThirdPartyDelete: someone deletes our node. A holder's lease ends with
+// ErrLockLost (and the waiter gets the lock); a waiter's acquire returns
+// ErrLockLost.
+func TestThirdPartyDelete(t *testing.T) {
+	for _, k := range kinds {
+		for _, p := range sidePairs {
+			t.Run(pairName(k, p.holder, p.waiter), func(t *testing.T) {
+				ns := zktest.NewNamespace(t)
+				raw := ns.Conn(t)
+				ctx := ctxT(t)
+				holder := k.make(t, connect(t, ns))
+				ws, _, rd := connectReads(t, ns)
+				waiter := k.make(t, ws)
+				third := k.make(t, connect(t, ns))
+				hl, err := acquire(ctx, holder, p.holder, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The waiter's node is deleted while it waits.
+				var clock atomic.Int64
+				wa := lockAsync(t, ctx, waiter, p.waiter, &clock)
+				rd.waitRead(t, hl.Node())
+				ks := waitNodes(t, raw, ns, 2)
+				if err := raw.Delete(ns.Path(lockPath)+"/"+ks[1], -1); err != nil {
+					t.Fatal(err)
+				}
+				if r := wa.result(t); !errors.Is(r.err, rwlock.ErrLockLost) {
+					t.Fatalf("waiter whose node was deleted: %v, want ErrLockLost", r.err)
+				}
+				// The holder's node is deleted: its lease ends, and a waiter
+				// gets the lock.
+				ta := lockAsync(t, ctx, third, p.waiter, &clock)
+				waitNodes(t, raw, ns, 2)
+				if err := raw.Delete(hl.Path(), -1); err != nil {
+					t.Fatal(err)
+				}
+				if err := waitDone(t, hl, wait); !errors.Is(err, rwlock.ErrLockLost) {
+					t.Fatalf("holder's lease: %v, want ErrLockLost", err)
+				}
+				ta.held(t)
+				if err := hl.Unlock(ctx); err != nil {
+					t.Fatalf("Unlock of a lost lease: %v", err)
+				}
+				ta.unlock(t)
+				waitEmpty(t, raw, ns)
+			})
+		}
+	}
+}
+
+// TestCancelWhileQueued: an acquire canceled (or timed out) while it waits
+// returns the ctx error and leaves nothing behind: the directory holds only
+// the holder's node, untouched.
+func TestCancelWhileQueued(t *testing.T) {
+	for _, k := range kinds {
+		for _, p := range sidePairs {
+			for _, want := range []error{context.Canceled, context.DeadlineExceeded} {
+				t.Run(pairName(k, p.holder, p.waiter)+"/"+strings.ReplaceAll(want.Error(), " ", "-"), func(t *testing.T) {
+					ns := zktest.NewNamespace(t)
+					raw := ns.Conn(t)
+					ctx := ctxT(t)
+					holder := k.make(t, connect(t, ns))
+					ws, _, rd := connectReads(t, ns)
+					waiter := k.make(t, ws)
+					hl, err := acquire(ctx, holder, p.holder, false)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var wctx context.Context
+					var cancel context.CancelFunc
+					if want == context.DeadlineExceeded {
+						wctx, cancel = context.WithTimeout(ctx, 500*time.Millisecond)
+					} else {
+						wctx, cancel = context.WithCancel(ctx)
+					}
+					defer cancel()
+					res := make(chan error, 1)
+					go func() {
+						l, err := acquire(wctx, waiter, p.waiter, false)
+						if err == nil {
+							l.Unlock(ctx)
+							err = errors.New("acquired")
+						}
+						res <- err
+					}()
+					if want == context.Canceled {
+						rd.waitRead(t, hl.Node())
+						cancel()
+					}
+					if err := recv(t, res, wait, "acquire result"); !errors.Is(err, want) {
+						t.Fatalf("acquire = %v, want %v", err, want)
+					}
+					if ks := nodes(t, raw, ns); len(ks) != 1 || ks[0] != hl.Node() {
+						t.Fatalf("nodes %q, want only the holder's %s", ks, hl.Node())
+					}
+					_, st, err := raw.Get(hl.Path())
+					if err != nil || st.EphemeralOwner != hl.SessionID() || st.Czxid != hl.Token() || hl.Err() != nil {
+						t.Fatalf("holder's node: stat %+v, %v; lease %v", st, err, hl.Err())
+					}
+					if err := hl.Unlock(ctx); err != nil {
+						t.Fatal(err)
+					}
+				})
+			}
+		}
+	}
+}

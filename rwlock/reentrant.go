@@ -1,0 +1,168 @@
+package rwlock
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/zkrecipes/zkrecipes/internal/goid"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/session"
+)
+
+// Reentrant is a fair distributed read-write lock, reentrant per goroutine
+// as Curator's InterProcessReadWriteLock is per thread, and wire-compatible
+// with it.
+//
+//   - A goroutine that holds a side may acquire it again: each acquire
+//     returns its own handle and needs its own Unlock, by that goroutine
+//     (else ErrNotOwner); the node goes at the last one.
+//   - A goroutine that holds the write lock may take the read lock
+//     (Curator's downgrade): its read node is placed beside its write node
+//     with the writer's sequence (as Curator 5.5+ does, CURATOR-621), so it
+//     holds at once and, once the goroutine unlocks the write lock, no
+//     writer queued meanwhile can take it while the goroutine reads.
+//     WriteLease.Downgrade does both steps.
+//   - A goroutine that holds the read lock and not the write lock gets
+//     ErrUpgrade from Lock and TryLock at once, before any node is created
+//     (Curator's acquire blocks for ever).
+//
+// Another goroutine, even in the same process, is another participant: its
+// acquires queue behind the holders, and handing guarded work to another
+// goroutine does not hand over the ownership. Use RWMutex when leases must
+// be released from other goroutines.
+//
+// A Reentrant is safe for concurrent use.
+type Reentrant struct {
+	c  *core
+	rd recipes.Reentrant // the goroutines' read holds
+	wr recipes.Reentrant // the goroutines' write holds
+}
+
+// NewReentrant returns a per-goroutine reentrant read-write lock on path. It
+// validates its arguments and does no I/O.
+func NewReentrant(sess *session.Session, path string, opts ...Option) (*Reentrant, error) {
+	c, err := newCore(sess, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Reentrant{c: c}, nil
+}
+
+// Path returns the lock's path as given to NewReentrant.
+func (m *Reentrant) Path() string { return m.c.path }
+
+// ServerPath returns the full server path of the lock directory.
+func (m *Reentrant) ServerPath() string { return m.c.in.Path() }
+
+// ID returns the participant id stored in our lock nodes.
+func (m *Reentrant) ID() string { return m.c.id }
+
+// Lock blocks until the calling goroutine holds the write lock and returns a
+// handle. If the goroutine holds the write lock already, Lock returns at once
+// (hold count + 1), or with an error wrapping the cause if that hold was lost
+// meanwhile. If it holds the read lock but not the write lock, Lock returns
+// an error matching ErrUpgrade at once. Otherwise it queues as RWMutex.Lock
+// does (same ctx, errors and cleanup).
+func (m *Reentrant) Lock(ctx context.Context) (*WriteLease, error) { return m.lock(ctx, false) }
+
+// TryLock is Lock without waiting: ErrLocked if another node sorts before
+// ours; it re-enters and refuses upgrades as Lock does.
+func (m *Reentrant) TryLock(ctx context.Context) (*WriteLease, error) { return m.lock(ctx, true) }
+
+func (m *Reentrant) lock(ctx context.Context, try bool) (*WriteLease, error) {
+	if ctx == nil {
+		return nil, m.c.nilCtx()
+	}
+	l, _, err := m.wr.Enter()
+	if l != nil {
+		if err != nil {
+			return nil, fmt.Errorf("rwlock %s: %w", m.c.path, err)
+		}
+		return m.writeHandle(l), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rwlock %s: %w", m.c.path, err)
+	}
+	if m.rd.Count() > 0 {
+		return nil, fmt.Errorf("rwlock %s: %w", m.c.path, ErrUpgrade)
+	}
+	l, err = m.c.acquire(ctx, Write, try, "")
+	if err != nil {
+		return nil, err
+	}
+	if err := m.wr.Add(l); err != nil {
+		// Cannot happen: only this goroutine adds for itself.
+		_ = l.Release(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("rwlock %s: %w", m.c.path, err)
+	}
+	return m.writeHandle(l), nil
+}
+
+func (m *Reentrant) writeHandle(l *recipes.Lease) *WriteLease {
+	return &WriteLease{Lease: Lease{l: l, side: Write, path: m.c.path, re: &m.wr, owner: goid.ID()}, c: m.c, rm: m}
+}
+
+// RLock blocks until the calling goroutine holds the read lock and returns a
+// handle. If the goroutine holds the read lock already, RLock returns at
+// once (hold count + 1), or with an error wrapping the cause if that hold
+// was lost. If it holds the write lock, it takes the read lock beside it
+// (a downgrade, see Reentrant): one create, no waiting; an error wrapping
+// the write lease's cause if that has ended. Otherwise it queues as
+// RWMutex.RLock does.
+func (m *Reentrant) RLock(ctx context.Context) (*Lease, error) { return m.rlock(ctx, false) }
+
+// TryRLock is RLock without waiting: ErrLocked if a writer sorts before our
+// node; it re-enters and downgrades as RLock does.
+func (m *Reentrant) TryRLock(ctx context.Context) (*Lease, error) { return m.rlock(ctx, true) }
+
+func (m *Reentrant) rlock(ctx context.Context, try bool) (*Lease, error) {
+	if ctx == nil {
+		return nil, m.c.nilCtx()
+	}
+	l, _, err := m.rd.Enter()
+	if l != nil {
+		if err != nil {
+			return nil, fmt.Errorf("rwlock %s: %w", m.c.path, err)
+		}
+		return m.readHandle(l), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rwlock %s: %w", m.c.path, err)
+	}
+	anchor := ""
+	if w := m.wr.Held(); w != nil {
+		if err := w.Err(); err != nil {
+			return nil, fmt.Errorf("rwlock %s: the write lock this goroutine holds has ended: %w", m.c.path, err)
+		}
+		anchor = w.Node()
+	}
+	l, err = m.c.acquire(ctx, Read, try, anchor)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.rd.Add(l); err != nil {
+		_ = l.Release(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("rwlock %s: %w", m.c.path, err)
+	}
+	return m.readHandle(l), nil
+}
+
+func (m *Reentrant) readHandle(l *recipes.Lease) *Lease {
+	return &Lease{l: l, side: Read, path: m.c.path, re: &m.rd, owner: goid.ID()}
+}
+
+// Holds returns the calling goroutine's hold counts of the read and the
+// write lock (Curator's isOwnedByCurrentThread, per side); a lost hold still
+// counts until it is unlocked.
+func (m *Reentrant) Holds() (read, write int) { return m.rd.Count(), m.wr.Count() }
+
+// Participants returns the lock's contenders in queue order, with the side
+// each holds or waits for and whether it holds it (ctx bounds the reads).
+func (m *Reentrant) Participants(ctx context.Context) ([]Participant, error) {
+	return m.c.participants(ctx)
+}
+
+// Close ends the leases of this lock (cause ErrClosed; their nodes are
+// deleted), makes waiting acquires return ErrClosed, and returns when every
+// goroutine it started has exited. Idempotent. The session stays open.
+func (m *Reentrant) Close() error { return m.c.in.Close() }
