@@ -67,7 +67,7 @@ func TestNormalPath(t *testing.T) {
 					t.Fatalf("participant %d: %+v, want %+v", i, p, wantPs[i])
 				}
 			}
-			if ps[0].Node != l1.Node() || ps[0].Czxid != l1.Token() || ps[0].Owner != l1.SessionID() {
+			if ps[0].Node != l1.Node() || ps[0].Token != l1.Token() || ps[0].SessionID != l1.SessionID() {
 				t.Fatalf("participant 0 %+v does not match lease %s", ps[0], l1.Node())
 			}
 			// A reader arriving now waits for the writer: TryRLock fails.

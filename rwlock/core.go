@@ -27,14 +27,14 @@ func (c *core) acquire(ctx context.Context, s Side, try bool, anchor string) (*r
 	}
 	l, err := c.in.TryAcquire(ctx, d, []byte(c.id))
 	if errors.Is(err, recipes.ErrWouldBlock) {
-		return nil, fmt.Errorf("rwlock %s: %w", c.path, ErrLocked)
+		return nil, recipes.NewError("rwlock", c.path, ErrLocked)
 	}
 	return l, err
 }
 
 // nilCtx returns the error for a nil context.
 func (c *core) nilCtx() error {
-	return fmt.Errorf("rwlock %s: %w: nil context", c.path, ErrBadOption)
+	return recipes.NewError("rwlock", c.path, fmt.Errorf("%w: nil context", ErrBadOption))
 }
 
 // Participant is one contender of the lock, as Participants reads it: the
@@ -43,15 +43,14 @@ func (c *core) nilCtx() error {
 // holds it.
 type Participant struct {
 	recipes.Participant
-	// Side is the side the node holds or waits for.
+	// Side is the side the node holds or waits for. The embedded Holds
+	// reports whether the node holds its side in the snapshot read: a writer
+	// when only its own downgrade read nodes sort before it, a reader when no
+	// writer with another sequence sorts before it. (A read node that Curator
+	// 5.4 creates for a downgrade is an ordinary sequential node; while
+	// writers queued before it remain, it is listed as waiting although its
+	// owner holds it.)
 	Side Side
-	// Holds reports whether the node holds its side in the snapshot read:
-	// a writer when only its own downgrade read nodes sort before it, a
-	// reader when no writer with another sequence sorts before it. (A read
-	// node that Curator 5.4 creates for a downgrade is an ordinary
-	// sequential node; while writers queued before it remain, it is listed
-	// as waiting although its owner holds it.)
-	Holds bool
 }
 
 // participants reads the lock directory: every read and write node in queue
@@ -74,8 +73,8 @@ func (c *core) participants(ctx context.Context) ([]Participant, error) {
 		if p.Marker == ReadMarker {
 			side = Read
 		}
-		held, _, _ := driverFor(side).Decide(kids, i)
-		out[i] = Participant{Participant: p, Side: side, Holds: held}
+		p.Holds, _, _ = driverFor(side).Decide(kids, i)
+		out[i] = Participant{Participant: p, Side: side}
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package rwlock
 
 import (
 	"errors"
+	"github.com/zkrecipes/zkrecipes/session"
 
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
@@ -25,7 +26,7 @@ var (
 	ErrNotOwner = errors.New("rwlock: released by a goroutine that does not hold it")
 	// ErrClosed is returned by calls after Close and by acquires waiting
 	// when Close was called; it is also the cause of leases ended by Close.
-	ErrClosed = errors.New("rwlock: closed")
+	ErrClosed = session.ErrClosed
 	// ErrBadOption is returned by constructors for an invalid option, and by
 	// calls given a nil context.
 	ErrBadOption = errors.New("rwlock: bad option")

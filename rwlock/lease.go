@@ -108,7 +108,7 @@ func (l *Lease) Unlock(ctx context.Context) error {
 		}
 		last, err := l.re.Exit(l.l)
 		if err != nil {
-			return fmt.Errorf("rwlock %s: %w", l.path, ErrNotOwner)
+			return recipes.NewError("rwlock", l.path, ErrNotOwner)
 		}
 		if !last {
 			return nil
@@ -124,7 +124,7 @@ func (l *Lease) Unlock(ctx context.Context) error {
 // handle and the calling goroutine is not the one that locked it.
 func (l *Lease) checkOwner() error {
 	if l.re != nil && goid.ID() != l.owner {
-		return fmt.Errorf("rwlock %s: %w", l.path, ErrNotOwner)
+		return recipes.NewError("rwlock", l.path, ErrNotOwner)
 	}
 	return nil
 }
@@ -162,7 +162,7 @@ type WriteLease struct {
 // hold if the goroutine already held the read lock.
 func (w *WriteLease) Downgrade(ctx context.Context) (*Lease, error) {
 	if ctx == nil {
-		return nil, fmt.Errorf("rwlock %s: %w: nil context", w.path, ErrBadOption)
+		return nil, recipes.NewError("rwlock", w.path, fmt.Errorf("%w: nil context", ErrBadOption))
 	}
 	if err := w.checkOwner(); err != nil {
 		return nil, err
@@ -170,10 +170,10 @@ func (w *WriteLease) Downgrade(ctx context.Context) (*Lease, error) {
 	w.down.Lock()
 	defer w.down.Unlock()
 	if w.unlocked.Load() {
-		return nil, fmt.Errorf("rwlock %s: downgrade of an unlocked write lease: %w", w.path, ErrReleased)
+		return nil, recipes.NewError("rwlock", w.path, fmt.Errorf("downgrade of an unlocked write lease: %w", ErrReleased))
 	}
 	if err := w.Err(); err != nil {
-		return nil, fmt.Errorf("rwlock %s: downgrade: the write lease has ended: %w", w.path, err)
+		return nil, recipes.NewError("rwlock", w.path, fmt.Errorf("downgrade: the write lease has ended: %w", err))
 	}
 	var r *Lease
 	var err error

@@ -39,7 +39,6 @@ func newCore(sess *session.Session, path string, opts []Option) (*core, error) {
 	io := []recipes.InternalsOption{
 		recipes.WithName("rwlock"),
 		recipes.WithNodeWatch(c.nodeWatch),
-		recipes.WithClosedError(ErrClosed),
 	}
 	if c.lg != nil {
 		io = append(io, recipes.WithLogger(c.lg))

@@ -76,15 +76,15 @@ func (m *Reentrant) lock(ctx context.Context, try bool) (*WriteLease, error) {
 	l, _, err := m.wr.Enter()
 	if l != nil {
 		if err != nil {
-			return nil, fmt.Errorf("rwlock %s: %w", m.c.path, err)
+			return nil, recipes.NewError("rwlock", m.c.path, err)
 		}
 		return m.writeHandle(l), nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("rwlock %s: %w", m.c.path, err)
+		return nil, recipes.NewError("rwlock", m.c.path, err)
 	}
 	if m.rd.Count() > 0 {
-		return nil, fmt.Errorf("rwlock %s: %w", m.c.path, ErrUpgrade)
+		return nil, recipes.NewError("rwlock", m.c.path, ErrUpgrade)
 	}
 	l, err = m.c.acquire(ctx, Write, try, "")
 	if err != nil {
@@ -93,7 +93,7 @@ func (m *Reentrant) lock(ctx context.Context, try bool) (*WriteLease, error) {
 	if err := m.wr.Add(l); err != nil {
 		// Cannot happen: only this goroutine adds for itself.
 		_ = l.Release(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("rwlock %s: %w", m.c.path, err)
+		return nil, recipes.NewError("rwlock", m.c.path, err)
 	}
 	return m.writeHandle(l), nil
 }
@@ -122,17 +122,17 @@ func (m *Reentrant) rlock(ctx context.Context, try bool) (*Lease, error) {
 	l, _, err := m.rd.Enter()
 	if l != nil {
 		if err != nil {
-			return nil, fmt.Errorf("rwlock %s: %w", m.c.path, err)
+			return nil, recipes.NewError("rwlock", m.c.path, err)
 		}
 		return m.readHandle(l), nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("rwlock %s: %w", m.c.path, err)
+		return nil, recipes.NewError("rwlock", m.c.path, err)
 	}
 	anchor := ""
 	if w := m.wr.Held(); w != nil {
 		if err := w.Err(); err != nil {
-			return nil, fmt.Errorf("rwlock %s: the write lock this goroutine holds has ended: %w", m.c.path, err)
+			return nil, recipes.NewError("rwlock", m.c.path, fmt.Errorf("the write lock this goroutine holds has ended: %w", err))
 		}
 		anchor = w.Node()
 	}
@@ -142,7 +142,7 @@ func (m *Reentrant) rlock(ctx context.Context, try bool) (*Lease, error) {
 	}
 	if err := m.rd.Add(l); err != nil {
 		_ = l.Release(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("rwlock %s: %w", m.c.path, err)
+		return nil, recipes.NewError("rwlock", m.c.path, err)
 	}
 	return m.readHandle(l), nil
 }

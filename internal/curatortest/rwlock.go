@@ -158,8 +158,8 @@ func (l *RWLock) WaitCycles(ctx context.Context) (writes, reads, violations int,
 	return v[0], v[1], v[2], nil
 }
 
-// BenchResult is Curator's side of the mixed benchmark.
-type BenchResult struct {
+// RWLockBenchResult is Curator's side of the mixed benchmark.
+type RWLockBenchResult struct {
 	// Ops is the number of lock cycles, Elapsed their wall time.
 	Ops     int
 	Elapsed time.Duration
@@ -170,29 +170,29 @@ type BenchResult struct {
 }
 
 // OpsPerSec returns Ops / Elapsed.
-func (b BenchResult) OpsPerSec() float64 { return float64(b.Ops) / b.Elapsed.Seconds() }
+func (b RWLockBenchResult) OpsPerSec() float64 { return float64(b.Ops) / b.Elapsed.Seconds() }
 
 // Bench runs the mixed workload on Curator: clients more Curator clients in
 // the JVM, one thread each with its own InterProcessReadWriteLock on the
 // path; client c0+i runs cycles rounds by the Writes rule, with an empty
 // critical section.
-func (l *RWLock) Bench(ctx context.Context, clients, cycles, c0 int) (BenchResult, error) {
+func (l *RWLock) Bench(ctx context.Context, clients, cycles, c0 int) (RWLockBenchResult, error) {
 	line, err := l.Call(ctx, fmt.Sprintf("bench %d %d %d", clients, cycles, c0), "BENCH")
 	if err != nil {
-		return BenchResult{}, err
+		return RWLockBenchResult{}, err
 	}
 	f := line.Fields()
 	if len(f) != 9 {
-		return BenchResult{}, fmt.Errorf("curatortest: %s: bad line %q", l.name, line.Text)
+		return RWLockBenchResult{}, fmt.Errorf("curatortest: %s: bad line %q", l.name, line.Text)
 	}
 	var v [8]int64
 	for i := range v {
 		if v[i], err = strconv.ParseInt(f[i+1], 10, 64); err != nil {
-			return BenchResult{}, fmt.Errorf("curatortest: %s: bad line %q: %w", l.name, line.Text, err)
+			return RWLockBenchResult{}, fmt.Errorf("curatortest: %s: bad line %q: %w", l.name, line.Text, err)
 		}
 	}
 	us := func(x int64) time.Duration { return time.Duration(x) * time.Microsecond }
-	return BenchResult{
+	return RWLockBenchResult{
 		Ops: int(v[0]), Elapsed: time.Duration(v[1]),
 		ReadP50: us(v[2]), ReadP99: us(v[3]), WriteP50: us(v[4]), WriteP99: us(v[5]),
 		Reads: int(v[6]), Writes: int(v[7]),

@@ -229,8 +229,8 @@ func (s *Semaphore) WaitCycles(ctx context.Context) (maxSeen int, err error) {
 	return strconv.Atoi(f[2])
 }
 
-// BenchResult is what a Bench run reports.
-type BenchResult struct {
+// SemaphoreBenchResult is what a Bench run reports.
+type SemaphoreBenchResult struct {
 	// Acquisitions is the number of leases taken.
 	Acquisitions int
 	// Elapsed is the run's wall time.
@@ -246,22 +246,22 @@ type BenchResult struct {
 // clients (sessions), each with an InterProcessSemaphoreV2 of max leases on
 // the program's path, take n leases in all, each held for hold. It blocks
 // until the Java side is done.
-func (s *Semaphore) Bench(ctx context.Context, clients, n int, hold time.Duration, max int) (BenchResult, error) {
+func (s *Semaphore) Bench(ctx context.Context, clients, n int, hold time.Duration, max int) (SemaphoreBenchResult, error) {
 	l, err := s.Call(ctx, fmt.Sprintf("bench %d %d %s %d", clients, n, msText(hold), max), "BENCH")
 	if err != nil {
-		return BenchResult{}, err
+		return SemaphoreBenchResult{}, err
 	}
 	f := l.Fields()
 	if len(f) != 6 {
-		return BenchResult{}, fmt.Errorf("curatortest: %s: bad line %q", s.name, l.Text)
+		return SemaphoreBenchResult{}, fmt.Errorf("curatortest: %s: bad line %q", s.name, l.Text)
 	}
 	var v [5]int64
 	for i := range v {
 		if v[i], err = strconv.ParseInt(f[i+1], 10, 64); err != nil {
-			return BenchResult{}, fmt.Errorf("curatortest: %s: bad line %q", s.name, l.Text)
+			return SemaphoreBenchResult{}, fmt.Errorf("curatortest: %s: bad line %q", s.name, l.Text)
 		}
 	}
-	return BenchResult{
+	return SemaphoreBenchResult{
 		Acquisitions: int(v[0]),
 		Elapsed:      time.Duration(v[1]) * time.Millisecond,
 		WaitP50:      time.Duration(v[2]) * time.Microsecond,
