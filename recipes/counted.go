@@ -456,8 +456,8 @@ func (c *counted) grantAll() ([]*Lease, error) {
 func (c *counted) fail(err error) error {
 	var out error
 	for _, a := range c.as {
-		if a.node == "" && c.ghosts {
-			a.ghosts = true
+		if c.ghosts {
+			a.ghosts = true // the sweep by UUID covers our node too
 		}
 		out = a.fail(err)
 	}

@@ -820,20 +820,21 @@ func (a *attempt) wait(watch string) error {
 func (a *attempt) fail(err error) error {
 	in := a.in
 	var done <-chan struct{}
+	tk := in.sess.Toolkit()
 	switch {
 	case a.ep == nil:
-	case a.node != "" && a.fixed != "":
+	case a.fixed != "" && (a.node != "" || a.ghosts):
 		// A fixed name may be the next holder's by now: delete it only
 		// while it carries our data, unique to this acquire.
-		done = in.sess.Toolkit().GuaranteedDeleteIfData(a.ep, a.node, a.data)
-	case a.node != "":
-		done = in.sess.Toolkit().GuaranteedDelete(a.ep, a.node, -1)
-	case a.ghosts && a.fixed != "":
-		done = in.sess.Toolkit().GuaranteedDeleteIfData(a.ep, a.fixed, a.data)
+		done = tk.GuaranteedDeleteIfData(a.ep, a.fixed, a.data)
 	case a.ghosts:
 		// A create whose reply was lost may have left a node we cannot
-		// name: the queue looks for our UUID.
-		done = in.sess.Toolkit().GuaranteedSweep(a.ep, in.path, ProtectedPrefix(a.uuid))
+		// name, besides the one we may have adopted or created since (on
+		// an ensemble, a lagging member can hide the ghost from findGhost):
+		// the queue deletes every child carrying our UUID, ours included.
+		done = tk.GuaranteedSweep(a.ep, in.path, ProtectedPrefix(a.uuid))
+	case a.node != "":
+		done = tk.GuaranteedDelete(a.ep, a.node, -1)
 	}
 	if done != nil {
 		in.awaitCleanup(a.user, done)

@@ -246,7 +246,9 @@ func (s *Session) runDeletes() {
 		case <-wait:
 		case <-done:
 			done = nil
-			t := time.NewTimer(closeDrainTimeout)
+			// An absolute bound set by Close: a request in flight when Close
+			// began does not extend it.
+			t := time.NewTimer(time.Until(s.drainBy))
 			defer t.Stop()
 			deadline = t.C
 		case <-deadline:

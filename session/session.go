@@ -66,6 +66,7 @@ type Session struct {
 	changed   chan struct{} // closed and replaced at every transition
 	subs      map[*Subscription]struct{}
 	closing   bool
+	drainBy   time.Time // set by Close before done is closed
 	closedCtx context.Context
 
 	gdMu    sync.Mutex
@@ -594,10 +595,8 @@ func (s *Session) Close() error {
 func (s *Session) close() {
 	s.mu.Lock()
 	s.closing = true
-	// With the connection down (or never up: Connect gave up) nobody would
-	// answer go-zookeeper's closeSession, and it would wait a second for
-	// the reply: close the sockets first, so that it fails at once.
-	connected := s.connUp
+	// The delete queue drains until this instant at the latest.
+	s.drainBy = time.Now().Add(closeDrainTimeout)
 	close(s.done)
 	var id int64
 	if s.epoch != nil {
@@ -625,7 +624,14 @@ func (s *Session) close() {
 	// down nobody answers and it takes that second. Closing the sockets then
 	// ends go-zookeeper's goroutines even if they wait on a silent server (a
 	// handshake waits up to 10 × ⅔ of the session timeout).
-	if !connected {
+	// With the connection down (or never up: Connect gave up) nobody would
+	// answer go-zookeeper's closeSession, and it would wait a second for
+	// the reply: close the sockets first, so that it fails at once. Decide
+	// on go-zookeeper's own state now, after the drain: the connection may
+	// have come back meanwhile (the state goroutine no longer records
+	// transitions once Close began), and then closeSession must be sent so
+	// that the server drops our ephemeral nodes at once.
+	if s.conn.State() != zk.StateHasSession {
 		s.closeUnconnected()
 	}
 	s.conn.Close()

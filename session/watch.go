@@ -72,9 +72,11 @@ func (e *watchEntry) settle(ev zk.Event, ok bool) zk.Event {
 }
 
 // takeIfFired reports whether the registration has fired, storing its
-// event if this call is the one that receives it. It never takes the
-// registry's lock, so it may run under it. Only for entries whose ready is
-// closed and err is nil.
+// event if this call is the one that receives it. It never blocks and never
+// takes the registry's lock, so it may run under it. A channel found closed
+// before the subscriber that received the event has stored it counts as
+// fired (that subscriber stores it in Event; settle waits for it, this does
+// not). Only for entries whose ready is closed and err is nil.
 func (e *watchEntry) takeIfFired() bool {
 	select {
 	case <-e.fired:
@@ -89,9 +91,6 @@ func (e *watchEntry) takeIfFired() bool {
 				close(e.fired)
 			})
 		}
-		// Closed: whoever received the event stores it before it does
-		// anything else (settle, or this function).
-		<-e.fired
 		return true
 	default:
 		return false
