@@ -462,6 +462,14 @@ func TestPlainCreateAndDirData(t *testing.T) {
 				if err != nil || st.Czxid != l.Token() {
 					t.Fatalf("token %d, czxid %v %v", l.Token(), st, err)
 				}
+				if i == 0 {
+					// Keep the directory (a container) from being reaped
+					// while it is empty between two acquires, which would
+					// restart its version: a child that matches no marker.
+					if _, err := raw.Create(ns.Path(dir)+"/pin", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+						t.Fatal(err)
+					}
+				}
 				l.Release(ctx)
 			}
 			data, st, err := raw.Get(ns.Path(dir))
