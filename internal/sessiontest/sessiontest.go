@@ -147,16 +147,6 @@ func Watches(t testing.TB, addr string, sid int64) map[string]bool {
 	return paths
 }
 
-// WaitWatching waits until session sid has a watch on path at the server
-// addr: the event a test must confirm before it assumes that a waiter has
-// decided to wait (its last request before it blocks is the one that sets
-// the watch). It fails the test after timeout.
-func WaitWatching(t testing.TB, addr string, sid int64, path string, timeout time.Duration) {
-	t.Helper()
-	zktest.Eventually(t, timeout, func() bool { return Watches(t, addr, sid)[path] },
-		"session 0x%x does not watch %s", sid, path)
-}
-
 // Recorder collects every transition of a Session from a Subscription.
 // It is safe for concurrent use.
 type Recorder struct {
