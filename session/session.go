@@ -264,6 +264,20 @@ func (s *Session) onEvent(ev zk.Event) {
 	if ev.Type != zk.EventSession {
 		return
 	}
+	if ev.State == zk.StateDisconnected {
+		// End the standard-policy leases now, on go-zookeeper's goroutine,
+		// rather than one hop later on the state goroutine: when a session
+		// is expired on the server at once, the server closes our
+		// connection only a round trip before it deletes our nodes, and the
+		// holder must be told before a waiter elsewhere can acquire. The
+		// state goroutine reports Suspended right after (its leaseStop is
+		// then a no-op). Only the lock is taken, never held across I/O.
+		s.mu.Lock()
+		if s.connUp && !s.closing && s.epoch != nil && s.epoch.live() {
+			s.leaseStop(causeErr(ErrSuspended, s.epoch.id))
+		}
+		s.mu.Unlock()
+	}
 	if ev.State == zk.StateConnecting {
 		s.evMu.Lock()
 		if s.onConnecting != nil {
