@@ -143,11 +143,12 @@ func kindNamed(t testing.TB, name string) lockKind {
 // and it is a race the holder wins only by a head start: zktest expires the
 // session by reconnecting with its credentials, so the server closes the
 // holder's connection one loopback round trip (plus the close-session commit)
-// before it deletes the holder's node; then the holder's client needs its
-// own goroutine hops to end the lease (go-zookeeper's event, the session's
-// goroutine) while the waiter's need theirs to return. With both cores busy
-// the holder lost it once in about a hundred runs (the waiter returned 3.6 ms
-// after the kill began, just before the holder's lease ended).
+// before it deletes the holder's node. The holder's lease ends in
+// go-zookeeper's event callback, on the goroutine that reads the closed
+// connection, with no further hop; the waiter needs the delete's commit, a
+// notification and its own goroutine's wake-up. (When the lease still ended
+// on the session's state goroutine, one hop later, the holder lost this race
+// once in about a hundred runs with both cores busy.)
 func TestHolderSessionKilled(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
