@@ -39,7 +39,7 @@ const cleanupTimeout = 5 * time.Second
 type elector struct {
 	sess *session.Session
 	path string // as the caller gave it
-	in   *recipes.Internals
+	in   *recipes.Engine
 	drv  recipes.Driver
 	data []byte
 	id   string
@@ -55,7 +55,7 @@ func newElector(sess *session.Session, path, marker string, cfg config) (*electo
 		lg = sess.Logger()
 	}
 	lg = lg.Named("leader")
-	in, err := recipes.NewInternals(sess, path,
+	in, err := recipes.NewEngine(sess, path,
 		recipes.WithName("leader"), recipes.WithLogger(lg),
 		recipes.WithKeepNodeUntilRelease(true))
 	if err != nil {
@@ -219,7 +219,7 @@ var errNilContext = fmt.Errorf("%w: nil context", ErrBadArgument)
 
 // participants lists the contenders in election order; the first leads
 // (Holds). A missing election path means no participants.
-func participants(ctx context.Context, in *recipes.Internals, drv recipes.Driver) ([]Participant, error) {
+func participants(ctx context.Context, in *recipes.Engine, drv recipes.Driver) ([]Participant, error) {
 	ps, err := in.Participants(ctx, drv)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil

@@ -59,11 +59,11 @@ func Leader(ctx context.Context, sess *session.Session, path string) (p Particip
 	return ps[0], true, nil
 }
 
-func observerInternals(sess *session.Session, path string) (*recipes.Internals, error) {
+func observerInternals(sess *session.Session, path string) (*recipes.Engine, error) {
 	if sess == nil {
 		return nil, recipes.NewError("leader", path, fmt.Errorf("%w: nil session", ErrBadArgument))
 	}
-	in, err := recipes.NewInternals(sess, path)
+	in, err := recipes.NewEngine(sess, path)
 	if err != nil {
 		return nil, recipes.NewError("leader", path, err)
 	}

@@ -36,7 +36,7 @@ import (
 type Lease struct {
 	l     *recipes.Lease
 	path  string
-	re    *recipes.Reentrant // Reentrant: Unlock must come from owner
+	re    *recipes.GoroutineHolds // Reentrant: Unlock must come from owner
 	owner uint64
 	held  *holds // the lock value's count for Held
 

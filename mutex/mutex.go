@@ -42,7 +42,7 @@ type Locker interface {
 // returns ErrLocked. For Curator's per-thread reentrancy use Reentrant. A
 // Mutex is safe for concurrent use.
 type Mutex struct {
-	in   *recipes.Internals
+	in   *recipes.Engine
 	path string
 	id   string
 	held holds

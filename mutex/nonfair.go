@@ -26,7 +26,7 @@ const NonFairNode = "lock"
 // Lock while this process holds the lock waits like any other. A NonFair is
 // safe for concurrent use.
 type NonFair struct {
-	in   *recipes.Internals
+	in   *recipes.Engine
 	path string
 	id   string
 	held holds

@@ -23,12 +23,12 @@ type config struct {
 }
 
 // newInternals builds the configuration and the engine every lock type runs on.
-func newInternals(sess *session.Session, path string, opts []Option) (*recipes.Internals, *config, error) {
+func newInternals(sess *session.Session, path string, opts []Option) (*recipes.Engine, *config, error) {
 	c, err := buildConfig(opts)
 	if err != nil {
 		return nil, nil, recipes.NewError("mutex", path, err)
 	}
-	in, err := recipes.NewInternals(sess, path, c.internalsOptions()...)
+	in, err := recipes.NewEngine(sess, path, c.internalsOptions()...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -51,8 +51,8 @@ func buildConfig(opts []Option) (*config, error) {
 	return c, nil
 }
 
-func (c *config) internalsOptions() []recipes.InternalsOption {
-	o := []recipes.InternalsOption{
+func (c *config) internalsOptions() []recipes.Option {
+	o := []recipes.Option{
 		recipes.WithName("mutex"),
 		recipes.WithNodeWatch(c.nodeWatch),
 	}

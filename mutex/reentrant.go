@@ -25,10 +25,10 @@ import (
 //
 // A Reentrant is safe for concurrent use.
 type Reentrant struct {
-	in   *recipes.Internals
+	in   *recipes.Engine
 	path string
 	id   string
-	re   recipes.Reentrant
+	re   recipes.GoroutineHolds
 	held holds
 }
 

@@ -57,7 +57,7 @@ type CountedSpec struct {
 	// Guard, if not nil, is a held lease of this session whose node the same
 	// transaction deletes (the semaphore's acquirer mutex): the create happens
 	// only while the guard's node exists, and releases it. The guard's
-	// Internals should not watch its nodes (WithNodeWatch(false)). Once the
+	// Engine should not watch its nodes (WithNodeWatch(false)). Once the
 	// transaction has run the guard is released (Err is ErrReleased) whatever
 	// AcquireCounted returns; otherwise the caller still owns it.
 	Guard *Lease
@@ -88,7 +88,7 @@ type CountedSpec struct {
 // ctx's error, ErrClosed, session.ErrLost and ZooKeeper errors; on every
 // failure our nodes are deleted before it returns (as Acquire's are). ctx
 // bounds everything. Safe for concurrent use.
-func (in *Internals) AcquireCounted(ctx context.Context, spec CountedSpec) ([]*Lease, error) {
+func (in *Engine) AcquireCounted(ctx context.Context, spec CountedSpec) ([]*Lease, error) {
 	if ctx == nil {
 		return nil, in.errf(fmt.Errorf("%w: nil context", ErrBadOption))
 	}
@@ -114,7 +114,7 @@ func (in *Internals) AcquireCounted(ctx context.Context, spec CountedSpec) ([]*L
 // counted is one AcquireCounted in progress: one attempt per node, sharing
 // the epoch, the lease context and the ctx.
 type counted struct {
-	in   *Internals
+	in   *Engine
 	spec CountedSpec
 	d    StandardDriver
 	ctx  context.Context // user's ctx merged with Close

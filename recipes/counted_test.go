@@ -20,9 +20,9 @@ func (trusting) TrustHandoff() bool { return true }
 
 var trustDriver = trusting{recipes.StandardDriver{Name: "lock-", MaxLeases: 1}}
 
-func newInternalsAt(t testing.TB, s *session.Session, path string, opts ...recipes.InternalsOption) *recipes.Internals {
+func newInternalsAt(t testing.TB, s *session.Session, path string, opts ...recipes.Option) *recipes.Engine {
 	t.Helper()
-	in, err := recipes.NewInternals(s, path, opts...)
+	in, err := recipes.NewEngine(s, path, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

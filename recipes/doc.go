@@ -148,6 +148,6 @@
 //
 // # Reentrancy
 //
-// Reentrant keeps per-goroutine hold counts (keyed by goroutine id, as
+// GoroutineHolds keeps per-goroutine hold counts (keyed by goroutine id, as
 // Curator keys by thread) for the recipes that are reentrant.
 package recipes

@@ -7,7 +7,7 @@ import (
 )
 
 // Driver says how one ordered recipe decides ownership. The engine
-// (Internals) creates a node named "_c_<uuid>-" + Marker() + sequence, sorts
+// (Engine) creates a node named "_c_<uuid>-" + Marker() + sequence, sorts
 // the directory's children with SortChildren(names, Markers()), and calls
 // Decide on every snapshot. A Driver must be safe for concurrent use; the
 // engine never modifies the slices it passes.

@@ -32,9 +32,9 @@ func ctxT(t testing.TB) context.Context {
 	return ctx
 }
 
-func newInternals(t testing.TB, s *session.Session, opts ...recipes.InternalsOption) *recipes.Internals {
+func newInternals(t testing.TB, s *session.Session, opts ...recipes.Option) *recipes.Engine {
 	t.Helper()
-	in, err := recipes.NewInternals(s, dir, opts...)
+	in, err := recipes.NewEngine(s, dir, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +350,7 @@ func TestDriverErrorCleansUp(t *testing.T) {
 	if ks := children(t, raw, ns); len(ks) != 0 {
 		t.Fatalf("nodes left: %q", ks)
 	}
-	if _, err := recipes.NewInternals(nil, dir); !errors.Is(err, recipes.ErrNilSession) {
+	if _, err := recipes.NewEngine(nil, dir); !errors.Is(err, recipes.ErrNilSession) {
 		t.Fatalf("nil session: %v", err)
 	}
 }
@@ -392,7 +392,7 @@ func TestCloseEndsAndJoins(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	raw := ns.Conn(t)
 	ctx := ctxT(t)
-	in, err := recipes.NewInternals(sessiontest.Connect(t, ns), dir, recipes.WithName("mine"))
+	in, err := recipes.NewEngine(sessiontest.Connect(t, ns), dir, recipes.WithName("mine"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,10 +434,10 @@ func TestCloseEndsAndJoins(t *testing.T) {
 func TestPlainCreateAndDirData(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		opts    []recipes.InternalsOption
+		opts    []recipes.Option
 		dirData []byte
 	}{
-		{"option", []recipes.InternalsOption{recipes.WithMultiCreate(false)}, nil},
+		{"option", []recipes.Option{recipes.WithMultiCreate(false)}, nil},
 		{"dir-data", nil, []byte("keep me")},
 		{"multi", nil, nil},
 	} {

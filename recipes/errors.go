@@ -19,12 +19,12 @@ var (
 	// ErrWouldBlock is returned by TryAcquire when the recipe is not
 	// immediately held; the node it created is already deleted.
 	ErrWouldBlock = errors.New("recipes: would block")
-	// ErrClosed is returned by calls on a closed Internals, by acquires that
+	// ErrClosed is returned by calls on a closed Engine, by acquires that
 	// were waiting when it was closed, and is the cause of leases Close ended.
 	// It is session.ErrClosed: one sentinel for "closed" across the library,
 	// whether the recipe or its session was closed.
 	ErrClosed = session.ErrClosed
-	// ErrBadPath is returned by NewInternals for an invalid recipe path. It is
+	// ErrBadPath is returned by NewEngine for an invalid recipe path. It is
 	// session.ErrBadPath.
 	ErrBadPath = session.ErrBadPath
 	// ErrNilSession is returned by constructors given a nil *session.Session.
@@ -35,10 +35,10 @@ var (
 	// ErrBadOption is returned for an invalid option value, and for an invalid
 	// argument of a call (a nil context, a nil lease); the message names it.
 	ErrBadOption = errors.New("recipes: bad option")
-	// ErrNotOwner is returned by Reentrant.Exit when the calling goroutine
+	// ErrNotOwner is returned by GoroutineHolds.Exit when the calling goroutine
 	// does not hold the lease.
 	ErrNotOwner = errors.New("recipes: released by a goroutine that does not hold it")
-	// ErrNoGoroutineID is returned by Reentrant when the calling goroutine's
+	// ErrNoGoroutineID is returned by GoroutineHolds when the calling goroutine's
 	// id cannot be read (an unexpected runtime stack format): reentrancy
 	// keyed by goroutine would then treat every goroutine as one owner.
 	ErrNoGoroutineID = errors.New("recipes: cannot identify the calling goroutine")

@@ -26,19 +26,19 @@ import (
 // the fastest wins: the lock is not fair, and a release wakes all waiters. id
 // is the participant id stored in the node. Blocking, errors and cleanup are
 // as for Acquire.
-func (in *Internals) AcquireFixed(ctx context.Context, name, id string) (*Lease, error) {
+func (in *Engine) AcquireFixed(ctx context.Context, name, id string) (*Lease, error) {
 	return in.acquireFixed(ctx, name, id, false)
 }
 
 // TryAcquireFixed is AcquireFixed without the wait: it returns an error
 // matching ErrWouldBlock if the node exists (held by someone else).
-func (in *Internals) TryAcquireFixed(ctx context.Context, name, id string) (*Lease, error) {
+func (in *Engine) TryAcquireFixed(ctx context.Context, name, id string) (*Lease, error) {
 	return in.acquireFixed(ctx, name, id, true)
 }
 
 // FixedHolder returns the holder of the fixed-node lock <dir>/name, or nil if
 // it is free. ctx bounds the requests.
-func (in *Internals) FixedHolder(ctx context.Context, name string) (*Participant, error) {
+func (in *Engine) FixedHolder(ctx context.Context, name string) (*Participant, error) {
 	if ctx == nil {
 		return nil, in.errf(fmt.Errorf("%w: nil context", ErrBadOption))
 	}
@@ -93,7 +93,7 @@ type getResult struct {
 	err  error
 }
 
-func (in *Internals) acquireFixed(ctx context.Context, name, id string, try bool) (*Lease, error) {
+func (in *Engine) acquireFixed(ctx context.Context, name, id string, try bool) (*Lease, error) {
 	if ctx == nil {
 		return nil, in.errf(fmt.Errorf("%w: nil context", ErrBadOption))
 	}
@@ -335,7 +335,7 @@ func (a *attempt) fixedExists() (held bool, err error) {
 //
 // After ep is over it checks on the current epoch: if our session id came
 // back (a Lost declared by the local timer), the node may still be there.
-func (in *Internals) deleteOwned(ctx context.Context, ep *session.Epoch, node string, data []byte) error {
+func (in *Engine) deleteOwned(ctx context.Context, ep *session.Epoch, node string, data []byte) error {
 	on := ep
 	if ep.Err() != nil {
 		cur, err := in.sess.WaitConnected(ctx)
@@ -412,7 +412,7 @@ func onSession(c *zk.Conn, sid int64) error {
 // guaranteed-delete queue, which deletes unconditionally. It returns the
 // error only when ZooKeeper refuses the delete (e.g. zk.ErrNoAuth), without
 // logging it: the caller reports it.
-func (in *Internals) deleteOwnedPersist(ep *session.Epoch, node string, data []byte) error {
+func (in *Engine) deleteOwnedPersist(ep *session.Epoch, node string, data []byte) error {
 	ctx, cancel := in.untilClosed()
 	defer cancel()
 	d := armPauseMin

@@ -14,12 +14,12 @@ import (
 )
 
 // fixedSetup connects a session, creates the recipe directory and returns an
-// Internals on it and the full path of the fixed node "n".
-func fixedSetup(t *testing.T) (*session.Session, *Internals, string) {
+// Engine on it and the full path of the fixed node "n".
+func fixedSetup(t *testing.T) (*session.Session, *Engine, string) {
 	t.Helper()
 	ns := zktest.NewNamespace(t)
 	s := sessiontest.Connect(t, ns)
-	in, err := NewInternals(s, "/fixed")
+	in, err := NewEngine(s, "/fixed")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,14 +17,14 @@ import (
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
-// Internals is the engine behind every ordered-children recipe (Curator's
+// Engine is the engine behind every ordered-children recipe (Curator's
 // LockInternals): one per recipe instance and path. It creates protected
 // EPHEMERAL_SEQUENTIAL contender nodes in the recipe directory, decides with a
 // Driver on sorted snapshots of the directory, waits on the predecessor with
 // a data watch, cleans up after every failure, and hands out Leases that end
 // when ownership ends. It is safe for concurrent use; it keeps no per-goroutine
-// state (see Reentrant for that).
-type Internals struct {
+// state (see GoroutineHolds for that).
+type Engine struct {
 	sess     *session.Session
 	path     string // full server path of the recipe directory
 	userPath string // the path as the caller gave it (for errors)
@@ -43,10 +43,10 @@ type Internals struct {
 	noMulti   atomic.Bool // create with a plain create (see createNode)
 }
 
-// NewInternals returns the engine for the recipe directory path (a recipe
+// NewEngine returns the engine for the recipe directory path (a recipe
 // path, without the session's namespace; Path returns the full server path).
 // It validates its arguments and does no I/O.
-func NewInternals(sess *session.Session, path string, opts ...InternalsOption) (*Internals, error) {
+func NewEngine(sess *session.Session, path string, opts ...Option) (*Engine, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		if o == nil {
@@ -68,7 +68,7 @@ func NewInternals(sess *session.Session, path string, opts ...InternalsOption) (
 		lg = sess.Logger().Named(cfg.name)
 	}
 	lg = lg.With(zap.String("path", full))
-	in := &Internals{sess: sess, path: full, userPath: path, cfg: cfg, lg: lg}
+	in := &Engine{sess: sess, path: full, userPath: path, cfg: cfg, lg: lg}
 	in.noMulti.Store(cfg.plainCreate)
 	in.ctx, in.cancel = context.WithCancelCause(context.Background())
 	return in, nil
@@ -76,21 +76,21 @@ func NewInternals(sess *session.Session, path string, opts ...InternalsOption) (
 
 // Path returns the full server path of the recipe directory (namespace
 // included).
-func (in *Internals) Path() string { return in.path }
+func (in *Engine) Path() string { return in.path }
 
 // Session returns the session the engine uses.
-func (in *Internals) Session() *session.Session { return in.sess }
+func (in *Engine) Session() *session.Session { return in.sess }
 
 // NodeWatch reports whether held leases watch their own node (WithNodeWatch).
-func (in *Internals) NodeWatch() bool { return in.cfg.nodeWatch }
+func (in *Engine) NodeWatch() bool { return in.cfg.nodeWatch }
 
-// Close ends every lease of this Internals (cause matching ErrClosed; their
+// Close ends every lease of this Engine (cause matching ErrClosed; their
 // nodes are deleted), makes waiting acquires return ErrClosed (after deleting
 // their nodes), and returns once every goroutine the engine started has
 // exited. Cleanup is bounded by the cleanup timeout; what cannot be deleted
 // then is left to the session's guaranteed-delete queue. Idempotent; later
 // calls return ErrClosed-matching errors. Returns nil.
-func (in *Internals) Close() error {
+func (in *Engine) Close() error {
 	in.closeOnce.Do(func() {
 		in.mu.Lock()
 		in.closed = true
@@ -103,13 +103,13 @@ func (in *Internals) Close() error {
 
 // closedErr returns the error for use after Close: it matches ErrClosed
 // (session.ErrClosed).
-func (in *Internals) closedErr() error { return in.errf(errClosed) }
+func (in *Engine) closedErr() error { return in.errf(errClosed) }
 
 // errf wraps err with the recipe name and the path as the caller gave it.
-func (in *Internals) errf(err error) error { return NewError(in.cfg.name, in.userPath, err) }
+func (in *Engine) errf(err error) error { return NewError(in.cfg.name, in.userPath, err) }
 
 // enter registers an operation for Close to wait for; false after Close.
-func (in *Internals) enter() bool {
+func (in *Engine) enter() bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.closed {
@@ -130,7 +130,7 @@ func (in *Internals) enter() bool {
 // loss), ErrLockLost when our node was deleted by someone else while we
 // waited, ErrBadDriver, and ZooKeeper errors (zk.ErrNoAuth, ...). Safe for
 // concurrent use.
-func (in *Internals) Acquire(ctx context.Context, d Driver, data []byte) (*Lease, error) {
+func (in *Engine) Acquire(ctx context.Context, d Driver, data []byte) (*Lease, error) {
 	return in.acquire(ctx, d, data, false)
 }
 
@@ -138,11 +138,11 @@ func (in *Internals) Acquire(ctx context.Context, d Driver, data []byte) (*Lease
 // directory once and returns the lease if d says it is held; otherwise it
 // deletes the node and returns an error matching ErrWouldBlock. ctx bounds
 // the requests (it still waits for a suspended connection within ctx).
-func (in *Internals) TryAcquire(ctx context.Context, d Driver, data []byte) (*Lease, error) {
+func (in *Engine) TryAcquire(ctx context.Context, d Driver, data []byte) (*Lease, error) {
 	return in.acquire(ctx, d, data, true)
 }
 
-func (in *Internals) acquire(ctx context.Context, d Driver, data []byte, try bool) (*Lease, error) {
+func (in *Engine) acquire(ctx context.Context, d Driver, data []byte, try bool) (*Lease, error) {
 	if ctx == nil {
 		return nil, in.errf(fmt.Errorf("%w: nil context", ErrBadOption))
 	}
@@ -158,10 +158,10 @@ func (in *Internals) acquire(ctx context.Context, d Driver, data []byte, try boo
 	return a.run()
 }
 
-// begin registers an acquire with the Internals (so Close waits for it) and
+// begin registers an acquire with the Engine (so Close waits for it) and
 // returns its context, canceled by Close with the closed error; end must be
-// called when the acquire returns. It fails once the Internals is closed.
-func (in *Internals) begin(ctx context.Context) (context.Context, func(), error) {
+// called when the acquire returns. It fails once the Engine is closed.
+func (in *Engine) begin(ctx context.Context) (context.Context, func(), error) {
 	if !in.enter() {
 		return nil, nil, in.closedErr()
 	}
@@ -176,7 +176,7 @@ func (in *Internals) begin(ctx context.Context) (context.Context, func(), error)
 
 // attempt is one acquire in progress.
 type attempt struct {
-	in   *Internals
+	in   *Engine
 	d    Driver
 	data []byte
 	ctx  context.Context // user's ctx merged with Close
@@ -397,7 +397,7 @@ func (a *attempt) recapture() error {
 }
 
 // ensureDir makes sure the recipe directory exists (container nodes), once.
-func (in *Internals) ensureDir(ctx context.Context) error {
+func (in *Engine) ensureDir(ctx context.Context) error {
 	if in.dirReady.Load() {
 		return nil
 	}
@@ -426,7 +426,7 @@ func (in *Internals) ensureDir(ctx context.Context) error {
 
 // checkDirData turns the multi-create off for a directory that holds data
 // (the multi's setData would overwrite it).
-func (in *Internals) checkDirData(st *zk.Stat) {
+func (in *Engine) checkDirData(st *zk.Stat) {
 	if st != nil && st.DataLength > 0 && !in.noMulti.Swap(true) {
 		in.lg.Info("the recipe directory holds data: creating nodes with a plain create (one more request per acquire)")
 	}
@@ -443,7 +443,7 @@ func (in *Internals) checkDirData(st *zk.Stat) {
 // extra request; the directory's data version grows. If the directory holds
 // data, or the setData is refused (an ACL without WRITE on the directory),
 // the engine falls back to a plain create and reads the token separately.
-func (in *Internals) createNode(conn *zk.Conn, p string, data []byte, flags int32) (string, int64, error) {
+func (in *Engine) createNode(conn *zk.Conn, p string, data []byte, flags int32) (string, int64, error) {
 	acl := in.sess.ACL()
 	if !in.noMulti.Load() {
 		res, err := conn.Multi(
@@ -859,7 +859,7 @@ const cleanupGrace = 10 * time.Millisecond
 // awaitCleanup waits for a queued delete (done) while the connection is up:
 // within ctx plus cleanupGrace, and at most the cleanup timeout. What is not
 // finished by then the session's queue finishes later.
-func (in *Internals) awaitCleanup(ctx context.Context, done <-chan struct{}) {
+func (in *Engine) awaitCleanup(ctx context.Context, done <-chan struct{}) {
 	if !up(in.sess) {
 		return
 	}
@@ -907,7 +907,7 @@ func ctxError(ctx context.Context) error {
 // when that session is gone (the server then has deleted it); after a Lost
 // declared by the local timer the same session id may come back with the
 // node still there, and then the queue deletes it.
-func (in *Internals) deleteNode(ctx context.Context, ep *session.Epoch, node string) {
+func (in *Engine) deleteNode(ctx context.Context, ep *session.Epoch, node string) {
 	if ep == nil {
 		return
 	}
@@ -916,7 +916,7 @@ func (in *Internals) deleteNode(ctx context.Context, ep *session.Epoch, node str
 
 // deleteRetry deletes node within ep, retrying connection errors; a missing
 // node counts as deleted.
-func (in *Internals) deleteRetry(ctx context.Context, ep *session.Epoch, node string) error {
+func (in *Engine) deleteRetry(ctx context.Context, ep *session.Epoch, node string) error {
 	return in.sess.Toolkit().Retry(ctx, ep, func(c *zk.Conn) error {
 		err := c.Delete(node, -1)
 		if errors.Is(err, zk.ErrNoNode) {
@@ -937,7 +937,7 @@ func up(s *session.Session) bool {
 }
 
 // untilClosed returns a context canceled the cleanup timeout after Close.
-func (in *Internals) untilClosed() (context.Context, context.CancelFunc) {
+func (in *Engine) untilClosed() (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
 	var timer *time.Timer
@@ -960,7 +960,7 @@ func (in *Internals) untilClosed() (context.Context, context.CancelFunc) {
 // Participants returns the contenders of the queue d describes, in order:
 // the holders first. A node that disappears while it is read is skipped. A
 // missing directory gives an empty list. ctx bounds the requests.
-func (in *Internals) Participants(ctx context.Context, d Driver) ([]Participant, error) {
+func (in *Engine) Participants(ctx context.Context, d Driver) ([]Participant, error) {
 	if ctx == nil {
 		return nil, in.errf(fmt.Errorf("%w: nil context", ErrBadOption))
 	}

@@ -24,7 +24,7 @@ func TestKeepNodeUntilRelease(t *testing.T) {
 	raw := ns.Conn(t)
 	ctx := ctxT(t)
 	s, p := sessiontest.ConnectProxy(t, ns)
-	in, err := recipes.NewInternals(s, dir, recipes.WithKeepNodeUntilRelease(true))
+	in, err := recipes.NewEngine(s, dir, recipes.WithKeepNodeUntilRelease(true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestKeepNodeUntilReleaseFixed(t *testing.T) {
 	raw := ns.Conn(t)
 	ctx := ctxT(t)
 	s, p := sessiontest.ConnectProxy(t, ns)
-	in, err := recipes.NewInternals(s, dir, recipes.WithKeepNodeUntilRelease(true))
+	in, err := recipes.NewEngine(s, dir, recipes.WithKeepNodeUntilRelease(true))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ import (
 //     by the local timer), so the server deletes (or has deleted) our node;
 //   - session.ErrClosed: the session was closed;
 //   - ErrLockLost: our node was deleted by someone else;
-//   - ErrClosed: the Internals (the recipe) was closed.
+//   - ErrClosed: the Engine (the recipe) was closed.
 //
 // Errors are wrapped (with the path or session id); match them with
 // errors.Is. Err is the up-to-date reason: a lease that ended at a suspension
@@ -43,13 +43,13 @@ import (
 // the connection is down), so a holder told it lost the lock never keeps
 // blocking others; with WithKeepNodeUntilRelease the node stays instead until
 // Release (or Close), unless the session expires. A Lease is safe for
-// concurrent use; it is not tied to a goroutine (see Reentrant).
+// concurrent use; it is not tied to a goroutine (see GoroutineHolds).
 //
 // A nil *Lease behaves as a lease that has ended: Done is closed, Err, the
 // cause of Context and Release's error match ErrBadOption (naming the nil
 // lease), and the other methods return zero values.
 type Lease struct {
-	in    *Internals
+	in    *Engine
 	ep    *session.Epoch
 	node  string // full path
 	name  string
@@ -85,7 +85,7 @@ type Lease struct {
 }
 
 // grant turns a winning attempt into a lease and starts its monitor.
-func (in *Internals) grant(a *attempt) (*Lease, error) {
+func (in *Engine) grant(a *attempt) (*Lease, error) {
 	l := &Lease{
 		in: in, ep: a.ep, node: a.node, name: a.name, id: string(a.data), token: a.czxid, seq: a.seq,
 		relDone: make(chan struct{}), released: make(chan struct{}), monitorDone: make(chan struct{}),
@@ -278,7 +278,7 @@ func (l *Lease) Release(ctx context.Context) error {
 
 // release deletes a released node (see Lease.Release). With ctx already
 // ended it sends nothing and queues the delete.
-func (in *Internals) release(ctx context.Context, ep *session.Epoch, node string) error {
+func (in *Engine) release(ctx context.Context, ep *session.Epoch, node string) error {
 	if ep.Err() != nil || !up(in.sess) || ctx.Err() != nil {
 		// See deleteNode for a lost epoch.
 		in.sess.Toolkit().GuaranteedDelete(ep, node, -1)

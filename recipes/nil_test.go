@@ -104,19 +104,19 @@ func TestNilInputs(t *testing.T) {
 	data := []byte("id")
 
 	checkNilCases(t, raw, ns.Root, []nilCase{
-		{"NewInternals nil session", func(t *testing.T) error {
-			in, err := recipes.NewInternals(nil, dir)
+		{"NewEngine nil session", func(t *testing.T) error {
+			in, err := recipes.NewEngine(nil, dir)
 			if in != nil {
-				t.Errorf("NewInternals returned an engine")
+				t.Errorf("NewEngine returned an engine")
 			}
 			return err
 		}, recipes.ErrNilSession, "nil session"},
-		{"NewInternals nil option", func(*testing.T) error {
-			_, err := recipes.NewInternals(s, dir, nil)
+		{"NewEngine nil option", func(*testing.T) error {
+			_, err := recipes.NewEngine(s, dir, nil)
 			return err
 		}, recipes.ErrBadOption, "nil option"},
-		{"NewInternals empty path", func(*testing.T) error {
-			_, err := recipes.NewInternals(s, "")
+		{"NewEngine empty path", func(*testing.T) error {
+			_, err := recipes.NewEngine(s, "")
 			return err
 		}, recipes.ErrBadPath, "empty"},
 		{"Acquire nil ctx", func(t *testing.T) error {
@@ -172,8 +172,8 @@ func TestNilInputs(t *testing.T) {
 			_, err := in.Participants(ctx, (*ptrDriver)(nil))
 			return err
 		}, recipes.ErrBadDriver, "nil"},
-		{"Reentrant.Add nil lease", func(t *testing.T) error {
-			var r recipes.Reentrant
+		{"GoroutineHolds.Add nil lease", func(t *testing.T) error {
+			var r recipes.GoroutineHolds
 			err := r.Add(nil)
 			if n := r.Holds(); n != 0 {
 				t.Errorf("Holds = %d after Add(nil)", n)

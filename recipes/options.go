@@ -7,8 +7,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// InternalsOption configures NewInternals.
-type InternalsOption func(*config) error
+// Option configures NewEngine.
+type Option func(*config) error
 
 type config struct {
 	nodeWatch      bool
@@ -34,7 +34,7 @@ const defaultCleanupTimeout = 5 * time.Second
 // fires when it deletes its node). Without it, a third-party deletion is only
 // seen by the next waiter, and the holder keeps believing it holds the lock
 // until its session ends.
-func WithNodeWatch(on bool) InternalsOption {
+func WithNodeWatch(on bool) Option {
 	return func(c *config) error { c.nodeWatch = on; return nil }
 }
 
@@ -48,13 +48,13 @@ func WithNodeWatch(on bool) InternalsOption {
 // node of a session that really expired: the server deletes it with the
 // session. A node deleted by a third party (ErrLockLost) is gone already.
 // Each ended lease keeps its goroutine until Release or Close.
-func WithKeepNodeUntilRelease(on bool) InternalsOption {
+func WithKeepNodeUntilRelease(on bool) Option {
 	return func(c *config) error { c.keepNode = on; return nil }
 }
 
 // WithLogger sets the logger (default: the session's logger, named after the
 // recipe).
-func WithLogger(lg *zap.Logger) InternalsOption {
+func WithLogger(lg *zap.Logger) Option {
 	return func(c *config) error {
 		if lg == nil {
 			return fmt.Errorf("%w: nil logger", ErrBadOption)
@@ -66,7 +66,7 @@ func WithLogger(lg *zap.Logger) InternalsOption {
 
 // WithName names the recipe in error messages and the logger, e.g. "mutex"
 // (default "recipes").
-func WithName(name string) InternalsOption {
+func WithName(name string) Option {
 	return func(c *config) error {
 		if name == "" {
 			return fmt.Errorf("%w: empty name", ErrBadOption)
@@ -79,7 +79,7 @@ func WithName(name string) InternalsOption {
 // WithCleanupTimeout bounds the detached delete of a node abandoned by a
 // failed or canceled acquire (default 5s). After it, the delete is handed to
 // the session's guaranteed-delete queue.
-func WithCleanupTimeout(d time.Duration) InternalsOption {
+func WithCleanupTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
 			return fmt.Errorf("%w: cleanup timeout %v", ErrBadOption, d)
@@ -95,6 +95,6 @@ func WithCleanupTimeout(d time.Duration) InternalsOption {
 // package documentation). With false, a plain create is used and the token is
 // read from our node: one more read per acquire, and the directory is never
 // written.
-func WithMultiCreate(on bool) InternalsOption {
+func WithMultiCreate(on bool) Option {
 	return func(c *config) error { c.plainCreate = !on; return nil }
 }

@@ -77,7 +77,7 @@ func (a *attempt) createOn(c *zk.Conn, base string) (string, int64, error) {
 // an empty setData on the recipe directory that returns our czxid (the
 // fencing token). Without the setData (plain-create mode) the token is read
 // later.
-func (in *Internals) createPlaced(conn *zk.Conn, p string, data []byte, anchor string) (string, int64, error) {
+func (in *Engine) createPlaced(conn *zk.Conn, p string, data []byte, anchor string) (string, int64, error) {
 	withToken := !in.noMulti.Load()
 	ops := []any{
 		&zk.CheckVersionRequest{Path: anchor, Version: -1},

@@ -7,7 +7,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/goid"
 )
 
-// Reentrant keeps per-goroutine hold counts for a reentrant recipe, as
+// GoroutineHolds keeps per-goroutine hold counts for a reentrant recipe, as
 // Curator's InterProcessMutex keeps per-thread ones: the owner of a lease is
 // the goroutine that acquired it; the same goroutine may enter again (the
 // count grows), each entry needs an exit, and the last exit tells the caller
@@ -20,8 +20,8 @@ import (
 // owner; Enter, Add and Exit then refuse with an error matching
 // ErrNoGoroutineID instead of sharing a hold between goroutines.
 //
-// The zero value is ready to use; a Reentrant is safe for concurrent use.
-type Reentrant struct {
+// The zero value is ready to use; a GoroutineHolds is safe for concurrent use.
+type GoroutineHolds struct {
 	mu    sync.Mutex
 	holds map[uint64]*hold
 }
@@ -38,9 +38,9 @@ type hold struct {
 // the lease with an error wrapping its cause: the caller must release its
 // outer holds before it can acquire again. If the goroutine cannot be
 // identified it returns (nil, 0, err) with err matching ErrNoGoroutineID.
-func (r *Reentrant) Enter() (*Lease, int, error) { return r.enter(goid.ID()) }
+func (r *GoroutineHolds) Enter() (*Lease, int, error) { return r.enter(goid.ID()) }
 
-func (r *Reentrant) enter(id uint64) (*Lease, int, error) {
+func (r *GoroutineHolds) enter(id uint64) (*Lease, int, error) {
 	if id == 0 {
 		return nil, 0, ErrNoGoroutineID
 	}
@@ -60,9 +60,9 @@ func (r *Reentrant) enter(id uint64) (*Lease, int, error) {
 // Add records l as held by the calling goroutine, with a count of 1. If l is
 // nil (ErrBadOption), the goroutine already holds a lease, or it cannot be
 // identified (ErrNoGoroutineID), it returns an error and records nothing.
-func (r *Reentrant) Add(l *Lease) error { return r.add(goid.ID(), l) }
+func (r *GoroutineHolds) Add(l *Lease) error { return r.add(goid.ID(), l) }
 
-func (r *Reentrant) add(id uint64, l *Lease) error {
+func (r *GoroutineHolds) add(id uint64, l *Lease) error {
 	if l == nil {
 		return fmt.Errorf("%w: nil lease", ErrBadOption)
 	}
@@ -85,9 +85,9 @@ func (r *Reentrant) add(id uint64, l *Lease) error {
 // last == true when the count reached zero (the record is gone; the caller
 // releases l), and an error matching ErrNotOwner if the calling goroutine does
 // not hold l (nothing changes then), or ErrNoGoroutineID.
-func (r *Reentrant) Exit(l *Lease) (last bool, err error) { return r.exit(goid.ID(), l) }
+func (r *GoroutineHolds) Exit(l *Lease) (last bool, err error) { return r.exit(goid.ID(), l) }
 
-func (r *Reentrant) exit(id uint64, l *Lease) (last bool, err error) {
+func (r *GoroutineHolds) exit(id uint64, l *Lease) (last bool, err error) {
 	if id == 0 {
 		return false, ErrNoGoroutineID
 	}
@@ -107,9 +107,9 @@ func (r *Reentrant) exit(id uint64, l *Lease) (last bool, err error) {
 
 // Count returns the calling goroutine's hold count (0 if it holds nothing or
 // cannot be identified).
-func (r *Reentrant) Count() int { return r.countOf(goid.ID()) }
+func (r *GoroutineHolds) Count() int { return r.countOf(goid.ID()) }
 
-func (r *Reentrant) countOf(id uint64) int {
+func (r *GoroutineHolds) countOf(id uint64) int {
 	if id == 0 {
 		return 0
 	}
@@ -122,7 +122,7 @@ func (r *Reentrant) countOf(id uint64) int {
 }
 
 // Holds returns how many goroutines hold a lease.
-func (r *Reentrant) Holds() int {
+func (r *GoroutineHolds) Holds() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.holds)

@@ -7,9 +7,9 @@ import "github.com/zkrecipes/zkrecipes/internal/goid"
 // be identified. The lease may have ended; check its Err. A read-write lock
 // uses it to find the write lease a goroutine holds when that goroutine asks
 // for the read lock (a downgrade).
-func (r *Reentrant) Held() *Lease { return r.held(goid.ID()) }
+func (r *GoroutineHolds) Held() *Lease { return r.held(goid.ID()) }
 
-func (r *Reentrant) held(id uint64) *Lease {
+func (r *GoroutineHolds) held(id uint64) *Lease {
 	if id == 0 {
 		return nil
 	}

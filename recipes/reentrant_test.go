@@ -12,7 +12,7 @@ func fakeLease() (*Lease, context.CancelCauseFunc) {
 }
 
 func TestReentrantCounts(t *testing.T) {
-	var r Reentrant
+	var r GoroutineHolds
 	l, cancel := fakeLease()
 	defer cancel(nil)
 	if got, n, err := r.Enter(); got != nil || n != 0 || err != nil {
@@ -65,7 +65,7 @@ func TestReentrantCounts(t *testing.T) {
 }
 
 func TestReentrantEndedLease(t *testing.T) {
-	var r Reentrant
+	var r GoroutineHolds
 	l, cancel := fakeLease()
 	if err := r.Add(l); err != nil {
 		t.Fatal(err)
@@ -82,9 +82,9 @@ func TestReentrantEndedLease(t *testing.T) {
 
 // TestReentrantRefusesUnknownGoroutine: when the goroutine id cannot be read
 // (goid.ID returns 0 on an unexpected stack header), every goroutine would
-// share id 0 and re-enter each other's holds; Reentrant refuses instead.
+// share id 0 and re-enter each other's holds; GoroutineHolds refuses instead.
 func TestReentrantRefusesUnknownGoroutine(t *testing.T) {
-	var r Reentrant
+	var r GoroutineHolds
 	l, cancel := fakeLease()
 	defer cancel(nil)
 	if err := r.add(0, l); !errors.Is(err, ErrNoGoroutineID) {
@@ -110,7 +110,7 @@ func TestReentrantRefusesUnknownGoroutine(t *testing.T) {
 }
 
 func TestReentrantHeld(t *testing.T) {
-	var r Reentrant
+	var r GoroutineHolds
 	if r.Held() != nil {
 		t.Fatal("Held on empty")
 	}

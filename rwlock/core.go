@@ -10,7 +10,7 @@ import (
 
 // core is what both lock kinds share: the engine and the identity.
 type core struct {
-	in   *recipes.Internals
+	in   *recipes.Engine
 	path string
 	id   string
 }

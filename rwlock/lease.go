@@ -52,7 +52,7 @@ type Lease struct {
 	path string
 	// A Reentrant lock's lease: Unlock must come from the owner goroutine,
 	// and goes through the hold count in re.
-	re    *recipes.Reentrant
+	re    *recipes.GoroutineHolds
 	owner uint64
 
 	unlocked atomic.Bool

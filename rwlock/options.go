@@ -36,7 +36,7 @@ func newCore(sess *session.Session, path string, opts []Option) (*core, error) {
 	if !c.idSet {
 		c.id = participant.LocalID()
 	}
-	io := []recipes.InternalsOption{
+	io := []recipes.Option{
 		recipes.WithName("rwlock"),
 		recipes.WithNodeWatch(c.nodeWatch),
 	}
@@ -46,7 +46,7 @@ func newCore(sess *session.Session, path string, opts []Option) (*core, error) {
 	if c.cleanup > 0 {
 		io = append(io, recipes.WithCleanupTimeout(c.cleanup))
 	}
-	in, err := recipes.NewInternals(sess, path, io...)
+	in, err := recipes.NewEngine(sess, path, io...)
 	if err != nil {
 		return nil, err
 	}

@@ -34,8 +34,8 @@ import (
 // A Reentrant is safe for concurrent use.
 type Reentrant struct {
 	c  *core
-	rd recipes.Reentrant // the goroutines' read holds
-	wr recipes.Reentrant // the goroutines' write holds
+	rd recipes.GoroutineHolds // the goroutines' read holds
+	wr recipes.GoroutineHolds // the goroutines' write holds
 }
 
 // NewReentrant returns a per-goroutine reentrant read-write lock on path. It

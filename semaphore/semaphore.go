@@ -57,8 +57,8 @@ var (
 // A Semaphore is safe for concurrent use; its leases are not tied to
 // goroutines.
 type Semaphore struct {
-	locks  *recipes.Internals // <path>/locks: the acquirer mutex
-	leases *recipes.Internals // <path>/leases: the lease nodes
+	locks  *recipes.Engine // <path>/locks: the acquirer mutex
+	leases *recipes.Engine // <path>/leases: the lease nodes
 	path   string
 	id     string
 	max    int          // fixed maximum; 0 with a SharedCount
@@ -117,7 +117,7 @@ func newSemaphore(sess *session.Session, path string, max int, count *SharedCoun
 	if err := session.ValidatePath(path); err != nil {
 		return nil, recipes.NewError("semaphore", path, fmt.Errorf("%w: %w", ErrBadPath, err))
 	}
-	base := []recipes.InternalsOption{recipes.WithName("semaphore")}
+	base := []recipes.Option{recipes.WithName("semaphore")}
 	if c.lg != nil {
 		base = append(base, recipes.WithLogger(c.lg))
 	}
@@ -126,11 +126,11 @@ func newSemaphore(sess *session.Session, path string, max int, count *SharedCoun
 	}
 	// The acquirer mutex is held for a round trip or two; watching its own
 	// node would cost a request per acquire for nothing (see lockDriver).
-	locks, err := recipes.NewInternals(sess, join(path, LocksDir), append(base, recipes.WithNodeWatch(false))...)
+	locks, err := recipes.NewEngine(sess, join(path, LocksDir), append(base, recipes.WithNodeWatch(false))...)
 	if err != nil {
 		return nil, err
 	}
-	leases, err := recipes.NewInternals(sess, join(path, LeasesDir), append(base, recipes.WithNodeWatch(c.nodeWatch))...)
+	leases, err := recipes.NewEngine(sess, join(path, LeasesDir), append(base, recipes.WithNodeWatch(c.nodeWatch))...)
 	if err != nil {
 		return nil, err
 	}
