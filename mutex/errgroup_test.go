@@ -1,0 +1,87 @@
+package mutex_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// TestErrgroupChildrenQueueBehindParent (issue 10): with the default,
+// non-reentrant Mutex, a parent goroutine that holds the lock may start
+// children (as an errgroup does) that take the same lock: they queue behind
+// the parent instead of deadlocking or re-entering, the parent's lease may be
+// unlocked from a child, and Held says whether this process holds the lock.
+func TestErrgroupChildrenQueueBehindParent(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	m, err := mutex.New(connect(t, ns), lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx := ctxT(t)
+	if m.Held() {
+		t.Fatal("Held before any Lock")
+	}
+	parent, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Held() {
+		t.Fatal("Held false while the parent holds the lock")
+	}
+
+	const children = 3
+	var wg sync.WaitGroup
+	errs := make(chan error, children+1)
+	var mu sync.Mutex
+	inside := 0 // children inside the critical section at once
+	for i := 0; i < children; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := m.Lock(ctx)
+			if err != nil {
+				errs <- err
+				return
+			}
+			mu.Lock()
+			inside++
+			if inside != 1 {
+				errs <- errors.New("two children held the lock at once")
+			}
+			mu.Unlock()
+			if parent.Err() == nil {
+				errs <- errors.New("a child held the lock while the parent's lease was live")
+			}
+			mu.Lock()
+			inside--
+			mu.Unlock()
+			if err := l.Unlock(ctx); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	// The children are queued behind the parent (their nodes exist) before
+	// one of them is handed the parent's lease to unlock.
+	waitKids(t, raw, ns, 1+children)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := parent.Unlock(ctx); err != nil { // unlocked by another goroutine
+			errs <- err
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	waitKids(t, raw, ns, 0)
+	if m.Held() {
+		t.Fatal("Held after every lease was unlocked")
+	}
+}
