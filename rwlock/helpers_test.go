@@ -194,10 +194,11 @@ func recv[T any](t testing.TB, ch <-chan T, d time.Duration, what string) T {
 
 // result is an acquire's outcome stamped with a global event number.
 type result struct {
-	l   *rwlock.Lease
-	err error
-	n   int64
-	at  time.Time
+	l    *rwlock.Lease
+	err  error
+	n    int64
+	at   time.Time
+	then bool // lockAsyncThen's check, made as the acquire returned
 }
 
 // async is an acquire running in its own goroutine, which also does the
@@ -215,13 +216,24 @@ type async struct {
 // lockAsync runs one acquire of side in a goroutine and stamps its return.
 // The goroutine unlocks when asked (unlock) or at the test's end.
 func lockAsync(t testing.TB, ctx context.Context, lk locker, side rwlock.Side, clock *atomic.Int64) *async {
+	return lockAsyncThen(t, ctx, lk, side, clock, nil)
+}
+
+// lockAsyncThen is lockAsync that also calls then on the acquiring goroutine
+// the moment the acquire returns (before anything else runs there), and
+// records its answer in the result's then field: the exact order of an
+// event against the acquire, free of other goroutines' scheduling.
+func lockAsyncThen(t testing.TB, ctx context.Context, lk locker, side rwlock.Side, clock *atomic.Int64, then func() bool) *async {
 	a := &async{res: make(chan result, 1), unlockReq: make(chan struct{}), unlockErr: make(chan error, 1), stop: make(chan struct{}), clock: clock}
 	done := make(chan struct{})
 	ctx, cancel := context.WithCancel(ctx)
 	go func() {
 		defer close(done)
 		l, err := acquire(ctx, lk, side, false)
-		a.res <- result{l, err, clock.Add(1), time.Now()}
+		thenOK := then != nil && then()
+		r := result{l: l, err: err, n: clock.Add(1), at: time.Now()}
+		r.then = thenOK
+		a.res <- r
 		if err != nil {
 			return
 		}
