@@ -45,6 +45,12 @@ func cbIsDeadline(err error) bool { return errors.Is(err, context.DeadlineExceed
 // awaited, so that the test ends on code that ignores ctx.
 func cbMeasure(t *testing.T, name string, heal func(), call func(ctx context.Context) error, ok func(error) bool) {
 	t.Helper()
+	cbMeasureWithin(t, name, cbTolerance, heal, call, ok)
+}
+
+// cbMeasureWithin is cbMeasure with another tolerance.
+func cbMeasureWithin(t *testing.T, name string, tolerance time.Duration, heal func(), call func(ctx context.Context) error, ok func(error) bool) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), cbCtx)
 	defer cancel()
 	done := make(chan error, 1)
@@ -71,8 +77,8 @@ func cbMeasure(t *testing.T, name string, heal func(), call func(ctx context.Con
 	if !ok(err) {
 		t.Errorf("%s = %v", name, err)
 	}
-	if took > cbCtx+cbTolerance {
-		t.Errorf("%s returned %v after it began, with a ctx of %v: want at most %v", name, took.Round(time.Millisecond), cbCtx, cbCtx+cbTolerance)
+	if took > cbCtx+tolerance {
+		t.Errorf("%s returned %v after it began, with a ctx of %v: want at most %v", name, took.Round(time.Millisecond), cbCtx, cbCtx+tolerance)
 	}
 }
 
@@ -89,7 +95,9 @@ func TestCtxBoundsSession(t *testing.T) {
 		p := ns.Proxy(t)
 		p.Partition()
 		lg := zaptest.NewLogger(t, zaptest.Level(zapcore.InfoLevel))
-		cbMeasure(t, "session.Connect", p.Heal, func(ctx context.Context) error {
+		// The documented exception: an aborted Connect may wait up to one
+		// more second inside zk.Conn.Close (see Connect's doc).
+		cbMeasureWithin(t, "session.Connect", cbTolerance+time.Second, p.Heal, func(ctx context.Context) error {
 			s, err := session.Connect(ctx, p.Servers(), session.WithNamespace(ns.Root),
 				session.WithSessionTimeout(cbSession), session.WithLogger(lg))
 			if err == nil {
