@@ -9,7 +9,7 @@
 
 SHELL       := /bin/bash
 GO          ?= go
-GOTESTFLAGS ?= -race -timeout 20m
+GOTESTFLAGS ?= -race -count=1 -timeout 20m
 DEMO        ?= ./examples/leader
 ZK_PKGS     := libzookeeper-java libslf4j-java default-jre-headless
 TEST_PKGS   := $(ZK_PKGS) libcurator-recipes-java default-jdk-headless
