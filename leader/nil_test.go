@@ -3,12 +3,10 @@ package leader_test
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
-	"github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
@@ -19,70 +17,6 @@ import (
 
 // nilCtx is a nil context.Context, as a careless caller passes it.
 var nilCtx context.Context
-
-// nilCase is one call of the API with a nil or otherwise bad input. call
-// returns the call's error; it fails t itself when the call returns
-// something besides the error (a channel, a term).
-type nilCase struct {
-	name string
-	call func(t *testing.T) error
-	want error  // the sentinel the error must match
-	arg  string // the text naming the bad argument
-}
-
-// checkNilCases runs each case in its own subtest and checks that the call
-// does not panic, returns an error matching want that names arg, leaves no
-// goroutine running, and creates or deletes no znode under root.
-func checkNilCases(t *testing.T, raw *zk.Conn, root string, cases []nilCase) {
-	t.Helper()
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			before := subtree(t, raw, root)
-			running := goleak.IgnoreCurrent()
-			p, err := catchPanic(func() error { return c.call(t) })
-			switch {
-			case p != nil:
-				t.Errorf("panic: %v", p)
-			case err == nil:
-				t.Errorf("no error, want one matching %v naming %q", c.want, c.arg)
-			case !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.arg):
-				t.Errorf("err = %v, want one matching %v naming %q", err, c.want, c.arg)
-			}
-			if err := goleak.Find(running); err != nil {
-				t.Errorf("the call left goroutines running: %v", err)
-			}
-			if after := subtree(t, raw, root); !slices.Equal(before, after) {
-				t.Errorf("znodes under %s changed: before %q, after %q", root, before, after)
-			}
-		})
-	}
-}
-
-// catchPanic calls f and returns what it panicked with, or its error.
-func catchPanic(f func() error) (p any, err error) {
-	defer func() { p = recover() }()
-	return nil, f()
-}
-
-// subtree lists every znode below root (root excluded), sorted.
-func subtree(t *testing.T, raw *zk.Conn, root string) []string {
-	t.Helper()
-	kids, _, err := raw.Children(root)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		t.Fatalf("children of %s: %v", root, err)
-	}
-	var out []string
-	for _, k := range kids {
-		p := root + "/" + k
-		out = append(out, p)
-		out = append(out, subtree(t, raw, p)...)
-	}
-	slices.Sort(out)
-	return out
-}
 
 // TestNilInputs: the functions and the methods of Latch and Selector refuse
 // a nil context, a nil session and a nil callback with an error matching
@@ -115,97 +49,97 @@ func TestNilInputs(t *testing.T) {
 		return err == nil && len(ps) == 2
 	}, "second latch not in the election")
 
-	checkNilCases(t, raw, ns.Root, []nilCase{
-		{"Observe nil ctx", func(t *testing.T) error {
+	sessiontest.CheckNilCases(t, raw, ns.Root, []sessiontest.NilCase{
+		{Name: "Observe nil ctx", Call: func(t *testing.T) error {
 			ch, err := leader.Observe(nilCtx, s, electionPath)
 			if ch != nil {
 				t.Errorf("Observe returned a channel")
 			}
 			return err
-		}, leader.ErrBadArgument, "nil context"},
-		{"Observe nil session", func(t *testing.T) error {
+		}, Want: leader.ErrBadArgument, Arg: "nil context"},
+		{Name: "Observe nil session", Call: func(t *testing.T) error {
 			ch, err := leader.Observe(ctx, nil, electionPath)
 			if ch != nil {
 				t.Errorf("Observe returned a channel")
 			}
 			return err
-		}, leader.ErrBadArgument, "nil session"},
-		{"Observe empty path", func(*testing.T) error {
+		}, Want: leader.ErrBadArgument, Arg: "nil session"},
+		{Name: "Observe empty path", Call: func(*testing.T) error {
 			_, err := leader.Observe(ctx, s, "")
 			return err
-		}, session.ErrBadPath, "empty"},
-		{"Run nil ctx", func(*testing.T) error {
+		}, Want: session.ErrBadPath, Arg: "empty"},
+		{Name: "Run nil ctx", Call: func(*testing.T) error {
 			return leader.Run(nilCtx, s, "/run", work)
-		}, leader.ErrBadArgument, "nil context"},
-		{"Run nil session", func(*testing.T) error {
+		}, Want: leader.ErrBadArgument, Arg: "nil context"},
+		{Name: "Run nil session", Call: func(*testing.T) error {
 			return leader.Run(ctx, nil, "/run", work)
-		}, leader.ErrBadArgument, "nil session"},
-		{"Run nil work", func(*testing.T) error {
+		}, Want: leader.ErrBadArgument, Arg: "nil session"},
+		{Name: "Run nil work", Call: func(*testing.T) error {
 			return leader.Run(ctx, s, "/run", nil)
-		}, leader.ErrBadArgument, "nil work"},
-		{"Run nil option", func(*testing.T) error {
+		}, Want: leader.ErrBadArgument, Arg: "nil work"},
+		{Name: "Run nil option", Call: func(*testing.T) error {
 			return leader.Run(ctx, s, "/run", work, nil)
-		}, leader.ErrBadOption, "nil option"},
-		{"Leader nil ctx", func(t *testing.T) error {
+		}, Want: leader.ErrBadOption, Arg: "nil option"},
+		{Name: "Leader nil ctx", Call: func(t *testing.T) error {
 			p, _, err := leader.Leader(nilCtx, s, electionPath)
 			if p != (leader.Participant{}) {
 				t.Errorf("Leader returned %v", p)
 			}
 			return err
-		}, leader.ErrBadArgument, "nil context"},
-		{"Participants nil ctx", func(t *testing.T) error {
+		}, Want: leader.ErrBadArgument, Arg: "nil context"},
+		{Name: "Participants nil ctx", Call: func(t *testing.T) error {
 			ps, err := leader.Participants(nilCtx, s, electionPath)
 			if ps != nil {
 				t.Errorf("Participants returned %v", ps)
 			}
 			return err
-		}, leader.ErrBadArgument, "nil context"},
-		{"Leader nil session", func(*testing.T) error {
+		}, Want: leader.ErrBadArgument, Arg: "nil context"},
+		{Name: "Leader nil session", Call: func(*testing.T) error {
 			_, _, err := leader.Leader(ctx, nil, electionPath)
 			return err
-		}, leader.ErrBadArgument, "nil session"},
-		{"NewLatch nil session", func(*testing.T) error {
+		}, Want: leader.ErrBadArgument, Arg: "nil session"},
+		{Name: "NewLatch nil session", Call: func(*testing.T) error {
 			_, err := leader.NewLatch(nil, electionPath)
 			return err
-		}, leader.ErrBadArgument, "nil session"},
-		{"NewSelector nil callback", func(*testing.T) error {
+		}, Want: leader.ErrBadArgument, Arg: "nil session"},
+		{Name: "NewSelector nil callback", Call: func(*testing.T) error {
 			_, err := leader.NewSelector(s, electionPath, nil)
 			return err
-		}, leader.ErrBadArgument, "nil callback"},
-		{"Latch.Await nil ctx, not started", func(t *testing.T) error {
+		}, Want: leader.ErrBadArgument, Arg: "nil callback"},
+		{Name: "Latch.Await nil ctx, not started", Call: func(t *testing.T) error {
 			term, err := latent.Await(nilCtx)
 			if term != nil {
 				t.Errorf("Await returned a term")
 			}
 			return err
-		}, leader.ErrBadArgument, "nil context"},
-		{"Latch.Await nil ctx, waiting", func(t *testing.T) error {
+		}, Want: leader.ErrBadArgument, Arg: "nil context"},
+		{Name: "Latch.Await nil ctx, waiting", Call: func(t *testing.T) error {
 			term, err := second.Await(nilCtx)
 			if term != nil {
 				t.Errorf("Await returned a term")
 			}
 			return err
-		}, leader.ErrBadArgument, "nil context"},
-		{"Latch.Await nil ctx, leading", func(*testing.T) error {
+		}, Want: leader.ErrBadArgument, Arg: "nil context"},
+		{Name: "Latch.Await nil ctx, leading", Call: func(*testing.T) error {
 			_, err := first.Await(nilCtx)
 			return err
-		}, leader.ErrBadArgument, "nil context"},
-		{"Latch.Leader nil ctx", func(*testing.T) error {
+		}, Want: leader.ErrBadArgument, Arg: "nil context"},
+		{Name: "Latch.Leader nil ctx", Call: func(*testing.T) error {
 			_, _, err := latent.Leader(nilCtx)
 			return err
-		}, leader.ErrBadArgument, "nil context"},
-		{"Latch.Participants nil ctx", func(*testing.T) error {
+		}, Want: leader.ErrBadArgument, Arg: "nil context"},
+		{Name: "Latch.Participants nil ctx", Call: func(*testing.T) error {
 			_, err := first.Participants(nilCtx)
 			return err
-		}, leader.ErrBadArgument, "nil context"},
-		{"Selector.Leader nil ctx", func(*testing.T) error {
+		}, Want: leader.ErrBadArgument, Arg: "nil context"},
+		{Name: "Selector.Leader nil ctx", Call: func(*testing.T) error {
 			_, _, err := sel.Leader(nilCtx)
 			return err
-		}, leader.ErrBadArgument, "nil context"},
-		{"Selector.Participants nil ctx", func(*testing.T) error {
+		}, Want: leader.ErrBadArgument, Arg: "nil context"},
+		{Name: "Selector.Participants nil ctx", Call: func(*testing.T) error {
 			_, err := sel.Participants(nilCtx)
 			return err
-		}, leader.ErrBadArgument, "nil context"},
+		}, Want: leader.ErrBadArgument, Arg: "nil context"},
 	})
 	if worked.Load() {
 		t.Error("work ran although Run refused its arguments")
@@ -221,7 +155,7 @@ func TestNilChanges(t *testing.T) {
 	await(t, l)
 	running := goleak.IgnoreCurrent()
 	var ch <-chan leader.Event
-	if p, _ := catchPanic(func() error { ch = l.Changes(nilCtx); return nil }); p != nil {
+	if p, _ := sessiontest.CatchPanic(func() error { ch = l.Changes(nilCtx); return nil }); p != nil {
 		t.Fatalf("panic: %v", p)
 	}
 	if ev, ok := <-ch; ok {
@@ -237,7 +171,7 @@ func TestNilChanges(t *testing.T) {
 // the accessors return zero values; TermFromContext(nil) finds no term.
 func TestNilTerm(t *testing.T) {
 	var term *leader.Term
-	p, _ := catchPanic(func() error {
+	p, _ := sessiontest.CatchPanic(func() error {
 		select {
 		case <-term.Done():
 		default:

@@ -546,7 +546,7 @@ func TestResignNilInputs(t *testing.T) {
 		t.Errorf("the latch's term ended (%v) after a refused Resign", err)
 	}
 	var nilTerm *leader.Term
-	if p, _ := catchPanic(func() error { nilTerm.Resign(); return nil }); p != nil {
+	if p, _ := sessiontest.CatchPanic(func() error { nilTerm.Resign(); return nil }); p != nil {
 		t.Errorf("Resign of a nil term panicked: %v", p)
 	}
 }

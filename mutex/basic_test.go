@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -55,7 +56,7 @@ func TestLockUnlock(t *testing.T) {
 			if err := l.Unlock(ctx); err != nil {
 				t.Fatalf("Unlock: %v", err)
 			}
-			if err := waitDone(t, l, wait); !errors.Is(err, mutex.ErrReleased) {
+			if err := sessiontest.WaitDone(t, l, wait); !errors.Is(err, mutex.ErrReleased) {
 				t.Fatalf("Err after Unlock = %v", err)
 			}
 			if !errors.Is(context.Cause(l.Context()), mutex.ErrReleased) {

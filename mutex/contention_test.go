@@ -186,12 +186,12 @@ func TestCancelWhileQueued(t *testing.T) {
 					if k.fair {
 						waitKids(t, raw, ns, 2)
 					} else {
-						recv(t, watching, wait, "waiter's read of the lock node")
+						sessiontest.Recv(t, watching, wait, "waiter's read of the lock node")
 					}
 					if tc.want == context.Canceled {
 						cancel()
 					}
-					err := recv(t, done, wait, "Lock result")
+					err := sessiontest.Recv(t, done, wait, "Lock result")
 					if !errors.Is(err, tc.want) {
 						t.Fatalf("Lock = %v, want %v", err, tc.want)
 					}

@@ -3,10 +3,7 @@ package mutex_test
 import (
 	"context"
 	"errors"
-	"runtime"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -16,73 +13,14 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// Bounds of the ctx-bound tests (issue 9, item 2).
-const (
-	// cbCtx is the ctx given to each call under test.
-	cbCtx = 200 * time.Millisecond
-	// cbTolerance is how late a call may return after its ctx ended: what a
-	// loaded 2-core machine under -race meets, far below go-zookeeper's own
-	// request timeout (⅔ of cbSession = 4 s).
-	cbTolerance = 300 * time.Millisecond
-	// cbSession is the session timeout: long enough that the session is not
-	// even suspended while a call runs, so only the call's own handling of
-	// ctx can bound it.
-	cbSession = 6 * time.Second
-	// cbCap is how long a call may stay blocked before the test lifts the
-	// fault to get it back (code that ignores ctx then still finishes).
-	cbCap = 15 * time.Second
-)
-
-// cbIsDeadline accepts an error matching context.DeadlineExceeded.
-func cbIsDeadline(err error) bool { return errors.Is(err, context.DeadlineExceeded) }
-
 // cbReleasedOrDeadline accepts what Unlock may return when ctx ends before the
 // delete is confirmed: nil (the delete was handed to the session's
 // guaranteed-delete queue, as documented) or ctx's error.
-func cbReleasedOrDeadline(err error) bool { return err == nil || cbIsDeadline(err) }
-
-// cbMeasure runs call on a goroutine with a ctx of cbCtx, while the
-// network is broken, and checks that it returns an error ok accepts within
-// cbCtx+cbTolerance. It logs "overshoot <name> <duration>" (the time past
-// the ctx's end) for the table of the issue. A call still blocked cbCap after
-// it began is an overshoot of its own: heal lifts the fault and the call is
-// awaited, so that the test ends on code that ignores ctx.
-func cbMeasure(t *testing.T, name string, heal func(), call func(ctx context.Context) error, ok func(error) bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), cbCtx)
-	defer cancel()
-	done := make(chan error, 1)
-	start := time.Now()
-	go func() { done <- call(ctx) }()
-	capped := time.NewTimer(cbCap)
-	defer capped.Stop()
-	var err error
-	note := ""
-	select {
-	case err = <-done:
-	case <-capped.C:
-		note = " (still blocked at the cap: fault lifted)"
-		t.Logf("%s still blocked after %v; the library's goroutines:\n%s", name, cbCap, cbStacks())
-		heal()
-		select {
-		case err = <-done:
-		case <-time.After(2 * time.Minute):
-			t.Fatalf("%s still blocked 2 minutes after the fault was lifted", name)
-		}
-	}
-	took := time.Since(start)
-	t.Logf("overshoot %s %v%s", name, (took - cbCtx).Round(time.Millisecond), note)
-	if !ok(err) {
-		t.Errorf("%s = %v", name, err)
-	}
-	if took > cbCtx+cbTolerance {
-		t.Errorf("%s returned %v after it began, with a ctx of %v: want at most %v", name, took.Round(time.Millisecond), cbCtx, cbCtx+cbTolerance)
-	}
-}
+func cbReleasedOrDeadline(err error) bool { return err == nil || sessiontest.IsDeadline(err) }
 
 // cbWorker runs functions one after the other on one goroutine, so that a
 // reentrant Mutex is locked and unlocked by the same goroutine even when the
-// call under test runs on cbMeasure's goroutine.
+// call under test runs on sessiontest.MeasureBound's goroutine.
 type cbWorker struct {
 	jobs chan func()
 	done chan struct{}
@@ -141,7 +79,7 @@ type cbRig struct {
 
 func newCBRig(t *testing.T) *cbRig {
 	ns := zktest.NewNamespace(t)
-	s, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(cbSession))
+	s, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(sessiontest.BoundSession))
 	return &cbRig{ns: ns, raw: ns.Conn(t), s: s, p: p, rec: sessiontest.Record(t, s), w: newCBWorker(t)}
 }
 
@@ -201,18 +139,18 @@ func TestCtxBoundsMutex(t *testing.T) {
 		t.Run(k.name+"/Lock", func(t *testing.T) {
 			r, lk := setup(t)
 			r.p.Partition()
-			cbMeasure(t, k.name+".Lock", r.p.Heal, func(ctx context.Context) error {
+			sessiontest.MeasureBound(t, k.name+".Lock", r.p.Heal, func(ctx context.Context) error {
 				return cbLockOn(r.w, ctx, lk.Lock)
-			}, cbIsDeadline)
+			}, sessiontest.IsDeadline)
 			r.heal(t)
 			r.noNodes(t, lockPath)
 		})
 		t.Run(k.name+"/TryLock", func(t *testing.T) {
 			r, lk := setup(t)
 			r.p.Partition()
-			cbMeasure(t, k.name+".TryLock", r.p.Heal, func(ctx context.Context) error {
+			sessiontest.MeasureBound(t, k.name+".TryLock", r.p.Heal, func(ctx context.Context) error {
 				return cbLockOn(r.w, ctx, lk.TryLock)
-			}, cbIsDeadline)
+			}, sessiontest.IsDeadline)
 			r.heal(t)
 			r.noNodes(t, lockPath)
 		})
@@ -225,7 +163,7 @@ func TestCtxBoundsMutex(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.p.Partition()
-			cbMeasure(t, k.name+".Unlock", r.p.Heal, func(ctx context.Context) error {
+			sessiontest.MeasureBound(t, k.name+".Unlock", r.p.Heal, func(ctx context.Context) error {
 				var err error
 				r.w.run(func() { err = l.Unlock(ctx) })
 				return err
@@ -241,10 +179,10 @@ func TestCtxBoundsMutex(t *testing.T) {
 				Holder(context.Context) (mutex.Participant, bool, error)
 			})
 			r.p.Partition()
-			cbMeasure(t, k.name+".Holder", r.p.Heal, func(ctx context.Context) error {
+			sessiontest.MeasureBound(t, k.name+".Holder", r.p.Heal, func(ctx context.Context) error {
 				_, _, err := h.Holder(ctx)
 				return err
-			}, cbIsDeadline)
+			}, sessiontest.IsDeadline)
 			r.p.Heal()
 		})
 		if !k.fair {
@@ -256,10 +194,10 @@ func TestCtxBoundsMutex(t *testing.T) {
 				Participants(context.Context) ([]mutex.Participant, error)
 			})
 			r.p.Partition()
-			cbMeasure(t, k.name+".Participants", r.p.Heal, func(ctx context.Context) error {
+			sessiontest.MeasureBound(t, k.name+".Participants", r.p.Heal, func(ctx context.Context) error {
 				_, err := ps.Participants(ctx)
 				return err
-			}, cbIsDeadline)
+			}, sessiontest.IsDeadline)
 			r.p.Heal()
 		})
 	}
@@ -305,18 +243,18 @@ func TestCtxBoundsMutex(t *testing.T) {
 	t.Run("multi/Lock", func(t *testing.T) {
 		r, m := setupMulti(t)
 		r.p.Partition()
-		cbMeasure(t, "multi.Lock", r.p.Heal, func(ctx context.Context) error {
+		sessiontest.MeasureBound(t, "multi.Lock", r.p.Heal, func(ctx context.Context) error {
 			return multiLock(r.w, ctx, m.Lock)
-		}, cbIsDeadline)
+		}, sessiontest.IsDeadline)
 		r.heal(t)
 		r.noNodes(t, lockPath, otherPath)
 	})
 	t.Run("multi/TryLock", func(t *testing.T) {
 		r, m := setupMulti(t)
 		r.p.Partition()
-		cbMeasure(t, "multi.TryLock", r.p.Heal, func(ctx context.Context) error {
+		sessiontest.MeasureBound(t, "multi.TryLock", r.p.Heal, func(ctx context.Context) error {
 			return multiLock(r.w, ctx, m.TryLock)
-		}, cbIsDeadline)
+		}, sessiontest.IsDeadline)
 		r.heal(t)
 		r.noNodes(t, lockPath, otherPath)
 	})
@@ -329,7 +267,7 @@ func TestCtxBoundsMutex(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.p.Partition()
-		cbMeasure(t, "multi.Unlock", r.p.Heal, func(ctx context.Context) error {
+		sessiontest.MeasureBound(t, "multi.Unlock", r.p.Heal, func(ctx context.Context) error {
 			var err error
 			r.w.run(func() { err = l.Unlock(ctx) })
 			return err
@@ -339,19 +277,4 @@ func TestCtxBoundsMutex(t *testing.T) {
 			r.gone(t, x.Path())
 		}
 	})
-}
-
-// cbStacks returns the stacks of the goroutines that run the library's code
-// (to show where a call that ignores its ctx is blocked).
-func cbStacks() string {
-	buf := make([]byte, 4<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	var out []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "zkrecipes/recipes.") || strings.Contains(g, "zkrecipes/session.") ||
-			strings.Contains(g, "zkrecipes/mutex.") || strings.Contains(g, "zkrecipes/leader.") {
-			out = append(out, g)
-		}
-	}
-	return strings.Join(out, "\n\n")
 }

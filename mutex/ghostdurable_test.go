@@ -164,7 +164,7 @@ func testGhostDurable(t *testing.T, k lockKind, closeLock bool) {
 	var holdFrom time.Time
 	if closeLock {
 		cancelLock()
-		if err := recv(t, res, wait, "Lock result"); !errors.Is(err, context.Canceled) {
+		if err := sessiontest.Recv(t, res, wait, "Lock result"); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Lock = %v, want context.Canceled", err)
 		}
 		start := time.Now()
@@ -179,10 +179,10 @@ func testGhostDurable(t *testing.T, k lockKind, closeLock bool) {
 		mu.Unlock()
 		p.Refuse(false)
 		rec.Wait(t, wait, session.Reconnected)
-		if err := recv(t, res, wait, "Lock result"); !errors.Is(err, context.Canceled) {
+		if err := sessiontest.Recv(t, res, wait, "Lock result"); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Lock = %v, want context.Canceled", err)
 		}
-		holdFrom = recv(t, cutAt, wait, "the cleanup's first request")
+		holdFrom = sessiontest.Recv(t, cutAt, wait, "the cleanup's first request")
 		rec.Wait(t, wait, session.Suspended)
 		t.Logf("Lock returned %v after the second cut began", time.Since(holdFrom).Round(time.Millisecond))
 	}

@@ -140,21 +140,6 @@ func childCount(c *zk.Conn, p string) int {
 	return len(k)
 }
 
-// waitDone waits for a lease to end and returns its cause.
-func waitDone(t testing.TB, l interface {
-	Done() <-chan struct{}
-	Err() error
-}, d time.Duration) error {
-	t.Helper()
-	select {
-	case <-l.Done():
-		return l.Err()
-	case <-time.After(d):
-		t.Fatalf("lease did not end within %v", d)
-		return nil
-	}
-}
-
 func connect(t testing.TB, ns *zktest.Namespace, opts ...session.Option) *session.Session {
 	t.Helper()
 	return sessiontest.Connect(t, ns, opts...)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
@@ -147,7 +148,7 @@ func TestCloseWhileWaiting(t *testing.T) {
 				}
 			}
 			holder.(interface{ Close() error }).Close()
-			if err := waitDone(t, hl, wait); !errors.Is(err, mutex.ErrClosed) {
+			if err := sessiontest.WaitDone(t, hl, wait); !errors.Is(err, mutex.ErrClosed) {
 				t.Fatalf("held lease after Close: %v", err)
 			}
 			zktest.Eventually(t, wait, func() bool {

@@ -72,26 +72,14 @@ func lockAsyncAfter(t testing.TB, ctx context.Context, lk mutex.Locker, clock *a
 // result waits for the Lock's outcome.
 func (a *async) result(t testing.TB) lockResult {
 	t.Helper()
-	return recv(t, a.res, wait, "Lock result")
+	return sessiontest.Recv(t, a.res, wait, "Lock result")
 }
 
 // unlock makes the locking goroutine unlock.
 func (a *async) unlock(t testing.TB) error {
 	t.Helper()
 	close(a.unlockReq)
-	return recv(t, a.unlockErr, wait, "Unlock result")
-}
-
-func recv[T any](t testing.TB, ch <-chan T, d time.Duration, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(d):
-		t.Fatalf("no %s within %v", what, d)
-		var zero T
-		return zero
-	}
+	return sessiontest.Recv(t, a.unlockErr, wait, "Unlock result")
 }
 
 // lockKind builds one lock kind of the package on a session.
@@ -171,7 +159,7 @@ func TestHolderSessionKilled(t *testing.T) {
 				t.Fatalf("waiter Lock: %v", r.err)
 			}
 			defer got.unlock(t)
-			cause := waitDone(t, hl, wait)
+			cause := sessiontest.WaitDone(t, hl, wait)
 			t.Logf("kill→waiter acquired %v after the kill; holder's lease ended before: %v (%v)", time.Since(killed), r.before, cause)
 			if !r.before {
 				t.Fatalf("waiter acquired before the holder's lease ended")
@@ -207,7 +195,7 @@ func TestHolderPartitioned(t *testing.T) {
 			start := time.Now()
 			p.Partition()
 			defer p.Heal()
-			waitDone(t, hl, wait)
+			sessiontest.WaitDone(t, hl, wait)
 			endAt := time.Since(start)
 			r := got.result(t)
 			if r.err != nil {
@@ -243,7 +231,7 @@ func TestShortCutStandard(t *testing.T) {
 				t.Fatal(err)
 			}
 			p.Cut()
-			if err := waitDone(t, hl, wait); !errors.Is(err, session.ErrSuspended) {
+			if err := sessiontest.WaitDone(t, hl, wait); !errors.Is(err, session.ErrSuspended) {
 				t.Fatalf("cause = %v, want session.ErrSuspended", err)
 			}
 			rec.Wait(t, wait, session.Reconnected)
@@ -354,7 +342,7 @@ func TestThirdPartyDelete(t *testing.T) {
 					t.Fatal(r.err)
 				}
 				if watch {
-					if err := waitDone(t, hl, wait); !errors.Is(err, mutex.ErrLockLost) {
+					if err := sessiontest.WaitDone(t, hl, wait); !errors.Is(err, mutex.ErrLockLost) {
 						t.Fatalf("holder cause = %v, want ErrLockLost", err)
 					}
 				} else if hl.Err() != nil {
@@ -475,7 +463,7 @@ func TestSameSessionBackAfterLocalLoss(t *testing.T) {
 	}
 	hrec.Wait(t, 2*timeout+wait, session.Lost)
 	wrec.Wait(t, 2*timeout+wait, session.Lost)
-	if err := waitDone(t, hl, wait); !errors.Is(err, session.ErrLost) {
+	if err := sessiontest.WaitDone(t, hl, wait); !errors.Is(err, session.ErrLost) {
 		t.Fatalf("session-only holder: %v, want session.ErrLost", err)
 	}
 	if r := got.result(t); !errors.Is(r.err, session.ErrLost) {

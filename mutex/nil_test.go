@@ -3,83 +3,16 @@ package mutex_test
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 
-	"github.com/go-zookeeper/zk"
-	"go.uber.org/goleak"
-
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // nilCtx is a nil context.Context, as a careless caller passes it.
 var nilCtx context.Context
-
-// nilCase is one call of the API with a nil or otherwise bad input. call
-// returns the call's error; it fails t itself when the call returns
-// something besides the error (a lease, a participant).
-type nilCase struct {
-	name string
-	call func(t *testing.T) error
-	want error  // the sentinel the error must match
-	arg  string // the text naming the bad argument
-}
-
-// checkNilCases runs each case in its own subtest and checks that the call
-// does not panic, returns an error matching want that names arg, leaves no
-// goroutine running, and creates or deletes no znode under root.
-func checkNilCases(t *testing.T, raw *zk.Conn, root string, cases []nilCase) {
-	t.Helper()
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			before := subtree(t, raw, root)
-			running := goleak.IgnoreCurrent()
-			p, err := catchPanic(func() error { return c.call(t) })
-			switch {
-			case p != nil:
-				t.Errorf("panic: %v", p)
-			case err == nil:
-				t.Errorf("no error, want one matching %v naming %q", c.want, c.arg)
-			case !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.arg):
-				t.Errorf("err = %v, want one matching %v naming %q", err, c.want, c.arg)
-			}
-			if err := goleak.Find(running); err != nil {
-				t.Errorf("the call left goroutines running: %v", err)
-			}
-			if after := subtree(t, raw, root); !slices.Equal(before, after) {
-				t.Errorf("znodes under %s changed: before %q, after %q", root, before, after)
-			}
-		})
-	}
-}
-
-// catchPanic calls f and returns what it panicked with, or its error.
-func catchPanic(f func() error) (p any, err error) {
-	defer func() { p = recover() }()
-	return nil, f()
-}
-
-// subtree lists every znode below root (root excluded), sorted.
-func subtree(t *testing.T, raw *zk.Conn, root string) []string {
-	t.Helper()
-	kids, _, err := raw.Children(root)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		t.Fatalf("children of %s: %v", root, err)
-	}
-	var out []string
-	for _, k := range kids {
-		p := root + "/" + k
-		out = append(out, p)
-		out = append(out, subtree(t, raw, p)...)
-	}
-	slices.Sort(out)
-	return out
-}
 
 // noLease checks that a call that failed returned nothing but its error.
 func noLease[L comparable](t *testing.T, l L, err error) error {
@@ -123,63 +56,63 @@ func TestNilInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cases := []nilCase{
-		{"New nil session", func(t *testing.T) error {
+	cases := []sessiontest.NilCase{
+		{Name: "New nil session", Call: func(t *testing.T) error {
 			m, err := mutex.NewReentrant(nil, lockPath)
 			return noLease(t, m, err)
-		}, mutex.ErrNilSession, "nil session"},
-		{"NewNonFair nil session", func(*testing.T) error {
+		}, Want: mutex.ErrNilSession, Arg: "nil session"},
+		{Name: "NewNonFair nil session", Call: func(*testing.T) error {
 			_, err := mutex.NewNonFair(nil, lockPath)
 			return err
-		}, mutex.ErrNilSession, "nil session"},
-		{"NewNonReentrant nil option", func(*testing.T) error {
+		}, Want: mutex.ErrNilSession, Arg: "nil session"},
+		{Name: "NewNonReentrant nil option", Call: func(*testing.T) error {
 			_, err := mutex.New(s, lockPath, nil)
 			return err
-		}, mutex.ErrBadOption, "nil option"},
-		{"NewMulti typed nil Mutex", func(t *testing.T) error {
+		}, Want: mutex.ErrBadOption, Arg: "nil option"},
+		{Name: "NewMulti typed nil Mutex", Call: func(t *testing.T) error {
 			ml, err := mutex.NewMulti(m, (*mutex.Reentrant)(nil))
 			return noLease(t, ml, err)
-		}, mutex.ErrNoLocks, "lock 1"},
-		{"NewMulti typed nil NonFair", func(*testing.T) error {
+		}, Want: mutex.ErrNoLocks, Arg: "lock 1"},
+		{Name: "NewMulti typed nil NonFair", Call: func(*testing.T) error {
 			_, err := mutex.NewMulti((*mutex.NonFair)(nil), m)
 			return err
-		}, mutex.ErrNoLocks, "lock 0"},
-		{"NewMulti typed nil NonReentrant", func(*testing.T) error {
+		}, Want: mutex.ErrNoLocks, Arg: "lock 0"},
+		{Name: "NewMulti typed nil NonReentrant", Call: func(*testing.T) error {
 			_, err := mutex.NewMulti(m, nf, (*mutex.Mutex)(nil))
 			return err
-		}, mutex.ErrNoLocks, "lock 2"},
-		{"NewMulti nil Locker", func(*testing.T) error {
+		}, Want: mutex.ErrNoLocks, Arg: "lock 2"},
+		{Name: "NewMulti nil Locker", Call: func(*testing.T) error {
 			_, err := mutex.NewMulti(m, nil)
 			return err
-		}, mutex.ErrNoLocks, "lock 1"},
-		{"NewMulti none", func(*testing.T) error {
+		}, Want: mutex.ErrNoLocks, Arg: "lock 1"},
+		{Name: "NewMulti none", Call: func(*testing.T) error {
 			_, err := mutex.NewMulti()
 			return err
-		}, mutex.ErrNoLocks, "at least one"},
-		{"Multi.Lock nil ctx", func(t *testing.T) error {
+		}, Want: mutex.ErrNoLocks, Arg: "at least one"},
+		{Name: "Multi.Lock nil ctx", Call: func(t *testing.T) error {
 			ml, err := multi.Lock(nilCtx)
 			return noLease(t, ml, err)
-		}, mutex.ErrBadOption, "nil context"},
-		{"Multi.TryLock nil ctx", func(t *testing.T) error {
+		}, Want: mutex.ErrBadOption, Arg: "nil context"},
+		{Name: "Multi.TryLock nil ctx", Call: func(t *testing.T) error {
 			ml, err := multi.TryLock(nilCtx)
 			return noLease(t, ml, err)
-		}, mutex.ErrBadOption, "nil context"},
-		{"Multi.Lock of a Locker returning no lease", func(t *testing.T) error {
+		}, Want: mutex.ErrBadOption, Arg: "nil context"},
+		{Name: "Multi.Lock of a Locker returning no lease", Call: func(t *testing.T) error {
 			multi, err := mutex.NewMulti(nilLocker{}, m)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ml, err := multi.Lock(ctx)
 			return noLease(t, ml, err)
-		}, mutex.ErrBadOption, "nil lease"},
-		{"nil Lease Unlock", func(*testing.T) error {
+		}, Want: mutex.ErrBadOption, Arg: "nil lease"},
+		{Name: "nil Lease Unlock", Call: func(*testing.T) error {
 			var l *mutex.Lease
 			return l.Unlock(ctx)
-		}, mutex.ErrBadOption, "nil lease"},
-		{"nil MultiLease Unlock", func(*testing.T) error {
+		}, Want: mutex.ErrBadOption, Arg: "nil lease"},
+		{Name: "nil MultiLease Unlock", Call: func(*testing.T) error {
 			var ml *mutex.MultiLease
 			return ml.Unlock(ctx)
-		}, mutex.ErrBadOption, "nil multi-lease"},
+		}, Want: mutex.ErrBadOption, Arg: "nil multi-lease"},
 	}
 	for _, k := range []struct {
 		name string
@@ -189,35 +122,35 @@ func TestNilInputs(t *testing.T) {
 		}
 	}{{"Reentrant", m}, {"Mutex", nr}, {"NonFair", nf}} {
 		cases = append(cases,
-			nilCase{k.name + ".Lock nil ctx", func(t *testing.T) error {
+			sessiontest.NilCase{Name: k.name + ".Lock nil ctx", Call: func(t *testing.T) error {
 				l, err := k.lk.Lock(nilCtx)
 				return noLease(t, l, err)
-			}, mutex.ErrBadOption, "nil context"},
-			nilCase{k.name + ".TryLock nil ctx", func(t *testing.T) error {
+			}, Want: mutex.ErrBadOption, Arg: "nil context"},
+			sessiontest.NilCase{Name: k.name + ".TryLock nil ctx", Call: func(t *testing.T) error {
 				l, err := k.lk.TryLock(nilCtx)
 				return noLease(t, l, err)
-			}, mutex.ErrBadOption, "nil context"},
-			nilCase{k.name + ".Holder nil ctx", func(t *testing.T) error {
+			}, Want: mutex.ErrBadOption, Arg: "nil context"},
+			sessiontest.NilCase{Name: k.name + ".Holder nil ctx", Call: func(t *testing.T) error {
 				p, ok, err := k.lk.Holder(nilCtx)
 				if ok || p != (mutex.Participant{}) {
 					t.Errorf("Holder returned %+v, %v", p, ok)
 				}
 				return err
-			}, mutex.ErrBadOption, "nil context"},
+			}, Want: mutex.ErrBadOption, Arg: "nil context"},
 		)
 		if pl, ok := k.lk.(interface {
 			Participants(context.Context) ([]mutex.Participant, error)
 		}); ok {
-			cases = append(cases, nilCase{k.name + ".Participants nil ctx", func(t *testing.T) error {
+			cases = append(cases, sessiontest.NilCase{Name: k.name + ".Participants nil ctx", Call: func(t *testing.T) error {
 				ps, err := pl.Participants(nilCtx)
 				if ps != nil {
 					t.Errorf("Participants returned %v", ps)
 				}
 				return err
-			}, mutex.ErrBadOption, "nil context"})
+			}, Want: mutex.ErrBadOption, Arg: "nil context"})
 		}
 	}
-	checkNilCases(t, raw, ns.Root, cases)
+	sessiontest.CheckNilCases(t, raw, ns.Root, cases)
 }
 
 // TestNilLeases: nil *Lease and *MultiLease behave as leases that have
@@ -226,7 +159,7 @@ func TestNilInputs(t *testing.T) {
 func TestNilLeases(t *testing.T) {
 	var l *mutex.Lease
 	var ml *mutex.MultiLease
-	p, _ := catchPanic(func() error {
+	p, _ := sessiontest.CatchPanic(func() error {
 		for _, h := range []struct {
 			name string
 			h    interface {
@@ -273,7 +206,7 @@ func TestReentrantLockNilContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := catchPanic(func() error {
+	p, err := sessiontest.CatchPanic(func() error {
 		l2, err := m.Lock(nilCtx)
 		if l2 != nil {
 			t.Errorf("Lock(nil) while holding returned a lease")

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -81,7 +82,7 @@ func TestReentrancy(t *testing.T) {
 	if err := l1.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitDone(t, l1, wait); !errors.Is(err, mutex.ErrReleased) {
+	if err := sessiontest.WaitDone(t, l1, wait); !errors.Is(err, mutex.ErrReleased) {
 		t.Fatalf("cause %v", err)
 	}
 	if ks := lockKids(t, raw, ns); len(ks) != 0 {
@@ -106,7 +107,7 @@ func TestReentryAfterLoss(t *testing.T) {
 	if err := raw.Delete(l.Path(), -1); err != nil {
 		t.Fatal(err)
 	}
-	waitDone(t, l, wait)
+	sessiontest.WaitDone(t, l, wait)
 	if _, err := m.Lock(ctx); !errors.Is(err, mutex.ErrLockLost) {
 		t.Fatalf("nested Lock after loss = %v, want ErrLockLost", err)
 	}
@@ -280,7 +281,7 @@ func TestMultiRollback(t *testing.T) {
 	if err := raw.Delete(mlease.Leases()[1].Path(), -1); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitDone(t, mlease, wait); !errors.Is(err, mutex.ErrLockLost) {
+	if err := sessiontest.WaitDone(t, mlease, wait); !errors.Is(err, mutex.ErrLockLost) {
 		t.Fatalf("multi cause = %v", err)
 	}
 	if err := mlease.Unlock(ctx); err != nil {
@@ -352,7 +353,7 @@ func TestMultiUnlockNotOwner(t *testing.T) {
 		unlocked <- l.Unlock(ctx)
 	}()
 	t.Cleanup(func() { close(stop); <-done })
-	r := recv(t, locked, wait, "multi Lock")
+	r := sessiontest.Recv(t, locked, wait, "multi Lock")
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -390,7 +391,7 @@ func TestMultiUnlockNotOwner(t *testing.T) {
 	}
 
 	close(unlockReq)
-	if err := recv(t, unlocked, wait, "owner's Unlock"); err != nil {
+	if err := sessiontest.Recv(t, unlocked, wait, "owner's Unlock"); err != nil {
 		t.Fatalf("owner's Unlock: %v", err)
 	}
 	if err := r.l.Err(); !errors.Is(err, mutex.ErrReleased) {

@@ -3,12 +3,8 @@ package recipes_test
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
-
-	"github.com/go-zookeeper/zk"
-	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -17,70 +13,6 @@ import (
 
 // nilCtx is a nil context.Context, as a careless caller passes it.
 var nilCtx context.Context
-
-// nilCase is one call of the API with a nil or otherwise bad input. call
-// returns the call's error; it fails t itself when the call returns
-// something besides the error (a lease, a participant).
-type nilCase struct {
-	name string
-	call func(t *testing.T) error
-	want error  // the sentinel the error must match
-	arg  string // the text naming the bad argument
-}
-
-// checkNilCases runs each case in its own subtest and checks that the call
-// does not panic, returns an error matching want that names arg, leaves no
-// goroutine running, and creates or deletes no znode under root.
-func checkNilCases(t *testing.T, raw *zk.Conn, root string, cases []nilCase) {
-	t.Helper()
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			before := subtree(t, raw, root)
-			running := goleak.IgnoreCurrent()
-			p, err := catchPanic(func() error { return c.call(t) })
-			switch {
-			case p != nil:
-				t.Errorf("panic: %v", p)
-			case err == nil:
-				t.Errorf("no error, want one matching %v naming %q", c.want, c.arg)
-			case !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.arg):
-				t.Errorf("err = %v, want one matching %v naming %q", err, c.want, c.arg)
-			}
-			if err := goleak.Find(running); err != nil {
-				t.Errorf("the call left goroutines running: %v", err)
-			}
-			if after := subtree(t, raw, root); !slices.Equal(before, after) {
-				t.Errorf("znodes under %s changed: before %q, after %q", root, before, after)
-			}
-		})
-	}
-}
-
-// catchPanic calls f and returns what it panicked with, or its error.
-func catchPanic(f func() error) (p any, err error) {
-	defer func() { p = recover() }()
-	return nil, f()
-}
-
-// subtree lists every znode below root (root excluded), sorted.
-func subtree(t *testing.T, raw *zk.Conn, root string) []string {
-	t.Helper()
-	kids, _, err := raw.Children(root)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		t.Fatalf("children of %s: %v", root, err)
-	}
-	var out []string
-	for _, k := range kids {
-		p := root + "/" + k
-		out = append(out, p)
-		out = append(out, subtree(t, raw, p)...)
-	}
-	slices.Sort(out)
-	return out
-}
 
 // ptrDriver is a Driver with pointer receivers that read their receiver, so
 // a nil *ptrDriver panics when used.
@@ -103,76 +35,76 @@ func TestNilInputs(t *testing.T) {
 	ctx := ctxT(t)
 	data := []byte("id")
 
-	checkNilCases(t, raw, ns.Root, []nilCase{
-		{"NewEngine nil session", func(t *testing.T) error {
+	sessiontest.CheckNilCases(t, raw, ns.Root, []sessiontest.NilCase{
+		{Name: "NewEngine nil session", Call: func(t *testing.T) error {
 			in, err := recipes.NewEngine(nil, dir)
 			if in != nil {
 				t.Errorf("NewEngine returned an engine")
 			}
 			return err
-		}, recipes.ErrNilSession, "nil session"},
-		{"NewEngine nil option", func(*testing.T) error {
+		}, Want: recipes.ErrNilSession, Arg: "nil session"},
+		{Name: "NewEngine nil option", Call: func(*testing.T) error {
 			_, err := recipes.NewEngine(s, dir, nil)
 			return err
-		}, recipes.ErrBadOption, "nil option"},
-		{"NewEngine empty path", func(*testing.T) error {
+		}, Want: recipes.ErrBadOption, Arg: "nil option"},
+		{Name: "NewEngine empty path", Call: func(*testing.T) error {
 			_, err := recipes.NewEngine(s, "")
 			return err
-		}, recipes.ErrBadPath, "empty"},
-		{"Acquire nil ctx", func(t *testing.T) error {
+		}, Want: recipes.ErrBadPath, Arg: "empty"},
+		{Name: "Acquire nil ctx", Call: func(t *testing.T) error {
 			l, err := in.Acquire(nilCtx, lockDriver, data)
 			if l != nil {
 				t.Errorf("Acquire returned a lease")
 			}
 			return err
-		}, recipes.ErrBadOption, "nil context"},
-		{"TryAcquire nil ctx", func(*testing.T) error {
+		}, Want: recipes.ErrBadOption, Arg: "nil context"},
+		{Name: "TryAcquire nil ctx", Call: func(*testing.T) error {
 			_, err := in.TryAcquire(nilCtx, lockDriver, data)
 			return err
-		}, recipes.ErrBadOption, "nil context"},
-		{"Acquire nil driver", func(*testing.T) error {
+		}, Want: recipes.ErrBadOption, Arg: "nil context"},
+		{Name: "Acquire nil driver", Call: func(*testing.T) error {
 			_, err := in.Acquire(ctx, nil, data)
 			return err
-		}, recipes.ErrBadDriver, "nil"},
-		{"Acquire typed nil driver", func(*testing.T) error {
+		}, Want: recipes.ErrBadDriver, Arg: "nil"},
+		{Name: "Acquire typed nil driver", Call: func(*testing.T) error {
 			_, err := in.Acquire(ctx, (*ptrDriver)(nil), data)
 			return err
-		}, recipes.ErrBadDriver, "nil"},
-		{"Acquire negative MaxLeases", func(*testing.T) error {
+		}, Want: recipes.ErrBadDriver, Arg: "nil"},
+		{Name: "Acquire negative MaxLeases", Call: func(*testing.T) error {
 			_, err := in.Acquire(ctx, recipes.StandardDriver{Name: "lock-", MaxLeases: -1}, data)
 			return err
-		}, recipes.ErrBadDriver, "MaxLeases"},
-		{"AcquireFixed nil ctx", func(*testing.T) error {
+		}, Want: recipes.ErrBadDriver, Arg: "MaxLeases"},
+		{Name: "AcquireFixed nil ctx", Call: func(*testing.T) error {
 			_, err := in.AcquireFixed(nilCtx, "lock", "id")
 			return err
-		}, recipes.ErrBadOption, "nil context"},
-		{"TryAcquireFixed nil ctx", func(*testing.T) error {
+		}, Want: recipes.ErrBadOption, Arg: "nil context"},
+		{Name: "TryAcquireFixed nil ctx", Call: func(*testing.T) error {
 			_, err := in.TryAcquireFixed(nilCtx, "lock", "id")
 			return err
-		}, recipes.ErrBadOption, "nil context"},
-		{"AcquireFixed empty name", func(*testing.T) error {
+		}, Want: recipes.ErrBadOption, Arg: "nil context"},
+		{Name: "AcquireFixed empty name", Call: func(*testing.T) error {
 			_, err := in.AcquireFixed(ctx, "", "id")
 			return err
-		}, recipes.ErrBadPath, "node name"},
-		{"FixedHolder nil ctx", func(t *testing.T) error {
+		}, Want: recipes.ErrBadPath, Arg: "node name"},
+		{Name: "FixedHolder nil ctx", Call: func(t *testing.T) error {
 			p, err := in.FixedHolder(nilCtx, "lock")
 			if p != nil {
 				t.Errorf("FixedHolder returned %v", p)
 			}
 			return err
-		}, recipes.ErrBadOption, "nil context"},
-		{"Participants nil ctx", func(t *testing.T) error {
+		}, Want: recipes.ErrBadOption, Arg: "nil context"},
+		{Name: "Participants nil ctx", Call: func(t *testing.T) error {
 			ps, err := in.Participants(nilCtx, lockDriver)
 			if ps != nil {
 				t.Errorf("Participants returned %v", ps)
 			}
 			return err
-		}, recipes.ErrBadOption, "nil context"},
-		{"Participants typed nil driver", func(*testing.T) error {
+		}, Want: recipes.ErrBadOption, Arg: "nil context"},
+		{Name: "Participants typed nil driver", Call: func(*testing.T) error {
 			_, err := in.Participants(ctx, (*ptrDriver)(nil))
 			return err
-		}, recipes.ErrBadDriver, "nil"},
-		{"GoroutineHolds.Add nil lease", func(t *testing.T) error {
+		}, Want: recipes.ErrBadDriver, Arg: "nil"},
+		{Name: "GoroutineHolds.Add nil lease", Call: func(t *testing.T) error {
 			var r recipes.GoroutineHolds
 			err := r.Add(nil)
 			if n := r.Holds(); n != 0 {
@@ -182,11 +114,11 @@ func TestNilInputs(t *testing.T) {
 				t.Errorf("Enter after Add(nil) = %v, %d, %v", l, n, err)
 			}
 			return err
-		}, recipes.ErrBadOption, "nil lease"},
-		{"nil Lease Release", func(*testing.T) error {
+		}, Want: recipes.ErrBadOption, Arg: "nil lease"},
+		{Name: "nil Lease Release", Call: func(*testing.T) error {
 			var l *recipes.Lease
 			return l.Release(ctx)
-		}, recipes.ErrBadOption, "nil lease"},
+		}, Want: recipes.ErrBadOption, Arg: "nil lease"},
 	})
 }
 
@@ -195,7 +127,7 @@ func TestNilInputs(t *testing.T) {
 // lease, the accessors return zero values.
 func TestNilLease(t *testing.T) {
 	var l *recipes.Lease
-	p, _ := catchPanic(func() error {
+	p, _ := sessiontest.CatchPanic(func() error {
 		select {
 		case <-l.Done():
 		default:

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -105,7 +106,7 @@ func TestDowngrade(t *testing.T) {
 				unlockN.Store(clock.Add(1))
 				unlocked <- rl.Unlock(context.WithoutCancel(ctx))
 			}()
-			first := recv(t, steps, wait, "holder's Lock")
+			first := sessiontest.Recv(t, steps, wait, "holder's Lock")
 			if first.err != nil {
 				t.Fatal(first.err)
 			}
@@ -115,7 +116,7 @@ func TestDowngrade(t *testing.T) {
 			waitWaiting(t, ctx, r, rrd, 3, func(p rwlock.Participant) bool { return p.ID == "R" })
 
 			close(downReq)
-			down := recv(t, steps, wait, "downgrade")
+			down := sessiontest.Recv(t, steps, wait, "downgrade")
 			if down.err != nil {
 				t.Fatalf("downgrade: %v", down.err)
 			}
@@ -152,7 +153,7 @@ func TestDowngrade(t *testing.T) {
 			ra.pending(t, "R behind W2")
 
 			close(unlockReq)
-			if err := recv(t, unlocked, wait, "read Unlock"); err != nil {
+			if err := sessiontest.Recv(t, unlocked, wait, "read Unlock"); err != nil {
 				t.Fatal(err)
 			}
 			g := wa.held(t)
@@ -196,7 +197,7 @@ func TestDowngradeLostWriteNode(t *testing.T) {
 				t.Fatal(err)
 			}
 			if watch {
-				if err := waitDone(t, wl, wait); !errors.Is(err, rwlock.ErrLockLost) {
+				if err := sessiontest.WaitDone(t, wl, wait); !errors.Is(err, rwlock.ErrLockLost) {
 					t.Fatalf("lease after the delete: %v", err)
 				}
 			}
@@ -240,7 +241,7 @@ func TestDowngradeMisuse(t *testing.T) {
 	// Another goroutine may unlock an RWMutex's downgraded lease.
 	unl := make(chan error, 1)
 	go func() { unl <- rl.Unlock(ctx) }()
-	if err := recv(t, unl, wait, "Unlock"); err != nil {
+	if err := sessiontest.Recv(t, unl, wait, "Unlock"); err != nil {
 		t.Fatal(err)
 	}
 	waitEmpty(t, raw, ns)
@@ -255,7 +256,7 @@ func TestDowngradeMisuse(t *testing.T) {
 		_, err := rw.Downgrade(ctx)
 		other <- err
 	}()
-	if err := recv(t, other, wait, "Downgrade from another goroutine"); !errors.Is(err, rwlock.ErrNotOwner) {
+	if err := sessiontest.Recv(t, other, wait, "Downgrade from another goroutine"); !errors.Is(err, rwlock.ErrNotOwner) {
 		t.Fatalf("Downgrade from another goroutine: %v, want ErrNotOwner", err)
 	}
 	if err := rw.Unlock(ctx); err != nil {

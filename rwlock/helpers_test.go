@@ -165,33 +165,6 @@ func waitEmpty(t testing.TB, c *zk.Conn, ns *zktest.Namespace) {
 	}, "nodes left under %s", ns.Path(lockPath))
 }
 
-// waitDone waits for a lease to end and returns its cause.
-func waitDone(t testing.TB, l interface {
-	Done() <-chan struct{}
-	Err() error
-}, d time.Duration) error {
-	t.Helper()
-	select {
-	case <-l.Done():
-		return l.Err()
-	case <-time.After(d):
-		t.Fatalf("lease did not end within %v", d)
-		return nil
-	}
-}
-
-func recv[T any](t testing.TB, ch <-chan T, d time.Duration, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(d):
-		t.Fatalf("no %s within %v", what, d)
-		var zero T
-		return zero
-	}
-}
-
 // result is an acquire's outcome stamped with a global event number.
 type result struct {
 	l    *rwlock.Lease
@@ -251,7 +224,7 @@ func lockAsyncThen(t testing.TB, ctx context.Context, lk locker, side rwlock.Sid
 // result waits for the acquire's outcome.
 func (a *async) result(t testing.TB) result {
 	t.Helper()
-	return recv(t, a.res, wait, "acquire result")
+	return sessiontest.Recv(t, a.res, wait, "acquire result")
 }
 
 // held waits for the acquire's outcome and fails the test on error.
@@ -279,7 +252,7 @@ func (a *async) pending(t testing.TB, what string) {
 func (a *async) unlock(t testing.TB) int64 {
 	t.Helper()
 	close(a.unlockReq)
-	if err := recv(t, a.unlockErr, wait, "Unlock result"); err != nil {
+	if err := sessiontest.Recv(t, a.unlockErr, wait, "Unlock result"); err != nil {
 		t.Fatalf("Unlock: %v", err)
 	}
 	return a.unlockedN.Load()

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/session"
@@ -182,7 +183,7 @@ func TestCloseWhileBusy(t *testing.T) {
 					t.Fatalf("%s after Close = %v", what, r.err)
 				}
 			}
-			if err := waitDone(t, r1, wait); !errors.Is(err, rwlock.ErrClosed) {
+			if err := sessiontest.WaitDone(t, r1, wait); !errors.Is(err, rwlock.ErrClosed) {
 				t.Fatalf("held read lease after Close: %v", err)
 			}
 			if err := r1.Unlock(ctx); err != nil {

@@ -98,7 +98,7 @@ func TestHolderPartitioned(t *testing.T) {
 				start := time.Now()
 				proxy.Partition()
 				defer proxy.Heal()
-				endN := recv(t, ended, wait, "holder lease end")
+				endN := sessiontest.Recv(t, ended, wait, "holder lease end")
 				endAt := time.Since(start)
 				r := got.held(t)
 				t.Logf("partition → holder end %v (%v), waiter acquired %v after the partition", endAt, hl.Err(), time.Since(start))
@@ -133,7 +133,7 @@ func TestShortDisconnect(t *testing.T) {
 					t.Fatal(err)
 				}
 				p.Cut()
-				if err := waitDone(t, hl, wait); !errors.Is(err, session.ErrSuspended) {
+				if err := sessiontest.WaitDone(t, hl, wait); !errors.Is(err, session.ErrSuspended) {
 					t.Fatalf("cause = %v, want session.ErrSuspended", err)
 				}
 				rec.Wait(t, wait, session.Reconnected)
@@ -239,7 +239,7 @@ func TestPartitionShortCtx(t *testing.T) {
 				stop := context.AfterFunc(short, cancel)
 				defer stop()
 				start := time.Now()
-				err = recv(t, res, wait, "queued acquire")
+				err = sessiontest.Recv(t, res, wait, "queued acquire")
 				queued := time.Since(start)
 				if !errors.Is(err, context.Canceled) {
 					t.Fatalf("queued acquire: %v, want context.Canceled", err)
@@ -310,7 +310,7 @@ func TestThirdPartyDelete(t *testing.T) {
 				if err := raw.Delete(hl.Path(), -1); err != nil {
 					t.Fatal(err)
 				}
-				if err := waitDone(t, hl, wait); !errors.Is(err, rwlock.ErrLockLost) {
+				if err := sessiontest.WaitDone(t, hl, wait); !errors.Is(err, rwlock.ErrLockLost) {
 					t.Fatalf("holder's lease: %v, want ErrLockLost", err)
 				}
 				ta.held(t)
@@ -363,7 +363,7 @@ func TestCancelWhileQueued(t *testing.T) {
 						rd.waitRead(t, hl.Node())
 						cancel()
 					}
-					if err := recv(t, res, wait, "acquire result"); !errors.Is(err, want) {
+					if err := sessiontest.Recv(t, res, wait, "acquire result"); !errors.Is(err, want) {
 						t.Fatalf("acquire = %v, want %v", err, want)
 					}
 					if ks := nodes(t, raw, ns); len(ks) != 1 || ks[0] != hl.Node() {

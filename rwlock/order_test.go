@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -161,7 +162,7 @@ func TestWritersNotStarved(t *testing.T) {
 	for i := 1; i < writes; i++ {
 		queued := time.Now()
 		a := lockAsync(t, ctx, w, rwlock.Write, &clock)
-		r := recv(t, a.res, wait, fmt.Sprintf("write %d among a stream of readers", i))
+		r := sessiontest.Recv(t, a.res, wait, fmt.Sprintf("write %d among a stream of readers", i))
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
@@ -242,7 +243,7 @@ func TestReadersInParallel(t *testing.T) {
 				}()
 			}
 			for i := 0; i < n; i++ {
-				if err := recv(t, errs, wait, "reader"); err != nil {
+				if err := sessiontest.Recv(t, errs, wait, "reader"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -276,7 +277,7 @@ func TestReadersInParallel(t *testing.T) {
 				}()
 			}
 			for i := 0; i < n; i++ {
-				if err := recv(t, errs, time.Minute, "reader loop"); err != nil {
+				if err := sessiontest.Recv(t, errs, time.Minute, "reader loop"); err != nil {
 					t.Fatal(err)
 				}
 			}

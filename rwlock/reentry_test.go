@@ -46,7 +46,7 @@ func TestReentrantHolds(t *testing.T) {
 		}
 		res <- r1.Unlock(ctx)
 	}()
-	if err := recv(t, res, wait, "Unlock from another goroutine"); !errors.Is(err, rwlock.ErrNotOwner) {
+	if err := sessiontest.Recv(t, res, wait, "Unlock from another goroutine"); !errors.Is(err, rwlock.ErrNotOwner) {
 		t.Fatalf("Unlock from another goroutine: %v, want ErrNotOwner", err)
 	}
 	if err := r1.Unlock(ctx); err != nil {
@@ -202,7 +202,7 @@ func TestRWMutexUpgradeWaits(t *testing.T) {
 	u := clock.Add(1)
 	unl := make(chan error, 1)
 	go func() { unl <- rl.Unlock(ctx) }()
-	if err := recv(t, unl, wait, "Unlock from another goroutine"); err != nil {
+	if err := sessiontest.Recv(t, unl, wait, "Unlock from another goroutine"); err != nil {
 		t.Fatal(err)
 	}
 	if r := wa.held(t); r.n < u {
@@ -226,7 +226,7 @@ func TestRWMutexHandoff(t *testing.T) {
 	}
 	errs := make(chan error, 3)
 	go func() { errs <- wl.Unlock(ctx) }()
-	if err := recv(t, errs, wait, "Unlock from a child goroutine"); err != nil {
+	if err := sessiontest.Recv(t, errs, wait, "Unlock from a child goroutine"); err != nil {
 		t.Fatal(err)
 	}
 	parent, err := m.RLock(ctx)
@@ -245,7 +245,7 @@ func TestRWMutexHandoff(t *testing.T) {
 		}()
 	}
 	for i := 0; i < 3; i++ {
-		if err := recv(t, errs, wait, "child reader"); err != nil {
+		if err := sessiontest.Recv(t, errs, wait, "child reader"); err != nil {
 			t.Fatal(err)
 		}
 	}

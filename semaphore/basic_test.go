@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -64,7 +65,7 @@ func TestAcquireRelease(t *testing.T) {
 	if err := held[1].Err(); !errors.Is(err, semaphore.ErrReleased) {
 		t.Fatalf("released lease Err = %v", err)
 	}
-	r := recv(t, got, wait, "acquire")
+	r := sessiontest.Recv(t, got, wait, "acquire")
 	if r.err != nil {
 		t.Fatal(r.err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -133,7 +134,7 @@ func TestFIFO(t *testing.T) {
 	if err := hl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ra := recv(t, ga, wait, "first acquire")
+	ra := sessiontest.Recv(t, ga, wait, "first acquire")
 	if ra.err != nil {
 		t.Fatal(ra.err)
 	}
@@ -141,7 +142,7 @@ func TestFIFO(t *testing.T) {
 	if err := ra.ls[0].Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rb := recv(t, gb, wait, "second acquire")
+	rb := sessiontest.Recv(t, gb, wait, "second acquire")
 	if rb.err != nil {
 		t.Fatal(rb.err)
 	}
@@ -183,7 +184,7 @@ func TestAcquireNAllOrNone(t *testing.T) {
 	if err := semaphore.ReleaseAll(ctx, hl); err != nil {
 		t.Fatal(err)
 	}
-	ra := recv(t, ga, wait, "a's AcquireN")
+	ra := sessiontest.Recv(t, ga, wait, "a's AcquireN")
 	if ra.err != nil {
 		t.Fatal(ra.err)
 	}
@@ -199,7 +200,7 @@ func TestAcquireNAllOrNone(t *testing.T) {
 	if err := ra.ls[0].Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rb := recv(t, gb, wait, "b's AcquireN")
+	rb := sessiontest.Recv(t, gb, wait, "b's AcquireN")
 	if rb.err != nil {
 		t.Fatal(rb.err)
 	}
@@ -235,7 +236,7 @@ func TestTryAcquire(t *testing.T) {
 		t.Fatalf("TryAcquire left a node: %v", k)
 	}
 	l1.Release(ctx)
-	r := recv(t, got, wait, "acquire")
+	r := sessiontest.Recv(t, got, wait, "acquire")
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -267,12 +268,12 @@ func TestCancelLeavesNoNode(t *testing.T) {
 			gb := acquireAsync(bctx, b, n)
 			waitNodes(t, raw, ns, semaphore.LocksDir, 2)
 			bcancel() // queued on the mutex
-			if r := recv(t, gb, wait, "b's acquire"); !errors.Is(r.err, context.Canceled) || r.ls != nil {
+			if r := sessiontest.Recv(t, gb, wait, "b's acquire"); !errors.Is(r.err, context.Canceled) || r.ls != nil {
 				t.Fatalf("canceled queued acquire = %v, %v", r.ls, r.err)
 			}
 			waitNodes(t, raw, ns, semaphore.LocksDir, 1)
 			acancel() // holding the mutex, waiting for room
-			if r := recv(t, ga, wait, "a's acquire"); !errors.Is(r.err, context.Canceled) || r.ls != nil {
+			if r := sessiontest.Recv(t, ga, wait, "a's acquire"); !errors.Is(r.err, context.Canceled) || r.ls != nil {
 				t.Fatalf("canceled waiting acquire = %v, %v", r.ls, r.err)
 			}
 			waitNodes(t, raw, ns, semaphore.LocksDir, 0)
@@ -366,7 +367,7 @@ func TestMutexBasic(t *testing.T) {
 	if m1.Held() {
 		t.Fatal("Held after Release")
 	}
-	if err := recv(t, got, wait, "second Lock"); err != nil {
+	if err := sessiontest.Recv(t, got, wait, "second Lock"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -102,30 +102,6 @@ func waitNodes(t testing.TB, c *zk.Conn, ns *zktest.Namespace, dir string, n int
 	return k
 }
 
-// waitDone waits for a lease to end and returns its cause.
-func waitDone(t testing.TB, l *semaphore.Lease, d time.Duration) error {
-	t.Helper()
-	select {
-	case <-l.Done():
-		return l.Err()
-	case <-time.After(d):
-		t.Fatalf("lease did not end within %v", d)
-		return nil
-	}
-}
-
-func recv[T any](t testing.TB, ch <-chan T, d time.Duration, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(d):
-		t.Fatalf("no %s within %v", what, d)
-		var zero T
-		return zero
-	}
-}
-
 // acquired is the outcome of an acquire run in a goroutine.
 type acquired struct {
 	ls  []*semaphore.Lease

@@ -18,6 +18,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/curatortest"
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -230,7 +231,7 @@ func TestCuratorSemaphoreHandoff(t *testing.T) {
 	if err := java.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r := recv(t, got, wait, "Go acquire after Java's release")
+	r := sessiontest.Recv(t, got, wait, "Go acquire after Java's release")
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -374,7 +375,7 @@ func TestCuratorSharedCountSemaphore(t *testing.T) {
 	if err := java.SetCount(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
-	r := recv(t, got, wait, "Go acquire after Java raised the maximum")
+	r := sessiontest.Recv(t, got, wait, "Go acquire after Java raised the maximum")
 	if r.err != nil {
 		t.Fatal(r.err)
 	}

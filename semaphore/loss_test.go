@@ -68,7 +68,7 @@ func TestHolderSessionExpired(t *testing.T) {
 	waitNodes(t, ns.Conn(t), ns, semaphore.LocksDir, 1) // the waiter holds the mutex
 	killed := time.Now()
 	sessiontest.Expire(t, hs, tap)
-	r := recv(t, got, wait, "waiter's acquire")
+	r := sessiontest.Recv(t, got, wait, "waiter's acquire")
 	if r.err != nil {
 		t.Fatalf("waiter: %v", r.err)
 	}
@@ -105,9 +105,9 @@ func TestHolderPartitioned(t *testing.T) {
 	start := time.Now()
 	p.Partition()
 	defer p.Heal()
-	endN := recv(t, ended, wait, "holder's lease end")
+	endN := sessiontest.Recv(t, ended, wait, "holder's lease end")
 	endAt := time.Since(start)
-	r := recv(t, got, wait, "waiter's acquire")
+	r := sessiontest.Recv(t, got, wait, "waiter's acquire")
 	if r.err != nil {
 		t.Fatalf("waiter: %v", r.err)
 	}
@@ -137,7 +137,7 @@ func TestShortCutStandard(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Cut()
-	if err := waitDone(t, l, wait); !errors.Is(err, session.ErrSuspended) {
+	if err := sessiontest.WaitDone(t, l, wait); !errors.Is(err, session.ErrSuspended) {
 		t.Fatalf("cause = %v, want session.ErrSuspended", err)
 	}
 	rec.Wait(t, wait, session.Reconnected)
@@ -162,7 +162,7 @@ func TestShortCutStandard(t *testing.T) {
 	if err := ol.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r := recv(t, got, wait, "acquire across a cut")
+	r := sessiontest.Recv(t, got, wait, "acquire across a cut")
 	if r.err != nil {
 		t.Fatalf("acquire across a cut: %v", r.err)
 	}
@@ -238,7 +238,7 @@ func TestPartitionShortCtx(t *testing.T) {
 			if !during {
 				got = acquireAsync(actx, sem, 1)
 			}
-			r := recv(t, got, wait, "acquire on a partitioned session")
+			r := sessiontest.Recv(t, got, wait, "acquire on a partitioned session")
 			took := time.Since(start)
 			t.Logf("returned %v after the partition (ctx ended at %v): %v", took, d, r.err)
 			if !errors.Is(r.err, context.Canceled) {
@@ -273,10 +273,10 @@ func TestThirdPartyDeletesLease(t *testing.T) {
 	if err := raw.Delete(hl.Path(), -1); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitDone(t, hl, wait); !errors.Is(err, semaphore.ErrLeaseLost) {
+	if err := sessiontest.WaitDone(t, hl, wait); !errors.Is(err, semaphore.ErrLeaseLost) {
 		t.Fatalf("holder's cause = %v, want ErrLeaseLost", err)
 	}
-	r := recv(t, got, wait, "waiter's acquire")
+	r := sessiontest.Recv(t, got, wait, "waiter's acquire")
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -424,14 +424,14 @@ func TestCloseWhileBusy(t *testing.T) {
 	closed := make(chan error, 1)
 	go func() { closed <- sem.Close() }()
 	for _, g := range []<-chan acquired{ga, gb} {
-		if r := recv(t, g, wait, "acquire at Close"); !errors.Is(r.err, semaphore.ErrClosed) {
+		if r := sessiontest.Recv(t, g, wait, "acquire at Close"); !errors.Is(r.err, semaphore.ErrClosed) {
 			t.Fatalf("acquire at Close = %v, want ErrClosed", r.err)
 		}
 	}
-	if err := recv(t, closed, wait, "Close"); err != nil {
+	if err := sessiontest.Recv(t, closed, wait, "Close"); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitDone(t, l, wait); !errors.Is(err, semaphore.ErrClosed) {
+	if err := sessiontest.WaitDone(t, l, wait); !errors.Is(err, semaphore.ErrClosed) {
 		t.Fatalf("lease cause = %v, want ErrClosed", err)
 	}
 	waitNodes(t, raw, ns, semaphore.LocksDir, 0)
@@ -463,10 +463,10 @@ func TestSessionClosed(t *testing.T) {
 	got := acquireAsync(ctx, sem, 1)
 	waitNodes(t, ns.Conn(t), ns, semaphore.LocksDir, 1)
 	s.Close()
-	if err := waitDone(t, l, wait); !errors.Is(err, session.ErrClosed) {
+	if err := sessiontest.WaitDone(t, l, wait); !errors.Is(err, session.ErrClosed) {
 		t.Fatalf("lease cause = %v, want session.ErrClosed", err)
 	}
-	if r := recv(t, got, wait, "acquire at session Close"); r.err == nil {
+	if r := sessiontest.Recv(t, got, wait, "acquire at session Close"); r.err == nil {
 		t.Fatal("acquire succeeded on a closed session")
 	}
 	waitNodes(t, ns.Conn(t), ns, semaphore.LeasesDir, 0)

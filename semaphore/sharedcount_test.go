@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -219,7 +220,7 @@ func TestSharedMaxGrowsWakesWaiter(t *testing.T) {
 	if _, err := c1.Set(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	r := recv(t, got, wait, "acquire after the maximum grew")
+	r := sessiontest.Recv(t, got, wait, "acquire after the maximum grew")
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -280,7 +281,7 @@ func TestSharedMaxLowered(t *testing.T) {
 			notAcquired(t, got)
 		}
 	}
-	r := recv(t, got, wait, "acquire once below the maximum")
+	r := sessiontest.Recv(t, got, wait, "acquire once below the maximum")
 	if r.err != nil {
 		t.Fatal(r.err)
 	}

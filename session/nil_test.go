@@ -3,14 +3,12 @@ package session_test
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
-	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
 	"github.com/zkrecipes/zkrecipes/session"
@@ -19,70 +17,6 @@ import (
 
 // nilCtx is a nil context.Context, as a careless caller passes it.
 var nilCtx context.Context
-
-// nilCase is one call of the API with a nil or otherwise bad input. call
-// returns the call's error; it fails t itself when the call returns
-// something besides the error (a session, an epoch).
-type nilCase struct {
-	name string
-	call func(t *testing.T) error
-	want error  // the sentinel the error must match
-	arg  string // the text naming the bad argument
-}
-
-// checkNilCases runs each case in its own subtest and checks that the call
-// does not panic, returns an error matching want that names arg, leaves no
-// goroutine running, and creates or deletes no znode under root.
-func checkNilCases(t *testing.T, raw *zk.Conn, root string, cases []nilCase) {
-	t.Helper()
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			before := subtree(t, raw, root)
-			running := goleak.IgnoreCurrent()
-			p, err := catchPanic(func() error { return c.call(t) })
-			switch {
-			case p != nil:
-				t.Errorf("panic: %v", p)
-			case err == nil:
-				t.Errorf("no error, want one matching %v naming %q", c.want, c.arg)
-			case !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.arg):
-				t.Errorf("err = %v, want one matching %v naming %q", err, c.want, c.arg)
-			}
-			if err := goleak.Find(running); err != nil {
-				t.Errorf("the call left goroutines running: %v", err)
-			}
-			if after := subtree(t, raw, root); !slices.Equal(before, after) {
-				t.Errorf("znodes under %s changed: before %q, after %q", root, before, after)
-			}
-		})
-	}
-}
-
-// catchPanic calls f and returns what it panicked with, or its error.
-func catchPanic(f func() error) (p any, err error) {
-	defer func() { p = recover() }()
-	return nil, f()
-}
-
-// subtree lists every znode below root (root excluded), sorted.
-func subtree(t *testing.T, raw *zk.Conn, root string) []string {
-	t.Helper()
-	kids, _, err := raw.Children(root)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		t.Fatalf("children of %s: %v", root, err)
-	}
-	var out []string
-	for _, k := range kids {
-		p := root + "/" + k
-		out = append(out, p)
-		out = append(out, subtree(t, raw, p)...)
-	}
-	slices.Sort(out)
-	return out
-}
 
 // TestNilInputs: every entry point of the session package refuses a nil
 // context, a nil function and a nil epoch with an error matching its
@@ -96,16 +30,16 @@ func TestNilInputs(t *testing.T) {
 	node := ns.Root + "/n"
 	op := func(*zk.Conn) error { return nil }
 
-	checkNilCases(t, raw, ns.Root, []nilCase{
-		{"Connect nil ctx", func(t *testing.T) error {
+	sessiontest.CheckNilCases(t, raw, ns.Root, []sessiontest.NilCase{
+		{Name: "Connect nil ctx", Call: func(t *testing.T) error {
 			s, err := session.Connect(nilCtx, ns.Servers())
 			if s != nil {
 				t.Errorf("Connect returned a session")
 				s.Close()
 			}
 			return err
-		}, session.ErrBadOption, "nil context"},
-		{"Connect retry factory returning nil", func(t *testing.T) error {
+		}, Want: session.ErrBadOption, Arg: "nil context"},
+		{Name: "Connect retry factory returning nil", Call: func(t *testing.T) error {
 			s, err := session.Connect(ctx, ns.Servers(),
 				session.WithRetry(func() backoff.BackOff { return nil }))
 			if s != nil {
@@ -113,55 +47,55 @@ func TestNilInputs(t *testing.T) {
 				s.Close()
 			}
 			return err
-		}, session.ErrBadOption, "retry"},
-		{"WaitConnected nil ctx", func(t *testing.T) error {
+		}, Want: session.ErrBadOption, Arg: "retry"},
+		{Name: "WaitConnected nil ctx", Call: func(t *testing.T) error {
 			ep, err := s.WaitConnected(nilCtx)
 			if ep != nil {
 				t.Errorf("WaitConnected returned an epoch")
 			}
 			return err
-		}, session.ErrBadOption, "nil context"},
-		{"WaitLease nil ctx", func(t *testing.T) error {
+		}, Want: session.ErrBadOption, Arg: "nil context"},
+		{Name: "WaitLease nil ctx", Call: func(t *testing.T) error {
 			ep, lease, err := s.Toolkit().WaitLease(nilCtx)
 			if ep != nil || lease != nil {
 				t.Errorf("WaitLease returned %v, %v", ep, lease)
 			}
 			return err
-		}, session.ErrBadOption, "nil context"},
-		{"Retry nil ctx", func(*testing.T) error {
+		}, Want: session.ErrBadOption, Arg: "nil context"},
+		{Name: "Retry nil ctx", Call: func(*testing.T) error {
 			return s.Toolkit().Retry(nilCtx, ep, op)
-		}, session.ErrBadOption, "nil context"},
-		{"Retry nil op", func(*testing.T) error {
+		}, Want: session.ErrBadOption, Arg: "nil context"},
+		{Name: "Retry nil op", Call: func(*testing.T) error {
 			return s.Toolkit().Retry(ctx, ep, nil)
-		}, session.ErrBadOption, "nil op"},
-		{"Retry nil epoch", func(*testing.T) error {
+		}, Want: session.ErrBadOption, Arg: "nil op"},
+		{Name: "Retry nil epoch", Call: func(*testing.T) error {
 			return s.Toolkit().Retry(ctx, nil, op)
-		}, session.ErrBadEpoch, "nil epoch"},
-		{"EnsureContainers nil ctx", func(*testing.T) error {
+		}, Want: session.ErrBadEpoch, Arg: "nil epoch"},
+		{Name: "EnsureContainers nil ctx", Call: func(*testing.T) error {
 			return s.Toolkit().EnsureContainers(nilCtx, node)
-		}, session.ErrBadOption, "nil context"},
-		{"EnsureContainers empty path", func(*testing.T) error {
+		}, Want: session.ErrBadOption, Arg: "nil context"},
+		{Name: "EnsureContainers empty path", Call: func(*testing.T) error {
 			return s.Toolkit().EnsureContainers(ctx, "")
-		}, session.ErrBadPath, "empty"},
-		{"CreateEphemeral nil ctx", func(t *testing.T) error {
+		}, Want: session.ErrBadPath, Arg: "empty"},
+		{Name: "CreateEphemeral nil ctx", Call: func(t *testing.T) error {
 			p, st, err := s.Toolkit().CreateEphemeral(nilCtx, ep, node, nil, 0)
 			if p != "" || st != nil {
 				t.Errorf("CreateEphemeral returned %q, %v", p, st)
 			}
 			return err
-		}, session.ErrBadOption, "nil context"},
-		{"CreateEphemeral nil epoch", func(*testing.T) error {
+		}, Want: session.ErrBadOption, Arg: "nil context"},
+		{Name: "CreateEphemeral nil epoch", Call: func(*testing.T) error {
 			_, _, err := s.Toolkit().CreateEphemeral(ctx, nil, node, nil, 0)
 			return err
-		}, session.ErrBadEpoch, "nil epoch"},
-		{"CreateEphemeral empty path", func(*testing.T) error {
+		}, Want: session.ErrBadEpoch, Arg: "nil epoch"},
+		{Name: "CreateEphemeral empty path", Call: func(*testing.T) error {
 			_, _, err := s.Toolkit().CreateEphemeral(ctx, ep, "", nil, 0)
 			return err
-		}, session.ErrBadPath, "empty"},
-		{"Path empty", func(*testing.T) error {
+		}, Want: session.ErrBadPath, Arg: "empty"},
+		{Name: "Path empty", Call: func(*testing.T) error {
 			_, err := s.Path("")
 			return err
-		}, session.ErrBadPath, "empty"},
+		}, Want: session.ErrBadPath, Arg: "empty"},
 	})
 }
 
@@ -169,7 +103,7 @@ func TestNilInputs(t *testing.T) {
 // closed, Err and the cause of Context match ErrBadEpoch; the numbers are 0.
 func TestNilEpoch(t *testing.T) {
 	var ep *session.Epoch
-	p, err := catchPanic(func() error {
+	p, err := sessiontest.CatchPanic(func() error {
 		select {
 		case <-ep.Lost():
 		default:

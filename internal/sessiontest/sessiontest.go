@@ -21,6 +21,12 @@
 //
 // Paths: with Connect the Session's namespace is ns.Root, so s.Path("/lock")
 // is ns.Root+"/lock", the same node as ns.Path("lock") for a raw ns.Conn(t).
+//
+// It also holds the harnesses that several packages' tests share: the
+// nil-input table runner (NilCase, CheckNilCases, CatchPanic, Subtree), the
+// ctx-bound measurer of issue 9 (MeasureBound, MeasureBoundWithin, the Bound*
+// constants, LibraryStacks) and the waits Recv and WaitDone. Only tests may
+// import this package, never the library's own code.
 package sessiontest
 
 import (
