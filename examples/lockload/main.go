@@ -122,6 +122,13 @@ type bench struct {
 func run(ctx context.Context, env *demo.Env) error {
 	b := &bench{env: env, out: env.Out}
 	defer b.closeAll()
+	if *vsZK {
+		if err := b.vsCompare(ctx); err != nil {
+			return fmt.Errorf("-vs-zk: %w", err)
+		}
+		b.out.Printf("done")
+		return nil
+	}
 	sections := map[string]func(context.Context) error{
 		"a": b.uncontended, "b": b.handoff, "c": b.herd, "d": b.memory,
 	}
