@@ -25,6 +25,7 @@ var (
 	vsRounds   = flag.Int("vs-rounds", 3, "(-vs-zk) rounds; each round runs every variant on every workload, in a rotating order")
 	vsHerd     = flag.Int("vs-herd", 50, "(-vs-zk) sessions of the herd workload")
 	vsOnly     = flag.String("vs-only", "", "(-vs-zk) run only these variants (comma-separated names, e.g. zk,default)")
+	vsByOp     = flag.Bool("vs-byop", false, "(-vs-zk) also print the requests per op by type")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 )
 
@@ -125,6 +126,7 @@ type vsResult struct {
 	ops, reqs, notes, allocs int64
 	elapsed                  time.Duration
 	handoffs                 []time.Duration // uncontended: cycle times
+	byOp                     opCounts
 }
 
 func (r vsResult) perSec() float64 { return float64(r.ops) / r.elapsed.Seconds() }
@@ -190,13 +192,16 @@ func (b *bench) vsCompare(ctx context.Context) error {
 			if lockers[v.name], err = v.lockers(ctx, w, path); err != nil {
 				return err
 			}
-			// Warm up: creates the directories, arms the caches.
-			unlock, err := lockers[v.name][0](ctx)
-			if err != nil {
-				return fmt.Errorf("%s: %w", v.name, err)
-			}
-			if err := unlock(); err != nil {
-				return fmt.Errorf("%s: %w", v.name, err)
+			// Warm up every locker: creates the directories, learns that
+			// they exist (a one-time request per mutex, not counted).
+			for _, lock := range lockers[v.name] {
+				unlock, err := lock(ctx)
+				if err != nil {
+					return fmt.Errorf("%s: %w", v.name, err)
+				}
+				if err := unlock(); err != nil {
+					return fmt.Errorf("%s: %w", v.name, err)
+				}
 			}
 		}
 		results := make(map[string][]vsResult)
@@ -236,7 +241,8 @@ func vsRun(ctx context.Context, w *vsWorld, lockers []func(context.Context) (fun
 	)
 	errs := make(chan error, len(lockers))
 	single := len(lockers) == 1
-	req0 := w.ctr.snapshot().total()
+	snap0 := w.ctr.snapshot()
+	req0 := snap0.total()
 	w.ctr.tap.ResetNotifications()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
@@ -305,7 +311,8 @@ func vsRun(ctx context.Context, w *vsWorld, lockers []func(context.Context) (fun
 	stopped = true
 	elapsed := time.Since(t0)
 	ops := held
-	reqs := w.ctr.snapshot().total() - req0
+	snap1 := w.ctr.snapshot()
+	reqs := snap1.total() - req0
 	notes, nerr := w.ctr.tap.Notifications()
 	runtime.ReadMemStats(&ms1)
 	mu.Unlock()
@@ -330,7 +337,7 @@ func vsRun(ctx context.Context, w *vsWorld, lockers []func(context.Context) (fun
 		}
 	}
 	return vsResult{
-		ops: ops, reqs: reqs, notes: int64(nnotes),
+		ops: ops, reqs: reqs, notes: int64(nnotes), byOp: snap1.minus(snap0),
 		allocs: int64(ms1.Mallocs - ms0.Mallocs), elapsed: elapsed, handoffs: handoffs,
 	}, nil
 }
@@ -370,6 +377,19 @@ func (b *bench) vsTable(name string, n int, variants []vsVariant, results map[st
 			us(percentile(ds, 0.5)), us(percentile(ds, 0.99)), per(reqs), per(notes), allocCol, ""})
 	}
 	b.table(rows)
+	if *vsByOp {
+		for _, v := range variants {
+			all := make(opCounts)
+			var ops int64
+			for _, r := range results[v.name] {
+				ops += r.ops
+				for k, n := range r.byOp {
+					all[k] += n
+				}
+			}
+			b.out.Plain("    %-32s %s", vsLabels[v.name], all.per(int(ops)))
+		}
+	}
 }
 
 // report sends err unless errs is full (the first errors are enough).
