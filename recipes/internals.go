@@ -539,10 +539,14 @@ func (a *attempt) createAndList() error {
 			}
 			return nil
 		case errors.Is(err, zk.ErrNoNode):
+			// The directory is gone (a container the server reaped while
+			// the lock was idle): create it again without asking first
+			// whether it exists (ensureDir's read).
 			in.dirReady.Store(false)
-			if e := in.ensureDir(a.ctx); e != nil {
+			if e := in.sess.Toolkit().EnsureContainers(a.ctx, in.path); e != nil {
 				return e
 			}
+			in.dirReady.Store(true)
 		case session.IsConnectionError(err):
 			a.ghosts = true
 			found, e := a.findGhost()
