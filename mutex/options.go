@@ -82,9 +82,10 @@ func WithID(id string) Option {
 
 // WithNodeWatch says whether a held lease watches its own node, so that a
 // deletion by a third party (an operator, a cleanup job) ends the lease at
-// once with ErrLockLost (default true). It costs one request per lock cycle
-// and one extra watch notification per release; it adds no latency to Lock
-// (the watch is set after Lock returns). Without it, the holder learns of
+// once with ErrLockLost (default true). A holder sets it after Lock returns
+// (no latency added), or inherits it from its wait when it was next in line;
+// it costs at most one request and one watch notification per hold, none for
+// a hold shorter than about one round trip. Without it, the holder learns of
 // such a deletion only when its session ends, while the next waiter already
 // holds the lock.
 func WithNodeWatch(on bool) Option {

@@ -75,10 +75,10 @@ func tappedSession(t testing.TB, ns *zktest.Namespace) (*session.Session, *zktes
 // notification about a node, sent to the session that owned that node, is
 // the releaser's own node watch (WithNodeWatch) fired by its own delete;
 // every other notification went to a waiter. For every release but the last
-// it asserts exactly one notification to waiters, and exactly one (node
-// watch on) or zero (off) to the releaser. So, per release that hands the
-// lock over: 1.00 to waiters, plus 1.00 to the releaser's own watch with the
-// default setting, which is why the server's total is 2 per release then.
+// it asserts exactly one notification to waiters, and at most one (node
+// watch on: only if the watch was armed before the release) or zero (off) to
+// the releaser. So, per release that hands the lock over: 1.00 to waiters,
+// plus up to 1.00 to the releaser's own watch with the default setting.
 // The server's own counters must agree with the client-side total.
 //
 // The waiters are spread over 10 sessions so that neighbours in the queue
@@ -141,10 +141,13 @@ func testWatchesPerRelease(t *testing.T, watch bool) {
 		waitKids(t, raw, ns, i+2) // queue order = start order
 	}
 	// Before the first release, every waiter watches its predecessor and,
-	// with the node watch, its own node (the holder watches its own).
+	// with the node watch, the holder watches its own node and so does the
+	// first waiter (next in line: its watch lets it hold on the holder's
+	// deletion notice); deeper waiters read the children when woken and do
+	// not watch their own node while they wait (issue 13).
 	wantWatches := waiters
 	if watch {
-		wantWatches = 2*waiters + 1
+		wantWatches = waiters + 2
 	}
 	zktest.Eventually(t, wait, func() bool { return watchesUnder(t, addr, ns.Root) == wantWatches },
 		"the watches under the namespace never numbered %d", wantWatches)
@@ -213,8 +216,11 @@ func testWatchesPerRelease(t *testing.T, watch bool) {
 			handW += toWaiters[p]
 			handO += toOwn[p]
 		}
-		if toWaiters[p] != wantW || toOwn[p] != wantOwn {
-			t.Fatalf("release %d of %d (%s): %d notifications to waiters (want %d), %d to the releaser's own watch (want %d)",
+		// The releaser's own watch fires only if it was armed: by the wait
+		// (next in line) or by the lease's goroutine before the release,
+		// which races with this test's immediate Unlock.
+		if toWaiters[p] != wantW || toOwn[p] > wantOwn {
+			t.Fatalf("release %d of %d (%s): %d notifications to waiters (want %d), %d to the releaser's own watch (want at most %d)",
 				i+1, releases, p, toWaiters[p], wantW, toOwn[p], wantOwn)
 		}
 	}

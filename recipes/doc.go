@@ -45,7 +45,11 @@
 // normally reads the directory again; with a Monotone driver and the node
 // watch, a waiter whose last snapshot showed only the deleted child before it
 // takes over on the deletion notice alone (children sorting before ours were
-// all created before ours, so none can have appeared since).
+// all created before ours, so none can have appeared since). Such a waiter
+// (next in line) is the only one that watches its own node while it waits:
+// that watch is what lets it skip the read (a third party's delete of our
+// node cannot go unnoticed); deeper waiters read the directory when woken,
+// which finds such a delete, and their lease sets the watch once held.
 //
 // Before the read that decides, the engine captures the session's lease
 // context and never grants a lease while the connection is suspended or when

@@ -289,10 +289,20 @@ func (a *attempt) heldWithout(gone string) bool {
 	if trustsHandoff(a.d) && a.lctx.Err() == nil && a.ep.Err() == nil {
 		return true
 	}
-	m, ok := a.d.(Monotone)
-	if !ok || !m.Monotone() || a.prev == nil || !settled(a.d, a.prev) || a.self == nil || a.lctx.Err() != nil || a.ep.Err() != nil {
+	if a.self == nil || a.lctx.Err() != nil || a.ep.Err() != nil {
 		// Without a live watch on our own node we could not tell that a
 		// third party deleted it: read the children instead.
+		return false
+	}
+	return a.holdsWithout(gone)
+}
+
+// holdsWithout reports whether a Monotone driver holds on the last snapshot
+// (its prefix up to ours, see keepPrefix) without the child gone: whether
+// gone's deletion alone would hand us the recipe. It reads nothing.
+func (a *attempt) holdsWithout(gone string) bool {
+	m, ok := a.d.(Monotone)
+	if !ok || !m.Monotone() || a.prev == nil || !settled(a.d, a.prev) {
 		return false
 	}
 	rest := make([]Child, 0, len(a.prev))
@@ -529,10 +539,14 @@ func (a *attempt) createAndList() error {
 			}
 			return nil
 		case errors.Is(err, zk.ErrNoNode):
+			// The directory is gone (a container the server reaped while
+			// the lock was idle): create it again without asking first
+			// whether it exists (ensureDir's read).
 			in.dirReady.Store(false)
-			if e := in.ensureDir(a.ctx); e != nil {
+			if e := in.sess.Toolkit().EnsureContainers(a.ctx, in.path); e != nil {
 				return e
 			}
+			in.dirReady.Store(true)
 		case session.IsConnectionError(err):
 			a.ghosts = true
 			found, e := a.findGhost()
@@ -756,6 +770,25 @@ func (a *attempt) statSelf(watch bool) error {
 // predecessor returns at once (rescan).
 func (a *attempt) wait(watch string) error {
 	in := a.in
+	// Our own node is watched while we wait only where it pays: when the
+	// watched child's deletion alone hands us the recipe (we are next in
+	// line on the snapshot), the watch lets heldWithout grant on the
+	// deletion notice without reading the children again. Deeper in the
+	// queue the next decision reads the children anyway, and that read
+	// finds a third-party delete of our node (ErrLockLost); a held lease
+	// arms its own watch (Lease.monitor), off the acquire's path. The
+	// watch costs a request and, at the release, a notification of our
+	// own delete, so it is not armed where it cannot save a read. It is
+	// set before the predecessor's watch, so that a watch on the
+	// predecessor means the decision is made (tests observe it).
+	next := in.cfg.nodeWatch && a.self == nil && a.holdsWithout(watch)
+	if a.czxid == 0 || next {
+		// Learn our token while we wait anyway, and with the node watch
+		// arm it in the same request (the lease monitor inherits it).
+		if err := a.statSelf(in.cfg.nodeWatch && a.self == nil); err != nil {
+			return err
+		}
+	}
 	var w *session.Watch
 	err := in.sess.Toolkit().Retry(a.ctx, a.ep, func(*zk.Conn) error {
 		var err error
@@ -770,14 +803,6 @@ func (a *attempt) wait(watch string) error {
 	}
 	if err != nil {
 		return err
-	}
-	if a.czxid == 0 || (in.cfg.nodeWatch && a.self == nil) {
-		// While we wait anyway: learn our token, and with the node watch
-		// also notice a third-party delete of our node early. The lease
-		// monitor inherits the watch.
-		if err := a.statSelf(in.cfg.nodeWatch); err != nil {
-			return err
-		}
 	}
 	if ce := in.lg.Check(zap.DebugLevel, "waiting"); ce != nil {
 		ce.Write(zap.String("node", a.name), zap.String("watch", watch))

@@ -31,7 +31,10 @@ const defaultCleanupTimeout = 5 * time.Second
 // ErrLockLost (default true). The watch is set asynchronously by the lease's
 // goroutine, so it adds no latency to an acquire, but it costs one request per
 // cycle and one extra watch notification per release (the holder's own watch
-// fires when it deletes its node). Without it, a third-party deletion is only
+// fires when it deletes its node) whenever it is set: when the lease lives
+// longer than about a round trip, or when the waiter was next in line (it then
+// sets the watch while it waits and holds on its predecessor's deletion
+// notice without reading the children again). Without it, a third-party deletion is only
 // seen by the next waiter, and the holder keeps believing it holds the lock
 // until its session ends.
 func WithNodeWatch(on bool) Option {

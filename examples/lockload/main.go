@@ -33,6 +33,26 @@
 // addresses and the dial error if none comes within -connect-timeout, 5 s by
 // default).
 //
+// With -vs-zk it runs only a side-by-side comparison with go-zookeeper's own
+// lock (zk.NewLock) on the same server in the same run:
+//
+//	go run ./examples/lockload -vs-zk
+//
+// zk.NewLock, mutex.New (the default), mutex.New with WithNodeWatch(false)
+// and mutex.NewReentrant on three workloads: uncontended Lock+Unlock on one
+// session; 8 sessions contending, each looping Lock, counter++ on a shared
+// counter, Unlock; the same with 50 sessions (-vs-herd). Every round
+// (-vs-rounds, 3) runs every variant on the workload for -vs-time (1 s), in
+// a rotating order, after an untimed Lock+Unlock of every locker. Per
+// variant it prints ops/s (the median of the rounds), the ratio of ops/s to
+// zk.NewLock in each round (compare ratios within a run: the machine's load
+// moves the absolute figures), p50/p99 of the handoff (the holder's Unlock
+// call to the next Lock returning; uncontended: of the whole cycle),
+// ZooKeeper requests and watch notifications per lock counted on the wire
+// (a zktest.Tap; -vs-byop splits the requests by type) and, uncontended,
+// heap allocations per cycle (the whole process: go-zookeeper and the tap
+// included). -cpuprofile writes a CPU profile of the run.
+//
 // Flags change the counts and durations (-rounds, -cycle-time, -sessions,
 // -handoff-time, -waiters, -big-sessions, -per-session) and select sections
 // (-only a,c). The machine's load shows in the figures: run it on a quiet one.
@@ -122,6 +142,13 @@ type bench struct {
 func run(ctx context.Context, env *demo.Env) error {
 	b := &bench{env: env, out: env.Out}
 	defer b.closeAll()
+	if *vsZK {
+		if err := b.vsCompare(ctx); err != nil {
+			return fmt.Errorf("-vs-zk: %w", err)
+		}
+		b.out.Printf("done")
+		return nil
+	}
 	sections := map[string]func(context.Context) error{
 		"a": b.uncontended, "b": b.handoff, "c": b.herd, "d": b.memory,
 	}

@@ -1,0 +1,412 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/session"
+)
+
+var (
+	vsZK       = flag.Bool("vs-zk", false, "run only the comparison with go-zookeeper's zk.NewLock (workloads 1, 8 and -vs-herd sessions)")
+	vsTime     = flag.Duration("vs-time", time.Second, "(-vs-zk) duration of one variant on one workload in one round")
+	vsRounds   = flag.Int("vs-rounds", 3, "(-vs-zk) rounds; each round runs every variant on every workload, in a rotating order")
+	vsHerd     = flag.Int("vs-herd", 50, "(-vs-zk) sessions of the herd workload")
+	vsOnly     = flag.String("vs-only", "", "(-vs-zk) run only these variants (comma-separated names, e.g. zk,default)")
+	vsByOp     = flag.Bool("vs-byop", false, "(-vs-zk) also print the requests per op by type")
+	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+)
+
+// vsVariant is one lock implementation of the comparison.
+type vsVariant struct {
+	name string
+	// lockers returns one lock function per session (zk.Lock is not safe
+	// for concurrent use, so each goroutine gets its own).
+	lockers func(ctx context.Context, w *vsWorld, path string) ([]func(context.Context) (func() error, error), error)
+}
+
+// vsWorld holds the sessions of one workload, both kinds, on one tap.
+type vsWorld struct {
+	ctr   *counter
+	ours  []*session.Session
+	conns []*zk.Conn
+}
+
+func vsVariants() []vsVariant {
+	ours := func(mk func(s *session.Session, path string) (func(context.Context) (func() error, error), error)) func(context.Context, *vsWorld, string) ([]func(context.Context) (func() error, error), error) {
+		return func(_ context.Context, w *vsWorld, path string) ([]func(context.Context) (func() error, error), error) {
+			out := make([]func(context.Context) (func() error, error), len(w.ours))
+			for i, s := range w.ours {
+				f, err := mk(s, path)
+				if err != nil {
+					return nil, err
+				}
+				out[i] = f
+			}
+			return out, nil
+		}
+	}
+	return []vsVariant{
+		{"zk", func(_ context.Context, w *vsWorld, path string) ([]func(context.Context) (func() error, error), error) {
+			out := make([]func(context.Context) (func() error, error), len(w.conns))
+			for i, c := range w.conns {
+				l := zk.NewLock(c, path, zk.WorldACL(zk.PermAll))
+				out[i] = func(context.Context) (func() error, error) {
+					if err := l.Lock(); err != nil {
+						return nil, err
+					}
+					return l.Unlock, nil
+				}
+			}
+			return out, nil
+		}},
+		{"default", ours(func(s *session.Session, path string) (func(context.Context) (func() error, error), error) {
+			m, err := mutex.New(s, path)
+			if err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context) (func() error, error) {
+				l, err := m.Lock(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return func() error { return l.Unlock(context.WithoutCancel(ctx)) }, nil
+			}, nil
+		})},
+		{"watchoff", ours(func(s *session.Session, path string) (func(context.Context) (func() error, error), error) {
+			m, err := mutex.New(s, path, mutex.WithNodeWatch(false))
+			if err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context) (func() error, error) {
+				l, err := m.Lock(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return func() error { return l.Unlock(context.WithoutCancel(ctx)) }, nil
+			}, nil
+		})},
+		{"reentrant", ours(func(s *session.Session, path string) (func(context.Context) (func() error, error), error) {
+			m, err := mutex.NewReentrant(s, path)
+			if err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context) (func() error, error) {
+				l, err := m.Lock(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return func() error { return l.Unlock(context.WithoutCancel(ctx)) }, nil
+			}, nil
+		})},
+	}
+}
+
+var vsLabels = map[string]string{
+	"zk":        "zk.NewLock (go-zookeeper)",
+	"default":   "mutex.New",
+	"watchoff":  "mutex.New, WithNodeWatch(false)",
+	"reentrant": "mutex.NewReentrant",
+}
+
+// vsResult is one variant on one workload in one round.
+type vsResult struct {
+	ops, reqs, notes, allocs int64
+	elapsed                  time.Duration
+	handoffs                 []time.Duration // uncontended: cycle times
+	byOp                     opCounts
+}
+
+func (r vsResult) perSec() float64 { return float64(r.ops) / r.elapsed.Seconds() }
+
+// vsCompare is -vs-zk: zk.NewLock against our mutexes, same server, same run.
+func (b *bench) vsCompare(ctx context.Context) error {
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	variants := vsVariants()
+	if *vsOnly != "" {
+		var keep []vsVariant
+		for _, v := range variants {
+			for _, n := range strings.Split(*vsOnly, ",") {
+				if strings.TrimSpace(n) == v.name {
+					keep = append(keep, v)
+				}
+			}
+		}
+		variants = keep
+	}
+	workloads := []struct {
+		name string
+		n    int
+	}{{"uncontended, 1 session", 1}, {"contended, 8 sessions, shared counter", 8}, {fmt.Sprintf("herd, %d sessions", *vsHerd), *vsHerd}}
+	b.out.Printf("vs zk.NewLock: %d rounds x %d workloads x %d variants, %v each; GOMAXPROCS %d",
+		*vsRounds, len(workloads), len(variants), *vsTime, runtime.GOMAXPROCS(0))
+	if l, err := os.ReadFile("/proc/loadavg"); err == nil {
+		b.out.Printf("load average at start: %s", strings.TrimSpace(string(l)))
+	}
+	for wi, wl := range workloads {
+		w := &vsWorld{ctr: newCounter()}
+		var err error
+		if w.ours, err = b.sessions(ctx, fmt.Sprintf("vs%d", wi), wl.n, w.ctr); err != nil {
+			return err
+		}
+		for i := 0; i < wl.n; i++ {
+			c, err := b.raw(ctx, w.ctr)
+			if err != nil {
+				return err
+			}
+			w.conns = append(w.conns, c)
+		}
+		// zk.NewLock needs its parent; ours create it.
+		zkDir := *root + fmt.Sprintf("/vs-%d-zk", wi)
+		if err := b.rawDir(w.conns[0], zkDir); err != nil {
+			return err
+		}
+		lockers := make(map[string][]func(context.Context) (func() error, error))
+		for _, v := range variants {
+			path := *root + fmt.Sprintf("/vs-%d-%s", wi, v.name)
+			if v.name == "zk" {
+				path = zkDir + "/lock"
+			}
+			if lockers[v.name], err = v.lockers(ctx, w, path); err != nil {
+				return err
+			}
+			// Warm up every locker: creates the directories, learns that
+			// they exist (a one-time request per mutex, not counted).
+			for _, lock := range lockers[v.name] {
+				unlock, err := lock(ctx)
+				if err != nil {
+					return fmt.Errorf("%s: %w", v.name, err)
+				}
+				if err := unlock(); err != nil {
+					return fmt.Errorf("%s: %w", v.name, err)
+				}
+			}
+		}
+		results := make(map[string][]vsResult)
+		for r := 0; r < *vsRounds; r++ {
+			for k := range variants {
+				v := variants[(k+r)%len(variants)]
+				// Each locker once, untimed: an idle directory may have
+				// been reaped (a container) since the last run.
+				for _, lock := range lockers[v.name] {
+					unlock, err := lock(ctx)
+					if err == nil {
+						err = unlock()
+					}
+					if err != nil {
+						return fmt.Errorf("%s, %s: warm-up: %w", wl.name, v.name, err)
+					}
+				}
+				res, err := vsRun(ctx, w, lockers[v.name])
+				if err != nil {
+					return fmt.Errorf("%s, %s: %w", wl.name, v.name, err)
+				}
+				results[v.name] = append(results[v.name], res)
+			}
+		}
+		b.vsTable(wl.name, wl.n, variants, results)
+		b.closeAll()
+	}
+	if l, err := os.ReadFile("/proc/loadavg"); err == nil {
+		b.out.Printf("load average at end: %s", strings.TrimSpace(string(l)))
+	}
+	return nil
+}
+
+// vsRun runs one goroutine per locker, each looping lock, counter++,
+// unlock, for -vs-time; it checks that no two holders overlap.
+func vsRun(ctx context.Context, w *vsWorld, lockers []func(context.Context) (func() error, error)) (vsResult, error) {
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		lastRel  time.Time // the last holder's unlock call
+		handoffs []time.Duration
+		inside   atomic.Int32
+		counter  int64
+		stopped  bool
+		held     int64 // holds counted, under mu
+		wg       sync.WaitGroup
+	)
+	errs := make(chan error, len(lockers))
+	single := len(lockers) == 1
+	snap0 := w.ctr.snapshot()
+	req0 := snap0.total()
+	w.ctr.tap.ResetNotifications()
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	t0 := time.Now()
+	for _, lock := range lockers {
+		wg.Add(1)
+		go func(lock func(context.Context) (func() error, error)) {
+			defer wg.Done()
+			for cctx.Err() == nil {
+				start := time.Now()
+				unlock, err := lock(cctx)
+				if err != nil {
+					if cctx.Err() == nil {
+						report(errs, err)
+					}
+					return
+				}
+				got := time.Now()
+				if inside.Add(1) != 1 {
+					report(errs, fmt.Errorf("two holders at once"))
+				}
+				counter++ // the shared counter: the lock is its only guard
+				mu.Lock()
+				if stopped {
+					// After the stop: leave the figures alone.
+					inside.Add(-1)
+					mu.Unlock()
+					_ = unlock()
+					return
+				}
+				held++
+				if single {
+					handoffs = append(handoffs, got.Sub(start))
+				} else if !lastRel.IsZero() {
+					handoffs = append(handoffs, got.Sub(lastRel))
+				}
+				inside.Add(-1)
+				lastRel = time.Now()
+				mu.Unlock()
+				if single {
+					err = unlock()
+					handoffs[len(handoffs)-1] = time.Since(start)
+				} else {
+					err = unlock()
+				}
+				if err != nil {
+					report(errs, err)
+					return
+				}
+			}
+		}(lock)
+	}
+	timer := time.NewTimer(*vsTime)
+	defer timer.Stop()
+	var err error
+	select {
+	case <-timer.C:
+	case err = <-errs:
+	case <-ctx.Done():
+		err = context.Cause(ctx)
+	}
+	// The figures stop here: what the end of the run costs (waiters
+	// giving up, or, for zk.Lock, which cannot give up, taking one more
+	// turn) is not counted.
+	mu.Lock()
+	stopped = true
+	elapsed := time.Since(t0)
+	ops := held
+	snap1 := w.ctr.snapshot()
+	reqs := snap1.total() - req0
+	notes, nerr := w.ctr.tap.Notifications()
+	runtime.ReadMemStats(&ms1)
+	mu.Unlock()
+	cancel()
+	wg.Wait()
+	if err == nil {
+		select {
+		case err = <-errs:
+		default:
+		}
+	}
+	if err != nil {
+		return vsResult{}, err
+	}
+	if nerr != nil {
+		return vsResult{}, nerr
+	}
+	nnotes := 0
+	for _, n := range notes {
+		if n.Type != zk.EventSession && n.Type != zk.EventNotWatching {
+			nnotes++
+		}
+	}
+	return vsResult{
+		ops: ops, reqs: reqs, notes: int64(nnotes), byOp: snap1.minus(snap0),
+		allocs: int64(ms1.Mallocs - ms0.Mallocs), elapsed: elapsed, handoffs: handoffs,
+	}, nil
+}
+
+func (b *bench) vsTable(name string, n int, variants []vsVariant, results map[string][]vsResult) {
+	what := "handoff p50/p99 µs"
+	if n == 1 {
+		what = "cycle p50/p99 µs"
+	}
+	b.out.Printf("workload: %s (%s: from the holder's Unlock call to the next Lock returning)", name, what)
+	rows := [][]string{{"variant", "ops/s", "vs zk (per round)", "p50 µs", "p99 µs", "req/op", "watch notif/op", "allocs/op", ""}}
+	for _, v := range variants {
+		rs := results[v.name]
+		var ops, reqs, notes, allocs int64
+		var ds []time.Duration
+		rates := make([]float64, len(rs))
+		ratios := make([]string, len(rs))
+		for i, r := range rs {
+			ops += r.ops
+			reqs += r.reqs
+			notes += r.notes
+			allocs += r.allocs
+			ds = append(ds, r.handoffs...)
+			rates[i] = r.perSec()
+			if zr := results["zk"]; len(zr) > i && zr[i].perSec() > 0 {
+				ratios[i] = fmt.Sprintf("%.2f", r.perSec()/zr[i].perSec())
+			}
+		}
+		sort.Float64s(rates)
+		ds = sortDurations(ds)
+		per := func(x int64) string { return fmt.Sprintf("%.2f", float64(x)/float64(max(ops, 1))) }
+		allocCol := "-"
+		if n == 1 {
+			allocCol = fmt.Sprintf("%.0f", float64(allocs)/float64(max(ops, 1)))
+		}
+		rows = append(rows, []string{vsLabels[v.name], fmt.Sprintf("%.0f", rates[len(rates)/2]), strings.Join(ratios, " "),
+			us(percentile(ds, 0.5)), us(percentile(ds, 0.99)), per(reqs), per(notes), allocCol, ""})
+	}
+	b.table(rows)
+	if *vsByOp {
+		for _, v := range variants {
+			all := make(opCounts)
+			var ops int64
+			for _, r := range results[v.name] {
+				ops += r.ops
+				for k, n := range r.byOp {
+					all[k] += n
+				}
+			}
+			b.out.Plain("    %-32s %s", vsLabels[v.name], all.per(int(ops)))
+		}
+	}
+}
+
+// report sends err unless errs is full (the first errors are enough).
+func report(errs chan<- error, err error) {
+	select {
+	case errs <- err:
+	default:
+	}
+}
