@@ -297,6 +297,12 @@ func (a *attempt) heldWithout(gone string) bool {
 	return a.holdsWithout(gone)
 }
 
+// watchesFirst reports whether watch is the first child of the last
+// snapshot (we wait directly behind the holder).
+func (a *attempt) watchesFirst(watch string) bool {
+	return len(a.prev) > 0 && a.prev[0].Name == watch
+}
+
 // holdsWithout reports whether a Monotone driver holds on the last snapshot
 // (its prefix up to ours, see keepPrefix) without the child gone: whether
 // gone's deletion alone would hand us the recipe. It reads nothing.
@@ -781,7 +787,12 @@ func (a *attempt) wait(watch string) error {
 	// own delete, so it is not armed where it cannot save a read. It is
 	// set before the predecessor's watch, so that a watch on the
 	// predecessor means the decision is made (tests observe it).
-	next := in.cfg.nodeWatch && a.self == nil && a.holdsWithout(watch)
+	// Directly behind the holder (the watched child sorts first) the watch
+	// is armed too, whatever the driver: there the wait may last as long as
+	// the hold, and a third-party delete of our node must not go unnoticed
+	// for that long (a read-write lock's writer never takes over on the
+	// notice alone, yet waits right behind the holder).
+	next := in.cfg.nodeWatch && a.self == nil && (a.holdsWithout(watch) || a.watchesFirst(watch))
 	if a.czxid == 0 || next {
 		// Learn our token while we wait anyway, and with the node watch
 		// arm it in the same request (the lease monitor inherits it).
