@@ -146,6 +146,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		timeout:   cfg.sessionTimeout,
 	}
 	s.tk = &Toolkit{s}
+	s.wire.onBroken = s.connBroken
 	// Until the first session the lease context is canceled: nothing is held.
 	s.lease = closedCtx
 	conn, events, err := zk.Connect(srv, cfg.sessionTimeout,
@@ -270,18 +271,7 @@ func (s *Session) onEvent(ev zk.Event) {
 		return
 	}
 	if ev.State == zk.StateDisconnected {
-		// End the standard-policy leases now, on go-zookeeper's goroutine,
-		// rather than one hop later on the state goroutine: when a session
-		// is expired on the server at once, the server closes our
-		// connection only a round trip before it deletes our nodes, and the
-		// holder must be told before a waiter elsewhere can acquire. The
-		// state goroutine reports Suspended right after (its leaseStop is
-		// then a no-op). Only the lock is taken, never held across I/O.
-		s.mu.Lock()
-		if s.connUp && !s.closing && s.epoch != nil && s.epoch.live() {
-			s.leaseStop(causeErr(ErrSuspended, s.epoch.id))
-		}
-		s.mu.Unlock()
+		s.connBroken() // if the wire has not seen it first
 	}
 	if ev.State == zk.StateConnecting {
 		s.evMu.Lock()
@@ -305,6 +295,23 @@ func (s *Session) onEvent(ev zk.Event) {
 	select {
 	case s.kick <- struct{}{}:
 	default:
+	}
+}
+
+// connBroken ends the standard-policy leases of the current connected
+// interval at once, on whichever goroutine first sees the connection break:
+// our wire's failed read (the earliest), or go-zookeeper's Disconnected
+// event. When a session is expired on the server at once, the server closes
+// our connection only a round trip before it deletes our nodes, and the
+// holder must be told before a waiter elsewhere can acquire; the state
+// goroutine, which reports Suspended right after (its leaseStop is then a
+// no-op), is several goroutine hops later. Only the lock is taken, never held
+// across I/O.
+func (s *Session) connBroken() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.connUp && !s.closing && s.epoch != nil && s.epoch.live() {
+		s.leaseStop(causeErr(ErrSuspended, s.epoch.id))
 	}
 }
 
@@ -579,7 +586,9 @@ func (s *Session) waitLease(ctx context.Context) (*Epoch, context.Context, error
 			s.mu.Unlock()
 			return nil, nil, ErrClosed
 		}
-		if s.connUp && s.epoch != nil && s.epoch.live() {
+		// A standard-policy lease context already ended by connBroken means
+		// the connection is gone and Suspended is on its way: wait for it.
+		if s.connUp && s.epoch != nil && s.epoch.live() && (s.cfg.policy == SessionOnly || s.lease.Err() == nil) {
 			ep, lease := s.epoch, s.lease
 			if s.cfg.policy == SessionOnly {
 				lease = ep.ctx

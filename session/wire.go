@@ -28,6 +28,14 @@ type wire struct {
 	lastRead atomic.Int64 // unix nanoseconds of the last byte read from any server
 	info     atomic.Pointer[connectInfo]
 
+	// current is the connection dialed last: go-zookeeper reads one at a
+	// time and dials the next only after the previous one's reader ended.
+	current atomic.Pointer[wireConn]
+	// onBroken is called (once per connection) when a read of the current
+	// connection fails: the earliest moment the client can know the
+	// connection is gone, before go-zookeeper's own goroutines report it.
+	onBroken func()
+
 	mu      sync.Mutex
 	conns   map[*wireConn]struct{}
 	closed  bool
@@ -60,6 +68,7 @@ func (w *wire) Dial(network, address string, timeout time.Duration) (net.Conn, e
 	}
 	wc := &wireConn{Conn: c, w: w}
 	w.conns[wc] = struct{}{}
+	w.current.Store(wc)
 	return wc, nil
 }
 
@@ -104,7 +113,8 @@ type wireConn struct {
 	hdr  [connectResponsePrefix]byte
 	nhdr int
 
-	closeOnce sync.Once
+	closeOnce  sync.Once
+	brokenOnce sync.Once
 }
 
 func (c *wireConn) Read(p []byte) (int, error) {
@@ -119,6 +129,9 @@ func (c *wireConn) Read(p []byte) (int, error) {
 				c.w.info.Store(&connectInfo{sessionID: id, timeout: time.Duration(timeoutMs) * time.Millisecond})
 			}
 		}
+	}
+	if err != nil && c.w.onBroken != nil && c.w.current.Load() == c {
+		c.brokenOnce.Do(c.w.onBroken)
 	}
 	return n, err
 }
