@@ -239,9 +239,9 @@ func TestSelectorClose(t *testing.T) {
 	if err := b.Close(); err != nil { // while queued
 		t.Fatal(err)
 	}
-	if kids := children(t, conn, ns); len(kids) != 1 {
-		t.Fatalf("children after closing the queued selector: %v", kids)
-	}
+	// Its queued node goes through the session's queue (Close waits for it
+	// only briefly): wait for it.
+	zktest.Eventually(t, wait, func() bool { return len(children(t, conn, ns)) == 1 }, "children after closing the queued selector")
 	if !a.IsLeader() {
 		t.Fatal("a disturbed")
 	}
