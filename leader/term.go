@@ -73,8 +73,11 @@ func (t *Term) Resign() {
 // It is closed before this participant's node is deleted, so no other
 // participant can lead before it closes, except when the node disappears
 // without warning: a third party deletes it, or the session is ended on the
-// server while this client's connection stays up (an operator's kill through
-// another ensemble member). The node itself stays until the term's work (Run)
+// server at once (an operator's kill, not an expiry). Through another ensemble
+// member such a kill gives this client no warning at all; through its own
+// member the server closes the connection as it deletes the node, so this
+// client hears of it only about a round trip before the others, a lead that
+// a busy machine can overtake. The node itself stays until the term's work (Run)
 // or callback (Selector) has returned, unless the session really expires:
 // then the server deletes the node with the session, and another participant
 // may lead while work that is slow to stop still runs.
