@@ -84,8 +84,9 @@
 // session (session.ErrLost). One goroutine per held lease also ends it on
 // Close (ErrClosed) and, with WithNodeWatch (default on), when our node is
 // deleted by someone else (ErrLockLost): it keeps a data watch on our own
-// node, set asynchronously after the acquire returns. That watch costs one
-// request per cycle and one extra watch notification per release. When a
+// node, set 100 ms after the acquire returned (or inherited from a waiter
+// that was next in line), so a hold shorter than that costs nothing; a
+// longer one costs a request and an extra watch notification at release. When a
 // lease ends for any reason other than Release or ErrLockLost, the engine
 // deletes its node (through the session's guaranteed-delete queue while the
 // connection is down; a fixed node by the lease's own goroutine, see below),

@@ -313,6 +313,11 @@ func (l *Lease) monitor(self *session.Watch) {
 	stop := context.AfterFunc(in.ctx, mcancel)
 	defer stop()
 
+	if in.cfg.nodeWatch && self == nil {
+		// Returns early when the lease ends or at Close: the loop below
+		// then arms nothing and sees the end at once.
+		l.armDelay(mctx)
+	}
 	for {
 		if in.cfg.nodeWatch && self == nil && mctx.Err() == nil {
 			// arm returns nil only after the lease ended or Close: the select
@@ -397,6 +402,25 @@ func closed(ch <-chan struct{}) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// nodeWatchDelay is how long a held lease goes without a watch on its own
+// node before the monitor sets one (WithNodeWatch): a short hold, the
+// common case of a busy lock or semaphore, then costs neither the request
+// nor the notification that its own delete would fire, and a third party's
+// delete of the node still ends a longer hold at most this long (plus a
+// round trip) after the acquire. A waiter that armed the watch while it was
+// next in line passes it on, and the lease keeps it from the start.
+const nodeWatchDelay = 100 * time.Millisecond
+
+// armDelay waits nodeWatchDelay, or until ctx ends.
+func (l *Lease) armDelay(ctx context.Context) {
+	t := time.NewTimer(nodeWatchDelay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 

@@ -27,16 +27,17 @@ func defaultConfig() config {
 const defaultCleanupTimeout = 5 * time.Second
 
 // WithNodeWatch says whether every held lease keeps a data watch (GetW) on its
-// own node, so that a deletion by a third party ends the lease at once with
-// ErrLockLost (default true). The watch is set asynchronously by the lease's
-// goroutine, so it adds no latency to an acquire, but it costs one request per
-// cycle and one extra watch notification per release (the holder's own watch
-// fires when it deletes its node) whenever it is set: when the lease lives
-// longer than about a round trip, or when the waiter was next in line (it then
-// sets the watch while it waits and holds on its predecessor's deletion
-// notice without reading the children again). Without it, a third-party deletion is only
-// seen by the next waiter, and the holder keeps believing it holds the lock
-// until its session ends.
+// own node, so that a deletion by a third party ends the lease with
+// ErrLockLost (default true): at once, or at the latest 100 ms (and a round
+// trip) after the acquire returned. The lease's goroutine sets the watch once
+// the lease has been held 100 ms, so it adds no latency to an acquire and a
+// shorter hold costs nothing; a longer one costs a request and an extra
+// watch notification at release (the holder's own watch fires when it
+// deletes its node). A waiter that was next in line sets the watch while it
+// waits (it then holds on its predecessor's deletion notice without reading
+// the children again) and its lease keeps it from the start. Without it, a
+// third-party deletion is only seen by the next waiter, and the holder keeps
+// believing it holds the lock until its session ends.
 func WithNodeWatch(on bool) Option {
 	return func(c *config) error { c.nodeWatch = on; return nil }
 }

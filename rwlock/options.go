@@ -70,10 +70,11 @@ func WithID(id string) Option {
 
 // WithNodeWatch says whether a held lease watches its own node, so that a
 // deletion by a third party ends the lease at once with ErrLockLost (default
-// true). It costs one request per lock cycle and one extra watch
-// notification per release, and adds no latency to an acquire (the watch is
-// set after it returns). Without it, the holder learns of such a deletion
-// only when its session ends.
+// true), or at the latest 100 ms (and a round trip) after the acquire
+// returned: the watch is set once a lease has been held 100 ms (or inherited
+// from the wait), so it adds no latency to an acquire, and costs one request
+// and one watch notification at the release only for a longer hold. Without
+// it, the holder learns of such a deletion only when its session ends.
 func WithNodeWatch(on bool) Option {
 	return func(c *config) error {
 		c.nodeWatch = on

@@ -69,10 +69,10 @@
 // than the maximum, that of the one Java waiter.
 //
 // On the contended workload of the issue (8 sessions, 3 leases, each held
-// 10 ms), an acquisition costs 7 requests (the mutex's create, children read
+// 10 ms), an acquisition costs 6 requests (the mutex's create, children read
 // and predecessor watch; the children read of leases/; the transaction; the
-// lease's own node watch, see WithNodeWatch; the release's delete) and 3
-// watch notifications; 6 and 2 without the node watch. Curator's costs about
+// release's delete) and 2 watch notifications; a lease held longer than
+// 100 ms adds one of each for its own node watch (see WithNodeWatch). Curator's costs about
 // 10.
 //
 // AcquireN takes the n leases in one transaction, when n are free: all or

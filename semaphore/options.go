@@ -53,9 +53,10 @@ func WithID(id string) Option {
 
 // WithNodeWatch says whether a held lease watches its own node, so that a
 // deletion by a third party (an operator, a cleanup job) ends the lease at
-// once with ErrLeaseLost (default true). It costs one request per lease and
-// one watch notification at its release, and adds no latency to Acquire (the
-// watch is set after Acquire returns). Without it, the holder learns of such a
+// once with ErrLeaseLost (default true), or at the latest 100 ms (and a round
+// trip) after the acquire returned: the watch is set once a lease has been
+// held 100 ms, so it adds no latency to Acquire, and costs one request and
+// one watch notification at the release only for a lease held longer. Without it, the holder learns of such a
 // deletion only when its session ends, while someone else may already hold
 // the freed lease.
 func WithNodeWatch(on bool) Option {
