@@ -152,6 +152,17 @@
 // Requeue. The error names the election path and wraps the cause, so
 // errors.Is(err, zk.ErrNoAuth) works.
 //
+// # ACLs
+//
+// Every node an election creates (the election directory and its parents,
+// created as container nodes, and the participants' latch and lock nodes)
+// gets the session's ACL (session.WithACL; default open to all). With a
+// creator-only ACL (digest credentials and zk.AuthACL) on the election
+// directory, a participant without the credentials cannot enter, nor delete
+// the leader's node (ZooKeeper checks a delete against the parent's ACL):
+// it stops at once as described above, with one create, and its error names
+// the directory whose ACL refused (a *session.OpError).
+//
 // # Concurrency and cleanup
 //
 // All exported types are safe for concurrent use. Close is idempotent, ends a

@@ -75,6 +75,22 @@
 // goroutine; a second Lock while this process holds the lock queues behind
 // the holder and waits (until the lease is unlocked or ctx ends).
 //
+// # ACLs
+//
+// Every node a lock creates (the lock directory and its parents, created as
+// container nodes, and the lock nodes, NonFair's included) gets the session's
+// ACL (session.WithACL; default open to all). ZooKeeper checks a create and a
+// delete against the parent's ACL, so it is the lock directory's ACL that
+// keeps a session without the credentials from queueing, and from deleting a
+// holder's node to take the lock: with a creator-only ACL (digest
+// credentials and zk.AuthACL) such a session's Lock and TryLock fail at once,
+// without retrying, with an error matching zk.ErrNoAuth whose message names
+// the node whose ACL refused (a *session.OpError), and leave no node. A
+// directory that already exists keeps its own ACL: under one open to all,
+// anyone may delete a holder's node whatever that node's ACL (the holder's
+// lease then ends with ErrLockLost), and a waiter that may not read the node
+// it waits on fails with zk.ErrNoAuth naming that node.
+//
 // # Cancellation
 //
 // ctx is the only bound on a wait. A canceled or failed Lock deletes its node

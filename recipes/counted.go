@@ -251,7 +251,7 @@ func (c *counted) createAll() (int, error) {
 			case c.spec.Guard != nil && i == len(res)-1 && errors.Is(res[i].Error, zk.ErrNoNode):
 				return 0, fmt.Errorf("%w: its node %s is gone", ErrGuardLost, c.spec.Guard.name)
 			default:
-				return 0, err
+				return 0, refusedMulti(ops, res, err)
 			}
 		}
 	}
@@ -318,7 +318,7 @@ func (c *counted) countAfter() (int, error) {
 	err := in.sess.Toolkit().Retry(c.ctx, c.ep, func(conn *zk.Conn) error {
 		var err error
 		kids, _, err = conn.Children(in.path)
-		return err
+		return session.Refused("list", in.path, err)
 	})
 	if errors.Is(err, zk.ErrNoNode) {
 		kids = nil
@@ -355,7 +355,7 @@ func (c *counted) findGhosts() (applied bool, count int, err error) {
 	err = in.sess.Toolkit().Retry(c.ctx, c.ep, func(conn *zk.Conn) error {
 		var err error
 		kids, _, err = conn.Children(in.path)
-		return err
+		return session.Refused("list", in.path, err)
 	})
 	if errors.Is(err, zk.ErrNoNode) {
 		return false, 0, nil
@@ -400,7 +400,7 @@ func (c *counted) findGhosts() (applied bool, count int, err error) {
 				if errors.Is(err, zk.ErrNoNode) {
 					return nil
 				}
-				return err
+				return session.Refused("delete", p, err)
 			})
 			if err != nil {
 				return false, 0, err

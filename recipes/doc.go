@@ -143,6 +143,16 @@
 // ctx ended, it is released and the ctx error returned. Errors match
 // context.Canceled or context.DeadlineExceeded.
 //
+// # ACLs
+//
+// Every node the engine creates (contender nodes, placed and fixed nodes,
+// counted leases; directories through Toolkit.EnsureContainers) gets the
+// session's ACL, Session.ACL. A request that ZooKeeper refuses for good
+// (zk.ErrNoAuth, zk.ErrInvalidACL, ...) is never retried: the call fails at
+// once, after cleaning up, with a *session.OpError (see session.Refused)
+// naming the request and the node whose ACL refused, inside the recipe's
+// *Error.
+//
 // # Watches
 //
 // go-zookeeper cannot remove a watch, so a watch whose waiter gave up stays

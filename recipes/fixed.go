@@ -57,8 +57,9 @@ func (in *Engine) FixedHolder(ctx context.Context, name string) (*Participant, e
 	var st *zk.Stat
 	err = in.sess.Toolkit().Retry(ctx, ep, func(c *zk.Conn) error {
 		var err error
-		data, st, err = c.Get(in.path + "/" + name)
-		return err
+		p := in.path + "/" + name
+		data, st, err = c.Get(p)
+		return session.Refused("read", p, err)
 	})
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
@@ -264,7 +265,8 @@ func (a *attempt) createFixed() error {
 	in := a.in
 	ep, node, data := a.ep, a.fixed, a.data
 	_, err := session.Call(a.ctx, in.sess, func(c *zk.Conn) (string, error) {
-		return c.Create(node, data, zk.FlagEphemeral, in.sess.ACL())
+		p, err := c.Create(node, data, zk.FlagEphemeral, in.sess.ACL())
+		return p, session.Refused("create", node, err)
 	}, func(_ string, err error) {
 		if err == nil || session.IsConnectionError(err) || errors.Is(err, zk.ErrSessionExpired) {
 			in.sess.Toolkit().GuaranteedDeleteIfData(ep, node, data)
@@ -287,10 +289,10 @@ func (a *attempt) fixedExists() (held bool, err error) {
 		if a.try {
 			// A try-acquire never sets a watch it will not wait on.
 			data, st, err = c.Get(a.fixed)
-		} else {
-			data, st, w, err = in.sess.Toolkit().GetW(a.fixed)
+			return session.Refused("read", a.fixed, err)
 		}
-		return err
+		data, st, w, err = in.sess.Toolkit().GetW(a.fixed)
+		return session.Refused("watch", a.fixed, err)
 	})
 	if errors.Is(err, zk.ErrNoNode) {
 		return false, nil
@@ -374,7 +376,7 @@ func deleteFixedOp(sid int64, node string, data []byte, owner int64) func(c *zk.
 				return nil
 			}
 			if err != nil {
-				return err
+				return session.Refused("read", node, err)
 			}
 			if !bytes.Equal(got, data) || (owner != 0 && st.EphemeralOwner != owner) {
 				return nil
@@ -389,7 +391,7 @@ func deleteFixedOp(sid int64, node string, data []byte, owner int64) func(c *zk.
 			if errors.Is(err, zk.ErrNoNode) {
 				return nil
 			}
-			return err
+			return session.Refused("delete", node, err)
 		}
 	}
 }

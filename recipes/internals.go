@@ -462,10 +462,11 @@ func (in *Engine) checkDirData(st *zk.Stat) {
 func (in *Engine) createNode(conn *zk.Conn, p string, data []byte, flags int32) (string, int64, error) {
 	acl := in.sess.ACL()
 	if !in.noMulti.Load() {
-		res, err := conn.Multi(
+		ops := []any{
 			&zk.CreateRequest{Path: p, Data: data, Acl: acl, Flags: flags},
 			&zk.SetDataRequest{Path: in.path, Data: nil, Version: -1},
-		)
+		}
+		res, err := conn.Multi(ops...)
 		if err == nil && len(res) == 2 && res[1].Stat != nil {
 			return res[0].String, res[1].Stat.Mzxid, nil
 		}
@@ -474,11 +475,11 @@ func (in *Engine) createNode(conn *zk.Conn, p string, data []byte, flags int32) 
 				in.lg.Info("no WRITE permission on the recipe directory: creating nodes with a plain create (one more request per acquire)")
 			}
 		} else {
-			return "", 0, err
+			return "", 0, refusedMulti(ops, res, err)
 		}
 	}
 	path, err := conn.Create(p, data, flags, acl)
-	return path, 0, err
+	return path, 0, session.Refused("create", p, err)
 }
 
 type listResult struct {
@@ -627,7 +628,7 @@ func (a *attempt) findGhost() (bool, error) {
 	err := in.sess.Toolkit().Retry(a.ctx, a.ep, func(c *zk.Conn) error {
 		var err error
 		kids, st, err = c.Children(in.path)
-		return err
+		return session.Refused("list", in.path, err)
 	})
 	if errors.Is(err, zk.ErrNoNode) {
 		return false, nil
@@ -670,7 +671,7 @@ func (a *attempt) findGhost() (bool, error) {
 			if errors.Is(err, zk.ErrNoNode) {
 				return nil
 			}
-			return err
+			return session.Refused("delete", p, err)
 		})
 		if err != nil {
 			return false, err
@@ -703,7 +704,7 @@ func (a *attempt) readChildren() error {
 	err := in.sess.Toolkit().Retry(a.ctx, a.ep, func(c *zk.Conn) error {
 		var err error
 		kids, st, err = c.Children(in.path)
-		return err
+		return session.Refused("list", in.path, err)
 	})
 	if errors.Is(err, zk.ErrNoNode) {
 		a.kids, a.kidStat = []string{}, nil // directory gone: so is our node
@@ -730,10 +731,10 @@ func (a *attempt) statSelf(watch bool) error {
 		var err error
 		if watch {
 			data, st, w, err = sess.Toolkit().GetW(node)
-		} else {
-			data, st, err = c.Get(node)
+			return session.Refused("watch", node, err)
 		}
-		return err
+		data, st, err = c.Get(node)
+		return session.Refused("read", node, err)
 	})
 	if errors.Is(err, zk.ErrNoNode) {
 		if e := a.ep.Err(); e != nil {
@@ -803,8 +804,9 @@ func (a *attempt) wait(watch string) error {
 	var w *session.Watch
 	err := in.sess.Toolkit().Retry(a.ctx, a.ep, func(*zk.Conn) error {
 		var err error
-		_, _, w, err = in.sess.Toolkit().GetW(in.path + "/" + watch)
-		return err
+		p := in.path + "/" + watch
+		_, _, w, err = in.sess.Toolkit().GetW(p)
+		return session.Refused("watch", p, err)
 	})
 	if errors.Is(err, zk.ErrNoNode) {
 		if trustsHandoff(a.d) {
@@ -958,7 +960,7 @@ func (in *Engine) deleteRetry(ctx context.Context, ep *session.Epoch, node strin
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
-		return err
+		return session.Refused("delete", node, err)
 	})
 }
 
@@ -1015,7 +1017,7 @@ func (in *Engine) Participants(ctx context.Context, d Driver) ([]Participant, er
 	err = in.sess.Toolkit().Retry(ctx, ep, func(c *zk.Conn) error {
 		var err error
 		kids, _, err = c.Children(in.path)
-		return err
+		return session.Refused("list", in.path, err)
 	})
 	if errors.Is(err, zk.ErrNoNode) {
 		return []Participant{}, nil
@@ -1032,8 +1034,9 @@ func (in *Engine) Participants(ctx context.Context, d Driver) ([]Participant, er
 		var st *zk.Stat
 		err := in.sess.Toolkit().Retry(ctx, ep, func(conn *zk.Conn) error {
 			var err error
-			data, st, err = conn.Get(in.path + "/" + c.Name)
-			return err
+			p := in.path + "/" + c.Name
+			data, st, err = conn.Get(p)
+			return session.Refused("read", p, err)
 		})
 		if errors.Is(err, zk.ErrNoNode) {
 			continue

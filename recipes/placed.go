@@ -104,5 +104,5 @@ func (in *Engine) createPlaced(conn *zk.Conn, p string, data []byte, anchor stri
 			return in.createPlaced(conn, p, data, anchor)
 		}
 	}
-	return "", 0, err
+	return "", 0, refusedMulti(ops, res, err)
 }

@@ -92,6 +92,20 @@
 // that waits on its own read lease gets ctx's error when ctx ends, and its
 // write node is deleted; unlock the read lease first, or use Reentrant.
 //
+// # ACLs
+//
+// Every node a lock creates (the lock directory and its parents, created as
+// container nodes, and the read and write nodes, a downgrade's included) gets
+// the session's ACL (session.WithACL; default open to all). ZooKeeper checks a
+// create and a delete against the parent's ACL, so the lock directory's ACL
+// decides who may queue and who may delete a holder's node: with a
+// creator-only ACL (digest credentials and zk.AuthACL) a session without the
+// credentials fails at once in every acquire, without retrying, with an error
+// matching zk.ErrNoAuth whose message names the node whose ACL refused (a
+// *session.OpError), and leaves no node. A directory that already exists
+// keeps its own ACL; under one open to all, a waiter that may not read the
+// node it waits on fails with zk.ErrNoAuth naming that node.
+//
 // # Cancellation
 //
 // ctx is the only bound on a wait. A canceled or failed acquire deletes its

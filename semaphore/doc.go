@@ -106,6 +106,20 @@
 // it ends no lease: holders keep theirs, and nobody is admitted until fewer
 // leases than the new maximum are held.
 //
+// # ACLs
+//
+// Every node a semaphore creates (its directories, "locks/" and "leases/",
+// created as container nodes, the acquirer mutex's nodes, the lease nodes and
+// a SharedCount's node) gets the session's ACL (session.WithACL; default open
+// to all). ZooKeeper checks a create and a delete against the parent's ACL, so
+// the directories' ACL decides who may take or delete a lease; the lease
+// nodes' own ACL does not (a lease is counted, not read). With a
+// creator-only ACL (digest credentials and zk.AuthACL) a session without the
+// credentials fails at once in every acquire, and in SharedCount's Get, Set
+// and TrySet, without retrying, with an error matching zk.ErrNoAuth whose
+// message names the node whose ACL refused (a *session.OpError), and leaves
+// no node.
+//
 // # Cancellation
 //
 // ctx is the only bound on a wait. A canceled or failed acquire deletes its

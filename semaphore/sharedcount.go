@@ -186,7 +186,7 @@ func (c *SharedCount) create(ctx context.Context, data []byte) (created bool, er
 	}
 	err = c.do(ctx, func(conn *zk.Conn) error {
 		_, err := conn.Create(c.full, data, zk.FlagPersistent, c.sess.ACL())
-		return err
+		return session.Refused("create", c.full, err)
 	})
 	if errors.Is(err, zk.ErrNodeExists) {
 		return false, nil
@@ -202,7 +202,7 @@ func (c *SharedCount) read(ctx context.Context) (CountValue, error) {
 		err := c.do(ctx, func(conn *zk.Conn) error {
 			var err error
 			data, st, err = conn.Get(c.full)
-			return err
+			return session.Refused("read", c.full, err)
 		})
 		if errors.Is(err, zk.ErrNoNode) {
 			if _, err := c.create(ctx, encodeCount(c.seed)); err != nil {
@@ -252,7 +252,7 @@ func (c *SharedCount) Set(ctx context.Context, n int) (CountValue, error) {
 		err := c.do(actx, func(conn *zk.Conn) error {
 			var err error
 			st, err = conn.Set(c.full, data, -1)
-			return err
+			return session.Refused("set", c.full, err)
 		})
 		if errors.Is(err, zk.ErrNoNode) {
 			created, err := c.create(actx, data)
@@ -292,7 +292,7 @@ func (c *SharedCount) TrySet(ctx context.Context, prev CountValue, n int) (Count
 		attempts.Add(1)
 		var err error
 		st, err = conn.Set(c.full, encodeCount(n), prev.Version)
-		return err
+		return session.Refused("set", c.full, err)
 	})
 	switch {
 	case err == nil:
@@ -454,7 +454,7 @@ func (c *SharedCount) watch() {
 		err = c.sess.Toolkit().Retry(c.ctx, ep, func(*zk.Conn) error {
 			var err error
 			data, st, w, err = c.sess.Toolkit().GetW(c.full)
-			return err
+			return session.Refused("watch", c.full, err)
 		})
 		switch {
 		case c.ctx.Err() != nil:

@@ -123,6 +123,23 @@
 // are added when the first session is established; go-zookeeper sends them
 // again on every connection, including those that open a new session.
 //
+// Every node the Session and the recipes create gets that ACL: namespace
+// nodes, containers, ephemeral nodes, lock, lease, latch and count nodes. To
+// admit only sessions with the same credentials, pair WithDigestAuth(user,
+// password) with WithACL(zk.AuthACL(zk.PermAll)) (or zk.DigestACL(zk.PermAll,
+// user, password)). ZooKeeper checks a create and a delete against the
+// parent's ACL, a read, a watch or a write against the node's own. A request
+// it refuses (zk.ErrNoAuth, zk.ErrInvalidACL, ...) is permanent: Retry does
+// not retry it, and the Session's calls and the recipes fail at once with an
+// *OpError that names the request and the node whose ACL refused
+// (OpError.ACLPath), which errors.As finds and errors.Is(err, zk.ErrNoAuth)
+// matches.
+//
+// SASL (Kerberos) is not supported: go-zookeeper v1.0.4, the client below
+// this package, has no SASL. Credentials are the schemes of AddAuth: digest
+// (WithDigestAuth) or any other scheme the server has an authentication
+// provider for (WithAuth).
+//
 // # Limits inherited from go-zookeeper
 //
 //   - A request in flight cannot be interrupted: the caller returns at its

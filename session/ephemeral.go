@@ -106,7 +106,7 @@ func (s *Session) createWorker(op *createOp, ep *Epoch, p string, data []byte, f
 		if errors.Is(err, zk.ErrSessionExpired) {
 			err = fmt.Errorf("%w: %w", causeErr(ErrLost, ep.id), err)
 		}
-		op.deliver(createResult{err: fmt.Errorf("session: create %s: %w", p, err)})
+		op.deliver(createResult{err: fmt.Errorf("session: %w", &OpError{Op: "create", Path: p, Err: err})})
 		return
 	}
 	lg = lg.With(zap.String("node", created))

@@ -212,7 +212,7 @@ func (s *Session) ensureOnce(p, ns string) error {
 			}
 		}
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return err
+			return &OpError{Op: "create", Path: prefix, Err: err}
 		}
 	}
 	return nil

@@ -84,7 +84,9 @@ func (t *Toolkit) GuaranteedSweep(ep *Epoch, dir, prefix string) <-chan struct{}
 // background goroutine of the Session that deletes the node if it is created
 // after all, so an abandoned create leaves nothing behind. ZooKeeper errors
 // (zk.ErrNodeExists, zk.ErrNoNode for a missing parent, zk.ErrNoAuth, ...)
-// are wrapped with the path. Safe for concurrent use.
+// are wrapped in an *OpError naming p (and, for zk.ErrNoAuth, the parent
+// whose ACL refused the create). It is never retried. Safe for concurrent
+// use.
 func (t *Toolkit) CreateEphemeral(ctx context.Context, ep *Epoch, p string, data []byte, flags int32) (string, *zk.Stat, error) {
 	return t.s.createEphemeral(ctx, ep, p, data, flags)
 }
@@ -135,7 +137,10 @@ func (t *Toolkit) Retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) e
 // that exist are left as they are. It retries connection-level errors like
 // Retry (across epochs: creating parents is idempotent) and creates again
 // when the server reaps a container in between. Errors wrap ErrBadPath for a
-// bad p or one outside the namespace, ctx's error, or ErrClosed.
+// bad p or one outside the namespace, ctx's error, or ErrClosed; a create
+// that ZooKeeper refuses (zk.ErrNoAuth when the parent's ACL does not admit
+// the session's credentials) fails at once, not retried, with an *OpError
+// naming the node it could not create.
 func (t *Toolkit) EnsureContainers(ctx context.Context, p string) error {
 	return t.s.ensureContainers(ctx, p)
 }

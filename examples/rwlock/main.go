@@ -306,7 +306,7 @@ func writeConfig(ctx context.Context, s *session.Session, p string, token int64)
 	}
 	_, err = s.Conn().Set(full, data, -1)
 	if errors.Is(err, zk.ErrNoNode) {
-		_, err = s.Conn().Create(full, data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+		_, err = s.Conn().Create(full, data, zk.FlagEphemeral, s.ACL())
 	}
 	return err
 }

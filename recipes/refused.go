@@ -1,0 +1,29 @@
+package recipes
+
+import (
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/session"
+)
+
+// refusedMulti is session.Refused for a transaction: it names the operation
+// of ops that failed it (the first one with an error in res) and its path.
+// Other errors, and a transaction whose failed operation is unknown, are
+// returned as they are.
+func refusedMulti(ops []any, res []zk.MultiResponse, err error) error {
+	i := failedOp(res)
+	if err == nil || i < 0 || i >= len(ops) {
+		return err
+	}
+	switch op := ops[i].(type) {
+	case *zk.CreateRequest:
+		return session.Refused("create", op.Path, err)
+	case *zk.SetDataRequest:
+		return session.Refused("set", op.Path, err)
+	case *zk.DeleteRequest:
+		return session.Refused("delete", op.Path, err)
+	case *zk.CheckVersionRequest:
+		return session.Refused("check", op.Path, err)
+	}
+	return err
+}
