@@ -35,8 +35,9 @@ type Engine struct {
 	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup // acquires in progress, lease monitors, helper goroutines
 
-	mu     sync.Mutex
-	closed bool
+	mu       sync.Mutex
+	closed   bool
+	cleanups map[<-chan struct{}]struct{} // deletes queued by failed acquires, not yet seen done
 
 	closeOnce sync.Once
 	dirReady  atomic.Bool // the directory was seen to exist (cache; redone on ErrNoNode)
@@ -85,10 +86,12 @@ func (in *Engine) Session() *session.Session { return in.sess }
 func (in *Engine) NodeWatch() bool { return in.cfg.nodeWatch }
 
 // Close ends every lease of this Engine (cause matching ErrClosed; their
-// nodes are deleted), makes waiting acquires return ErrClosed (after deleting
-// their nodes), and returns once every goroutine the engine started has
-// exited. Cleanup is bounded by the cleanup timeout; what cannot be deleted
-// then is left to the session's guaranteed-delete queue. Idempotent; later
+// nodes are deleted), makes waiting acquires return ErrClosed, and returns
+// once every goroutine the engine started has exited and, while the
+// connection is up, the nodes of its leases and of every acquire that failed
+// or was canceled are deleted. Cleanup is bounded by the cleanup timeout;
+// what cannot be deleted then is left to the session's guaranteed-delete
+// queue. Idempotent; later
 // calls return ErrClosed-matching errors. Returns nil.
 func (in *Engine) Close() error {
 	in.closeOnce.Do(func() {
@@ -97,8 +100,58 @@ func (in *Engine) Close() error {
 		in.mu.Unlock()
 		in.cancel(in.closedErr())
 		in.wg.Wait()
+		in.awaitCleanups()
 	})
 	return nil
+}
+
+// trackCleanup remembers a delete queued by a failed acquire, which may
+// return before the delete is done (its ctx bounds it), so that Close can
+// wait for it. Deletes seen done are forgotten here, which bounds the set.
+func (in *Engine) trackCleanup(done <-chan struct{}) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for ch := range in.cleanups {
+		select {
+		case <-ch:
+			delete(in.cleanups, ch)
+		default:
+		}
+	}
+	select {
+	case <-done:
+		return
+	default:
+	}
+	if in.cleanups == nil {
+		in.cleanups = make(map[<-chan struct{}]struct{})
+	}
+	in.cleanups[done] = struct{}{}
+}
+
+// awaitCleanups waits, at Close, for the deletes that failed acquires
+// queued: while the connection is up and within the cleanup timeout in all,
+// so that the nodes of canceled waiters are gone when Close returns on a
+// healthy connection (what is left the session's queue finishes).
+func (in *Engine) awaitCleanups() {
+	in.mu.Lock()
+	pending := make([]<-chan struct{}, 0, len(in.cleanups))
+	for ch := range in.cleanups {
+		pending = append(pending, ch)
+	}
+	in.cleanups = nil
+	in.mu.Unlock()
+	if len(pending) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), in.cfg.cleanupTimeout)
+	defer cancel()
+	for _, ch := range pending {
+		if ctx.Err() != nil {
+			return
+		}
+		in.awaitCleanup(ctx, ch)
+	}
 }
 
 // closedErr returns the error for use after Close: it matches ErrClosed
@@ -876,6 +929,7 @@ func (a *attempt) fail(err error) error {
 	}
 	if done != nil {
 		in.awaitCleanup(a.user, done)
+		in.trackCleanup(done)
 	}
 	a.node = ""
 	// Report the caller's ctx error rather than a wrapped one from below.
