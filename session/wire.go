@@ -238,7 +238,14 @@ func (c *wireConn) Read(p []byte) (int, error) {
 func (c *wireConn) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
-		err = c.Conn.Close()
+		if tc, ok := c.Conn.(*tls.Conn); ok {
+			// Without a close_notify alert: tls.Conn.Close writes one and
+			// may wait up to 5 s for a server that reads nothing (frozen),
+			// and ZooKeeper does not need it.
+			err = tc.NetConn().Close()
+		} else {
+			err = c.Conn.Close()
+		}
 		c.w.mu.Lock()
 		delete(c.w.conns, c)
 		c.w.mu.Unlock()
