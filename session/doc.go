@@ -140,6 +140,34 @@
 // (WithDigestAuth) or any other scheme the server has an authentication
 // provider for (WithAuth).
 //
+// # TLS
+//
+// WithTLS(cfg) connects over TLS to the servers' secure client ports
+// (ZooKeeper's secureClientPort, served by NettyServerCnxnFactory): each
+// connection is dialed with the dialer (WithDialer's or the default), then a
+// TLS handshake runs on it, bounded by go-zookeeper's dial timeout (one
+// second). The session sees the decrypted stream, so everything above works
+// as over plaintext. cfg is cloned, never modified; an empty ServerName is
+// filled in with the host of each server's address. ZooKeeper requires a
+// client certificate by default (ssl.clientAuth=need): give it in
+// cfg.Certificates.
+//
+//	pool := x509.NewCertPool()
+//	pool.AppendCertsFromPEM(caPEM)
+//	cert, err := tls.LoadX509KeyPair("client.pem", "client-key.pem")
+//	...
+//	s, err := session.Connect(ctx, []string{"zk1:2281", "zk2:2281"},
+//		session.WithTLS(&tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}))
+//
+// A failed handshake is a failed dial to go-zookeeper, which tries the next
+// server and so on until Connect's ctx ends: a wrong CA, a plaintext port or
+// a server that refuses our certificate makes Connect fail at ctx's end,
+// with an error naming the last failure ("TLS handshake with ...: x509:
+// certificate signed by unknown authority"). A client without WithTLS on a
+// TLS-only port gets no answer at all (the server closes the connection);
+// Connect's error says so and suggests WithTLS. zktest.WithTLS starts servers
+// that serve TLS, with a throwaway CA, for tests.
+//
 // # Limits inherited from go-zookeeper
 //
 //   - A request in flight cannot be interrupted: the caller returns at its

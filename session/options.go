@@ -1,6 +1,7 @@
 package session
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"strings"
@@ -28,6 +29,7 @@ type config struct {
 	sessionTimeout time.Duration
 	logger         *zap.Logger
 	dialer         zk.Dialer
+	tls            *tls.Config // nil: plaintext
 	auth           []authCred
 	acl            []zk.ACL
 	namespace      string // "" or a valid path other than "/"
@@ -94,13 +96,44 @@ func WithLogger(l *zap.Logger) Option {
 }
 
 // WithDialer sets the function that opens TCP connections to the servers
-// (default net.DialTimeout); use it for TLS or to put a test proxy in between.
+// (default net.DialTimeout), e.g. to go through a proxy or to bind a local
+// address. With WithTLS, the TLS handshake runs on the connections it opens.
 func WithDialer(d zk.Dialer) Option {
 	return func(c *config) error {
 		if d == nil {
 			return badOption("nil dialer")
 		}
 		c.dialer = d
+		return nil
+	}
+}
+
+// WithTLS makes every connection to the servers TLS: each connection is
+// dialed with the dialer (WithDialer's, or net.DialTimeout), then a TLS
+// client handshake with cfg runs on it, bounded by the same timeout
+// go-zookeeper gives the dial (one second) and aborted at once by Close. The
+// servers' addresses must be their secure client ports (ZooKeeper's
+// secureClientPort, served by NettyServerCnxnFactory).
+//
+// cfg is cloned, never modified, and used as is otherwise: set RootCAs to
+// the CA that signed the servers' certificates (nil means the system's
+// roots) and, since ZooKeeper requires a client certificate by default
+// (ssl.clientAuth=need), Certificates to the client's. When cfg.ServerName
+// is empty, the host of each server's address is the name verified, so a
+// certificate must name the host or IP address used in the server list (set
+// ServerName when all servers share a certificate for one name).
+//
+// A handshake that fails (a certificate signed by another CA, a plaintext
+// port, a server that wants a client certificate) makes go-zookeeper try
+// again, like any failed dial, until Connect's ctx ends; Connect's error then
+// names the last failure. A nil cfg is an error. Order with WithDialer does
+// not matter.
+func WithTLS(cfg *tls.Config) Option {
+	return func(c *config) error {
+		if cfg == nil {
+			return badOption("nil TLS config")
+		}
+		c.tls = cfg.Clone()
 		return nil
 	}
 }

@@ -96,7 +96,10 @@ type zkEvent struct {
 // until the first ZooKeeper session exists and the credentials are added.
 // ctx bounds only this wait; when it ends first, Connect closes everything it
 // started and returns an error that names the servers and wraps ctx's error
-// (and the last dial error, if any). It returns within ctx plus a few
+// (and the last failure to connect, if any: a dial error, a failed TLS
+// handshake, or a server that closed the connection before it answered,
+// which is what a TLS-only port does to a client without WithTLS). It
+// returns within ctx plus a few
 // milliseconds, with one exception it cannot avoid: closing go-zookeeper's
 // connection waits up to one second for an answer to its closeSession
 // request when no server ever answered, if go-zookeeper's reconnect loop
@@ -147,6 +150,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 	}
 	s.tk = &Toolkit{s}
 	s.wire.onBroken = s.connBroken
+	s.wire.tls = cfg.tls
 	// Until the first session the lease context is canceled: nothing is held.
 	s.lease = closedCtx
 	conn, events, err := zk.Connect(srv, cfg.sessionTimeout,

@@ -19,6 +19,7 @@ type Ensemble struct {
 	cfg     config
 	dir     string
 	members []*Server
+	tls     *TLS // nil without WithTLS
 	stop    sync.Once
 }
 
@@ -39,9 +40,16 @@ func StartEnsemble(n int, opts ...Option) (*Ensemble, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zktest: %w", err)
 	}
+	var pki *TLS
+	if cfg.tls {
+		if pki, err = NewTLS(); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+	}
 	var last error
 	for attempt := 0; attempt < portAttempts; attempt++ {
-		e, err := tryEnsemble(cfg, inst, dir, n)
+		e, err := tryEnsemble(cfg, inst, dir, n, pki)
 		if err == nil {
 			return e, nil
 		}
@@ -54,12 +62,18 @@ func StartEnsemble(n int, opts ...Option) (*Ensemble, error) {
 	return nil, last
 }
 
-func tryEnsemble(cfg config, inst *Install, dir string, n int) (*Ensemble, error) {
-	ports, err := freePorts(3 * n)
+func tryEnsemble(cfg config, inst *Install, dir string, n int, pki *TLS) (*Ensemble, error) {
+	// Per member: client, quorum and election port, then the secure client
+	// port (WithTLS) after all of those.
+	nports := 3 * n
+	if pki != nil {
+		nports += n
+	}
+	ports, err := freePorts(nports)
 	if err != nil {
 		return nil, err
 	}
-	e := &Ensemble{cfg: cfg, dir: dir}
+	e := &Ensemble{cfg: cfg, dir: dir, tls: pki}
 	var peers []string
 	for i := 0; i < n; i++ {
 		peers = append(peers, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", i+1, ports[3*i+1], ports[3*i+2]))
@@ -70,6 +84,11 @@ func tryEnsemble(cfg config, inst *Install, dir string, n int) (*Ensemble, error
 		s, err := newServer(cfg, inst, mdir, true, quorumMain, ports[3*i], i+1, fmt.Sprintf("member-%d", i+1))
 		if err != nil {
 			return nil, err
+		}
+		if pki != nil {
+			if err := s.enableTLS(pki, ports[3*n+i]); err != nil {
+				return nil, err
+			}
 		}
 		if err := s.writeConfig(peers); err != nil {
 			return nil, err
@@ -144,6 +163,23 @@ func (e *Ensemble) Servers() []string {
 
 // ConnectString returns the members' addresses joined by commas.
 func (e *Ensemble) ConnectString() string { return strings.Join(e.Servers(), ",") }
+
+// SecureServers returns every member's TLS client address, in member order,
+// or nil when the ensemble was started without WithTLS.
+func (e *Ensemble) SecureServers() []string {
+	if e.tls == nil {
+		return nil
+	}
+	out := make([]string, len(e.members))
+	for i, m := range e.members {
+		out[i] = m.SecureAddr()
+	}
+	return out
+}
+
+// TLS returns the CA and certificates every member uses, or nil when the
+// ensemble was started without WithTLS.
+func (e *Ensemble) TLS() *TLS { return e.tls }
 
 // Leader returns the index of the member whose srvr Mode is "leader". Members
 // that are killed or frozen are skipped. It fails if no member, or more than

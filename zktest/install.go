@@ -35,6 +35,16 @@ const (
 	debianSLF4JSimple  = "/usr/share/java/slf4j-simple.jar"
 )
 
+// debianNettyExtras are the Netty jars that NettyServerCnxnFactory (the
+// server's TLS transport, see WithTLS) needs and that the Class-Path of
+// Debian's zookeeper.jar does not name: without netty-codec every TLS
+// connection fails with NoClassDefFoundError ByteToMessageDecoder.
+var debianNettyExtras = []string{
+	"/usr/share/java/netty-codec.jar",
+	"/usr/share/java/netty-resolver.jar",
+	"/usr/share/java/netty-transport-native-unix-common.jar",
+}
+
 // Install is a Java runtime plus the classpath of a ZooKeeper server.
 type Install struct {
 	// Java is the path of the java executable.
@@ -50,7 +60,10 @@ type Install struct {
 // zookeeper*.jar), then Debian's /usr/share/java/zookeeper.jar (whose manifest
 // brings its dependencies; slf4j-simple.jar is added when present so the
 // server's own messages reach its log). Java comes from $JAVA_HOME/bin/java,
-// then PATH. The error wraps ErrNotInstalled and names InstallCommand.
+// then PATH. On Debian the Netty jars that zookeeper.jar's manifest misses
+// (netty-codec, netty-resolver, netty-transport-native-unix-common) are added
+// when present, so that WithTLS servers work. The error wraps ErrNotInstalled
+// and names InstallCommand.
 func FindInstall() (*Install, error) {
 	cp, err := findClasspath()
 	if err != nil {
@@ -98,6 +111,11 @@ func findClasspath() ([]string, error) {
 		cp := []string{debianZooKeeperJar}
 		if fileExists(debianSLF4JSimple) {
 			cp = append(cp, debianSLF4JSimple)
+		}
+		for _, j := range debianNettyExtras {
+			if fileExists(j) {
+				cp = append(cp, j)
+			}
 		}
 		return cp, nil
 	}

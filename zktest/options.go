@@ -18,6 +18,7 @@ type config struct {
 	startTimeout      time.Duration
 	install           *Install
 	containerCheck    time.Duration
+	tls               bool
 }
 
 func defaultConfig() config {
@@ -84,3 +85,17 @@ func WithContainerCheckInterval(d time.Duration) Option {
 }
 
 func ms(d time.Duration) string { return fmt.Sprint(d.Milliseconds()) }
+
+// WithTLS makes the servers serve TLS too: each server (each ensemble member)
+// gets a secure client port on 127.0.0.1 next to its plaintext one, served by
+// ZooKeeper's NettyServerCnxnFactory (which then serves the plaintext port
+// too) with PEM key and trust stores. StartServer generates a new TLS (a test
+// CA, a server certificate for 127.0.0.1 and localhost, a client
+// certificate) for the server, StartEnsemble one for the whole ensemble; the
+// server requires a client certificate signed by that CA, as ZooKeeper does
+// by default (WithConfig("ssl.clientAuth", "none") turns that off). Server.TLS
+// and Ensemble.TLS return it, with a ready client configuration;
+// Server.SecureServers and Ensemble.SecureServers the secure addresses. The
+// plaintext port keeps working: zktest's own probes, namespaces and session
+// killer use it.
+func WithTLS() Option { return func(c *config) { c.tls = true } }

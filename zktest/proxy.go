@@ -55,7 +55,9 @@ func (a Action) String() string {
 // more upstream servers. Each client connection is relayed to an upstream
 // chosen round-robin, skipping those that refuse. It understands ZooKeeper's
 // framing, so it can hook requests and record session credentials; streams
-// that are not framed (four-letter words) are relayed raw. It is safe for
+// that are not framed (four-letter words, TLS) are relayed raw: through a
+// TLS connection Cut, Partition, Heal, Refuse and SetLatency work as over
+// plaintext, but OnRequest hooks and Sessions see nothing. It is safe for
 // concurrent use.
 type Proxy struct {
 	ln        net.Listener

@@ -47,7 +47,9 @@ type Server struct {
 	logPath   string
 	mainClass string
 	port      int
-	myid      int // ensemble members only
+	myid      int  // ensemble members only
+	tlsPort   int  // secure client port, 0 without WithTLS
+	tls       *TLS // nil without WithTLS
 
 	mu      sync.Mutex
 	proc    *process
@@ -76,9 +78,18 @@ func StartServer(opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zktest: %w", err)
 	}
+	var pki *TLS
+	nports := 1
+	if cfg.tls {
+		if pki, err = NewTLS(); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+		nports = 2
+	}
 	var last error
 	for attempt := 0; attempt < portAttempts; attempt++ {
-		ports, err := freePorts(1)
+		ports, err := freePorts(nports)
 		if err != nil {
 			last = err
 			break
@@ -87,6 +98,12 @@ func StartServer(opts ...Option) (*Server, error) {
 		if err != nil {
 			last = err
 			break
+		}
+		if pki != nil {
+			if err := s.enableTLS(pki, ports[1]); err != nil {
+				last = err
+				break
+			}
 		}
 		if err := s.writeConfig(nil); err != nil {
 			last = err
@@ -145,6 +162,16 @@ func newServer(cfg config, inst *Install, dir string, ownDir bool, mainClass str
 	return s, nil
 }
 
+// enableTLS gives the server a secure client port served with pki's server
+// certificate; call it before writeConfig.
+func (s *Server) enableTLS(pki *TLS, port int) error {
+	if err := pki.writeStores(s.dir); err != nil {
+		return err
+	}
+	s.tls, s.tlsPort = pki, port
+	return nil
+}
+
 // writeConfig writes zoo.cfg; peers holds "server.N=..." lines for an
 // ensemble member.
 func (s *Server) writeConfig(peers []string) error {
@@ -163,6 +190,18 @@ func (s *Server) writeConfig(peers []string) error {
 	line("4lw.commands.whitelist", "*")
 	line("extendedTypesEnabled", "true")
 	line("maxClientCnxns", "0")
+	if s.tls != nil {
+		// Unknown zoo.cfg keys become "zookeeper."+key system properties,
+		// which is where ZooKeeper's X509Util reads the ssl.* settings.
+		line("serverCnxnFactory", "org.apache.zookeeper.server.NettyServerCnxnFactory")
+		line("secureClientPort", strconv.Itoa(s.tlsPort))
+		line("secureClientPortAddress", "127.0.0.1")
+		line("ssl.keyStore.location", filepath.Join(s.dir, keyStoreFile))
+		line("ssl.keyStore.type", "PEM")
+		line("ssl.trustStore.location", filepath.Join(s.dir, trustStoreFile))
+		line("ssl.trustStore.type", "PEM")
+		line("ssl.clientAuth", "need")
+	}
 	if len(peers) > 0 {
 		line("reconfigEnabled", "false")
 		line("standaloneEnabled", "false")
@@ -215,7 +254,11 @@ func (s *Server) spawn() (*process, error) {
 		return nil, fmt.Errorf("zktest: %w", err)
 	}
 	defer logf.Close()
-	fmt.Fprintf(logf, "### zktest: starting %s on 127.0.0.1:%d at %s\n", s.mainClass, s.port, time.Now().Format(time.RFC3339Nano))
+	secure := ""
+	if s.tls != nil {
+		secure = fmt.Sprintf(" (TLS on %d)", s.tlsPort)
+	}
+	fmt.Fprintf(logf, "### zktest: starting %s on 127.0.0.1:%d%s at %s\n", s.mainClass, s.port, secure, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(s.inst.Java, s.jvmArgs()...)
 	cmd.Dir = s.dir
 	cmd.Stdout = logf
@@ -332,6 +375,32 @@ func (s *Server) Servers() []string { return []string{s.Addr()} }
 
 // Port returns the client port.
 func (s *Server) Port() int { return s.port }
+
+// SecureAddr returns the TLS client address, "127.0.0.1:PORT", or "" when
+// the server was started without WithTLS.
+func (s *Server) SecureAddr() string {
+	if s.tls == nil {
+		return ""
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tlsPort))
+}
+
+// SecureServers returns []string{s.SecureAddr()}, or nil without WithTLS.
+// Connect to it with the configuration from s.TLS().ClientConfig(), e.g.
+// session.WithTLS(s.TLS().ClientConfig()).
+func (s *Server) SecureServers() []string {
+	if s.tls == nil {
+		return nil
+	}
+	return []string{s.SecureAddr()}
+}
+
+// SecurePort returns the TLS client port, or 0 without WithTLS.
+func (s *Server) SecurePort() int { return s.tlsPort }
+
+// TLS returns the CA and certificates the server uses (shared by every
+// member of an ensemble), or nil when it was started without WithTLS.
+func (s *Server) TLS() *TLS { return s.tls }
 
 // Dir returns the server's directory (data, zoo.cfg and, without WithLogDir,
 // the log).

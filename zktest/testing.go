@@ -21,6 +21,15 @@ var sharedServer struct {
 	srv *Server
 }
 
+// sharedTLSServer is the package's shared TLS server, started by the first
+// SharedTLS and stopped by Main. err is the first start's error, given to
+// every later caller rather than paying for another failed start.
+var sharedTLSServer struct {
+	mu  sync.Mutex
+	srv *Server
+	err error
+}
+
 // nsCounter makes namespace roots unique within a test binary.
 var nsCounter atomic.Int64
 
@@ -127,6 +136,16 @@ func runMain(m *testing.M) int {
 	if err := srv.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "zktest: stopping the shared server: %v\n", err)
 	}
+	sharedTLSServer.mu.Lock()
+	tlsSrv := sharedTLSServer.srv
+	sharedTLSServer.srv, sharedTLSServer.err = nil, nil
+	sharedTLSServer.mu.Unlock()
+	if tlsSrv != nil {
+		forgetTails(tlsSrv)
+		if err := tlsSrv.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "zktest: stopping the shared TLS server: %v\n", err)
+		}
+	}
 	if code == 0 {
 		if err := goleak.Find(ignore); err != nil {
 			fmt.Fprintf(os.Stderr, "FAIL: zktest: goroutines leaked by the tests: %v\n", err)
@@ -148,6 +167,39 @@ func Shared(t testing.TB) *Server {
 	sharedServer.mu.Unlock()
 	if srv == nil {
 		t.Fatalf("zktest: no shared server: TestMain must call zktest.Main(m)")
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logTailOnce(t, srv)
+		}
+	})
+	return srv
+}
+
+// SharedTLS returns the package's shared TLS server: a standalone server
+// started WithTLS by the first call (so packages that never call it pay
+// nothing) and stopped by Main after the tests. Like Shared it fails the test
+// if TestMain does not call Main, must not be stopped, killed or frozen, and
+// prints the server's log tail if the test fails. Its plaintext address
+// (Servers) serves namespaces (NewNamespaceOn) and zktest's probes; clients
+// under test connect to SecureServers with TLS().ClientConfig(). If the
+// server cannot start, every test that asks for it fails with that error.
+func SharedTLS(t testing.TB) *Server {
+	t.Helper()
+	sharedServer.mu.Lock()
+	running := sharedServer.srv != nil
+	sharedServer.mu.Unlock()
+	if !running {
+		t.Fatalf("zktest: no shared server: TestMain must call zktest.Main(m)")
+	}
+	sharedTLSServer.mu.Lock()
+	if sharedTLSServer.srv == nil && sharedTLSServer.err == nil {
+		sharedTLSServer.srv, sharedTLSServer.err = StartServer(WithTLS())
+	}
+	srv, err := sharedTLSServer.srv, sharedTLSServer.err
+	sharedTLSServer.mu.Unlock()
+	if err != nil {
+		t.Fatalf("zktest: cannot start the shared TLS server: %v", err)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {

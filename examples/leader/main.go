@@ -29,7 +29,15 @@
 //
 // (with -zk it first opens one session to those addresses and exits with the
 // addresses and the dial error if none comes within -connect-timeout, 5 s by
-// default).
+// default), over TLS when the ensemble serves it on a secure client port:
+//
+//	go run ./examples/leader -zk zk1:2281,zk2:2281,zk3:2281 \
+//		-tls-ca ca.pem -tls-cert client.pem -tls-key client-key.pem
+//
+// (-tls-ca: the CA that signed the servers' certificates; -tls-cert and
+// -tls-key: the client certificate ZooKeeper requires by default;
+// -tls-server-name: the name the servers' certificates carry, by default any
+// of the -zk hosts).
 //
 // Flags: -workers (default 3), -tick (the leader's work period), -ticks
 // (ticks before each step), -session-timeout, -fault partition|cut, -path,
@@ -64,7 +72,7 @@ var (
 	electionPath   = flag.String("path", "/zkrecipes-demo/leader", "election path")
 )
 
-func main() { demo.Main("leader", 2*time.Minute, run) }
+func main() { demo.MainTLS("leader", 2*time.Minute, run) }
 
 // errStopped is the cause given to a worker's Run context when the demo stops it.
 var errStopped = errors.New("worker stopped by the demo")
@@ -267,9 +275,11 @@ func (d *demoRun) connect(ctx context.Context, name string) (*worker, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	sess, err := session.Connect(cctx, p.Servers(),
+	opts := append([]session.Option{
 		session.WithSessionTimeout(*sessionTimeout),
-		session.WithLogger(d.env.Logger.Named(name)))
+		session.WithLogger(d.env.Logger.Named(name)),
+	}, d.env.Options...) // TLS with the -tls-* flags
+	sess, err := session.Connect(cctx, p.Servers(), opts...)
 	if err != nil {
 		p.Close()
 		return nil, fmt.Errorf("%s: %w", name, err)

@@ -1,5 +1,6 @@
 // Package demo is the scaffolding the example programs share: the -zk,
-// -connect-timeout, -v and -timeout flags, an embedded ZooKeeper (zktest) when
+// -connect-timeout, -v and -timeout flags (and, with MainTLS, the -tls-*
+// flags), an embedded ZooKeeper (zktest) when
 // -zk is not given and a first connection check when it is, Ctrl-C and SIGTERM
 // handling, a printer of timestamped lines for a person to follow, and small
 // helpers to wait on events with a clear message when they do not come.
@@ -29,6 +30,10 @@ import (
 type Env struct {
 	// Servers are the ZooKeeper addresses: the embedded server's, or -zk's.
 	Servers []string
+	// Options are the session options every session of the example needs:
+	// session.WithTLS with the configuration of the -tls-* flags (see
+	// MainTLS), or none.
+	Options []session.Option
 	// Embedded is the embedded server, nil with -zk.
 	Embedded *zktest.Server
 	// Logger is for the library (a no-op logger unless -v).
@@ -85,6 +90,23 @@ const DefaultConnectTimeout = 5 * time.Second
 // after -timeout; a second signal kills the program at once (the embedded JVM
 // dies with it).
 func Main(name string, defaultTimeout time.Duration, run func(ctx context.Context, env *Env) error) {
+	mainFlags(name, defaultTimeout, run, nil)
+}
+
+// MainTLS is Main with the -tls-ca, -tls-cert, -tls-key and -tls-server-name
+// flags too, for an example whose sessions all take env.Options: with them,
+// every session (the -zk check included) connects over TLS (see TLSConfig).
+// They need -zk: the embedded server serves plaintext.
+func MainTLS(name string, defaultTimeout time.Duration, run func(ctx context.Context, env *Env) error) {
+	var f TLSFiles
+	flag.StringVar(&f.CA, "tls-ca", "", "with -zk: connect over TLS, trusting the CA certificate(s) in this PEM file (default: the system's roots when another -tls-* flag is given)")
+	flag.StringVar(&f.Cert, "tls-cert", "", "with -zk: the client certificate (PEM) to present over TLS; ZooKeeper requires one by default")
+	flag.StringVar(&f.Key, "tls-key", "", "with -zk: the private key (PEM) of -tls-cert")
+	flag.StringVar(&f.ServerName, "tls-server-name", "", "with -zk: the name every server's certificate must carry (default: any of the -zk hosts)")
+	mainFlags(name, defaultTimeout, run, &f)
+}
+
+func mainFlags(name string, defaultTimeout time.Duration, run func(ctx context.Context, env *Env) error, tlsFiles *TLSFiles) {
 	zkFlag := flag.String("zk", "", "use this ZooKeeper ensemble (host:port,...) instead of an embedded server")
 	connectTimeout := flag.Duration("connect-timeout", DefaultConnectTimeout, "with -zk: give up when no ZooKeeper session comes within this long")
 	verbose := flag.Bool("v", false, "print the library's log (zap, debug level) on stderr")
@@ -95,10 +117,14 @@ func Main(name string, defaultTimeout time.Duration, run func(ctx context.Contex
 		flag.Usage()
 		os.Exit(2)
 	}
-	os.Exit(mainRun(config{
+	c := config{
 		name: name, zk: *zkFlag, connectTimeout: *connectTimeout, verbose: *verbose, timeout: *timeout,
 		stdout: os.Stdout, stderr: os.Stderr,
-	}, run))
+	}
+	if tlsFiles != nil {
+		c.tls = *tlsFiles
+	}
+	os.Exit(mainRun(c, run))
 }
 
 // config is what Main hands to mainRun: the flags and where to print.
@@ -108,6 +134,7 @@ type config struct {
 	connectTimeout time.Duration
 	verbose        bool
 	timeout        time.Duration
+	tls            TLSFiles
 	stdout, stderr io.Writer
 }
 
@@ -164,7 +191,17 @@ func mainRun(c config, run func(ctx context.Context, env *Env) error) int {
 			fmt.Fprintf(stderr, "%s: -zk %q: no address (want host:port,...)\n", name, c.zk)
 			return 2
 		}
-		out.Printf("connecting to ZooKeeper at %s (-connect-timeout %v)", strings.Join(env.Servers, ","), c.connectTimeout)
+		over := ""
+		if c.tls.Set() {
+			cfg, err := TLSConfig(c.tls, env.Servers)
+			if err != nil {
+				fmt.Fprintf(stderr, "%s: %v\n", name, err)
+				return 2
+			}
+			env.Options = append(env.Options, session.WithTLS(cfg))
+			over = " over TLS"
+		}
+		out.Printf("connecting to ZooKeeper at %s%s (-connect-timeout %v)", strings.Join(env.Servers, ","), over, c.connectTimeout)
 		if err := checkServers(ctx, env, c.connectTimeout); err != nil {
 			if errors.Is(context.Cause(ctx), ErrInterrupted) {
 				fmt.Fprintf(stderr, "%s: interrupted\n", name)
@@ -174,6 +211,10 @@ func mainRun(c config, run func(ctx context.Context, env *Env) error) int {
 			return 1
 		}
 	} else {
+		if c.tls.Set() {
+			fmt.Fprintf(stderr, "%s: the -tls-* flags need -zk (the embedded server serves plaintext)\n", name)
+			return 2
+		}
 		out.Printf("starting an embedded ZooKeeper (give -zk host:port,... to use your own)")
 		srv, err := zktest.StartServer()
 		if err != nil {
@@ -225,7 +266,8 @@ func checkServers(ctx context.Context, env *Env, connectTimeout time.Duration) e
 		fmt.Errorf("-connect-timeout %v reached", connectTimeout))
 	defer cancel()
 	t0 := time.Now()
-	sess, err := session.Connect(cctx, env.Servers, session.WithLogger(env.Logger.Named("check")))
+	opts := append([]session.Option{session.WithLogger(env.Logger.Named("check"))}, env.Options...)
+	sess, err := session.Connect(cctx, env.Servers, opts...)
 	if err != nil {
 		if cause := context.Cause(cctx); cause != nil && !errors.Is(cause, ErrInterrupted) && !errors.Is(err, cause) {
 			err = fmt.Errorf("%w (%v)", err, cause)
