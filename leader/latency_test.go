@@ -24,7 +24,8 @@ import (
 //
 // (without -race: the race detector slows every goroutine hop). Each
 // benchmark iteration takes ZKRECIPES_LATENCY_SAMPLES samples (default 120)
-// of each kind; p50 and p99 are also reported as benchmark metrics.
+// of each kind; p50 and p99 are also reported as benchmark metrics, with the
+// watch notifications the participants' sessions received per failover.
 func BenchmarkFailover(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		measureFailover(b)
@@ -38,7 +39,28 @@ func measureFailover(t *testing.B) {
 	}
 	ns := zktest.NewNamespace(t)
 	watcher := ns.Conn(t)
-	sessions := []*session.Session{sessiontest.Connect(t, ns), sessiontest.Connect(t, ns)}
+	s0, tap0 := sessiontest.ConnectTap(t, ns)
+	s1, tap1 := sessiontest.ConnectTap(t, ns)
+	sessions := []*session.Session{s0, s1}
+	taps := []*zktest.Tap{tap0, tap1}
+	// notes counts the watch notifications the participants' sessions
+	// received since the last reset.
+	notes := func() int {
+		n := 0
+		for _, tp := range taps {
+			ns, err := tp.Notifications()
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(ns)
+		}
+		return n
+	}
+	resetNotes := func() {
+		for _, tp := range taps {
+			tp.ResetNotifications()
+		}
+	}
 	full := ns.Path(electionPath)
 
 	// childWatch arms a child watch on the election path and returns a
@@ -57,12 +79,15 @@ func measureFailover(t *testing.B) {
 	}
 
 	var latch, watch, sel []time.Duration
+	var latchNotes, selNotes int
 
 	// Latch: leader L on one session, W waiting on the other; L closes.
 	{
 		cur := startLatch(t, sessions[0], "l0")
 		await(t, cur)
 		next := startLatch(t, sessions[1], "l1")
+		waitParticipants(t, sessions[0], 2)
+		resetNotes()
 		for i := 0; i < samples; i++ {
 			waitParticipants(t, sessions[0], 2)
 			got := make(chan time.Time, 1)
@@ -85,6 +110,8 @@ func measureFailover(t *testing.B) {
 			watch = append(watch, (<-cw).Sub(t0))
 			cur, next = next, startLatch(t, sessions[i%2], fmt.Sprintf("l%d", i+2))
 		}
+		waitParticipants(t, sessions[0], 2)
+		latchNotes = notes()
 		cur.Close()
 		next.Close()
 	}
@@ -107,6 +134,8 @@ func measureFailover(t *testing.B) {
 		cur := newSel(sessions[0], "s0")
 		<-started
 		next := newSel(sessions[1], "s1")
+		waitParticipants(t, sessions[0], 2)
+		resetNotes()
 		for i := 0; i < samples; i++ {
 			waitParticipants(t, sessions[0], 2)
 			t0 := time.Now()
@@ -119,6 +148,8 @@ func measureFailover(t *testing.B) {
 			}
 			cur, next = next, newSel(sessions[i%2], fmt.Sprintf("s%d", i+2))
 		}
+		waitParticipants(t, sessions[0], 2)
+		selNotes = notes()
 		cur.Close()
 		next.Close()
 	}
@@ -132,6 +163,8 @@ func measureFailover(t *testing.B) {
 	t.ReportMetric(ms(percentile(sel, 0.50)), "selector-p50-ms")
 	t.ReportMetric(ms(percentile(sel, 0.99)), "selector-p99-ms")
 	t.ReportMetric(ms(percentile(watch, 0.50)), "childwatch-p50-ms")
+	t.ReportMetric(float64(latchNotes)/float64(samples), "latch-notes/failover")
+	t.ReportMetric(float64(selNotes)/float64(samples), "selector-notes/failover")
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
