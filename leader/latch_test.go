@@ -387,9 +387,13 @@ func TestLatchCloseWhileWaiting(t *testing.T) {
 	case <-time.After(wait):
 		t.Fatal("Await did not return after Close")
 	}
-	if kids := children(t, conn, ns); len(kids) != 1 || kids[0] != ta.Node() {
-		t.Fatalf("children after closing the waiter: %v", kids)
-	}
+	// The waiter's node goes through the session's guaranteed-delete queue
+	// (Close waits for it only briefly): wait for it.
+	var kids []string
+	zktest.Eventually(t, wait, func() bool {
+		kids = children(t, conn, ns)
+		return len(kids) == 1 && kids[0] == ta.Node()
+	}, "children after closing the waiter: %v, want only the leader's %s", &kids, ta.Node())
 	if ta.Err() != nil || !a.IsLeader() {
 		t.Fatalf("leader disturbed: %v", ta.Err())
 	}

@@ -276,9 +276,14 @@ func TestRunCancelWhileQueued(t *testing.T) {
 	if err := r.result(t); !errors.Is(err, context.Canceled) {
 		t.Errorf("Run = %v, want context.Canceled", err)
 	}
-	if kids := children(t, conn, ns); len(kids) != 1 {
-		t.Errorf("children after canceling the queued Run: %v", kids)
-	}
+	// The canceled campaign's node goes through the session's
+	// guaranteed-delete queue (Run waits for it only within its ctx + 10 ms):
+	// wait for it.
+	var kids []string
+	zktest.Eventually(t, wait, func() bool {
+		kids = children(t, conn, ns)
+		return len(kids) == 1
+	}, "children after canceling the queued Run: %v", &kids)
 }
 
 // Closing the session under Run cancels work's ctx with session.ErrClosed

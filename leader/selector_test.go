@@ -163,9 +163,14 @@ func TestSelectorTakesTurns(t *testing.T) {
 		}
 	}
 	log.check(t)
-	if kids := children(t, ns.Conn(t), ns); len(kids) != 0 {
-		t.Errorf("nodes left after Close: %v", kids)
-	}
+	// Those closed while queued (or requeuing) leave their node to the
+	// session's guaranteed-delete queue: wait for it.
+	conn := ns.Conn(t)
+	var kids []string
+	zktest.Eventually(t, wait, func() bool {
+		kids = children(t, conn, ns)
+		return len(kids) == 0
+	}, "nodes left after Close: %v", &kids)
 }
 
 // Without requeue the selector leads once; Requeue enters it again.
@@ -370,9 +375,14 @@ func TestSelectorBadInput(t *testing.T) {
 	if _, err := sel.Participants(context.Background()); !errors.Is(err, leader.ErrClosed) {
 		t.Errorf("Participants after Close: %v", err)
 	}
-	if kids := children(t, ns.Conn(t), ns); len(kids) != 0 {
-		t.Errorf("nodes left: %v", kids)
-	}
+	// Close may catch the selector while it campaigns: then its node goes
+	// through the session's guaranteed-delete queue. Wait for it.
+	conn := ns.Conn(t)
+	var kids []string
+	zktest.Eventually(t, wait, func() bool {
+		kids = children(t, conn, ns)
+		return len(kids) == 0
+	}, "nodes left: %v", &kids)
 }
 
 // A third party deletes the leading selector's node: the callback's ctx is

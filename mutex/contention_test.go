@@ -202,7 +202,7 @@ func TestCancelWhileQueued(t *testing.T) {
 					zktest.Eventually(t, wait, func() bool {
 						ks = kids(t, raw, ns)
 						return len(ks) == 1 && ks[0] == la.Node()
-					}, "nodes %q, want only the holder's %q", ks, la.Node())
+					}, "nodes %q, want only the holder's %q", &ks, la.Node())
 					_, st, err := raw.Get(la.Path())
 					if err != nil || st.EphemeralOwner != la.SessionID() || st.Czxid != la.Token() {
 						t.Fatalf("holder's node: stat %+v, %v", st, err)

@@ -155,9 +155,13 @@ func TestNonReentrant(t *testing.T) {
 	if !<-queued {
 		t.Fatal("the second Lock's node was never seen queued before the deadline")
 	}
-	if ks := lockKids(t, raw, ns); len(ks) != 1 || ks[0] != l1.Node() {
-		t.Fatalf("nodes %q", ks)
-	}
+	// The timed-out Lock's node goes through the session's guaranteed-delete
+	// queue: the call waits for it only within ctx + 10 ms. Wait for it.
+	var ks []string
+	zktest.Eventually(t, wait, func() bool {
+		ks = lockKids(t, raw, ns)
+		return len(ks) == 1 && ks[0] == l1.Node()
+	}, "nodes %q, want only the first lease's %s", &ks, l1.Node())
 
 	// ... or until another goroutine unlocks the first lease.
 	got := lockAsync(t, ctx, m, new(atomic.Int64))
@@ -259,9 +263,15 @@ func TestMultiRollback(t *testing.T) {
 			t.Fatalf("%s not rolled back: %q", p, k)
 		}
 	}
-	if k, _, _ := raw.Children(ns.Path("/locks/b")); len(k) != 1 {
-		t.Fatalf("/locks/b: %q, want only the blocker's node", k)
-	}
+	// a was unlocked by the rollback before Lock returned (checked above);
+	// the node the multi-lock queued on b goes through the session's
+	// guaranteed-delete queue (the failed Lock waits for it only within its
+	// ctx + 10 ms): wait for it.
+	var kb []string
+	zktest.Eventually(t, wait, func() bool {
+		kb, _, _ = raw.Children(ns.Path("/locks/b"))
+		return len(kb) == 1 && kb[0] == bl.Node()
+	}, "/locks/b: %q, want only the blocker's node %s", &kb, bl.Node())
 	if _, err := ml.TryLock(ctx); !errors.Is(err, mutex.ErrLocked) {
 		t.Fatalf("multi TryLock = %v, want ErrLocked", err)
 	}

@@ -366,9 +366,14 @@ func TestCancelWhileQueued(t *testing.T) {
 					if err := sessiontest.Recv(t, res, wait, "acquire result"); !errors.Is(err, want) {
 						t.Fatalf("acquire = %v, want %v", err, want)
 					}
-					if ks := nodes(t, raw, ns); len(ks) != 1 || ks[0] != hl.Node() {
-						t.Fatalf("nodes %q, want only the holder's %s", ks, hl.Node())
-					}
+					// The canceled acquire's node goes through the session's
+					// guaranteed-delete queue: the call waits for it only
+					// within its ctx + 10 ms. Wait for it.
+					var ks []string
+					zktest.Eventually(t, wait, func() bool {
+						ks = nodes(t, raw, ns)
+						return len(ks) == 1 && ks[0] == hl.Node()
+					}, "nodes %q, want only the holder's %s", &ks, hl.Node())
 					_, st, err := raw.Get(hl.Path())
 					if err != nil || st.EphemeralOwner != hl.SessionID() || st.Czxid != hl.Token() || hl.Err() != nil {
 						t.Fatalf("holder's node: stat %+v, %v; lease %v", st, err, hl.Err())

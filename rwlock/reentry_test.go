@@ -187,9 +187,14 @@ func TestRWMutexUpgradeWaits(t *testing.T) {
 		t.Fatalf("Lock behind our own read lease: %v, want DeadlineExceeded", err)
 	}
 	t.Logf("Lock behind our own read lease returned %v after it began (ctx 300ms)", time.Since(start))
-	if ks := nodes(t, raw, ns); len(ks) != 1 || ks[0] != rl.Node() {
-		t.Fatalf("nodes %q, want only the read node", ks)
-	}
+	// The timed-out Lock's write node goes through the session's
+	// guaranteed-delete queue (the call waits for it only within its ctx +
+	// 10 ms): wait for it.
+	var ks []string
+	zktest.Eventually(t, wait, func() bool {
+		ks = nodes(t, raw, ns)
+		return len(ks) == 1 && ks[0] == rl.Node()
+	}, "nodes %q, want only the read node %s", &ks, rl.Node())
 	if _, err := m.TryLock(ctx); !errors.Is(err, rwlock.ErrLocked) {
 		t.Fatalf("TryLock behind our own read lease: %v, want ErrLocked", err)
 	}

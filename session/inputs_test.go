@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -202,14 +203,16 @@ func TestRetry(t *testing.T) {
 	if !errors.Is(err, zk.ErrConnectionClosed) || calls != 3 || !strings.Contains(err.Error(), "gave up") {
 		t.Errorf("backoff.Stop: %v after %d calls", err, calls)
 	}
-	calls = 0
 	// Long enough for the first call to happen before the deadline on a
-	// loaded machine: the error must wrap the last attempt's.
+	// loaded machine: the error must wrap the last attempt's. The deadline
+	// may end an attempt in flight, which then goes on on a goroutine of the
+	// Session: count atomically.
+	var shortCalls atomic.Int32
 	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
-	err = s.Toolkit().Retry(short, ep, func(*zk.Conn) error { calls++; return zk.ErrConnectionClosed })
-	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, zk.ErrConnectionClosed) || calls == 0 {
-		t.Errorf("ctx ends while retrying: %v after %d calls", err, calls)
+	err = s.Toolkit().Retry(short, ep, func(*zk.Conn) error { shortCalls.Add(1); return zk.ErrConnectionClosed })
+	if n := shortCalls.Load(); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, zk.ErrConnectionClosed) || n == 0 {
+		t.Errorf("ctx ends while retrying: %v after %d calls", err, n)
 	}
 	err = s.Toolkit().Retry(ctx, ep, func(*zk.Conn) error { return zk.ErrSessionExpired })
 	if !errors.Is(err, session.ErrLost) || !errors.Is(err, zk.ErrSessionExpired) {

@@ -2,7 +2,10 @@ package session_test
 
 import (
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -22,21 +25,54 @@ func TestRetrySessionChangedUnderOp(t *testing.T) {
 	ctx := ctxT(t, wait)
 	ep := s.Epoch()
 	node := ns.Path("after-expiry")
-	calls := 0
+	var creds zktest.SessionCreds
+	for _, c := range tap.Sessions() {
+		if c.ID == ep.SessionID() {
+			creds = c
+		}
+	}
+	if creds.ID == 0 {
+		t.Fatalf("the tap did not see session 0x%x", ep.SessionID())
+	}
+	// op runs on a goroutine of the Session (which goes on with it if ctx
+	// ends first): it must not fail the test itself. A setup failure is sent
+	// on setup and returned as a permanent error.
+	var calls atomic.Int32
+	setup := make(chan error, 1)
+	failed := func(err error) error {
+		select {
+		case setup <- err:
+		default: // the first failure is enough
+		}
+		return err
+	}
 	err := s.Toolkit().Retry(ctx, ep, func(c *zk.Conn) error {
-		calls++
+		calls.Add(1)
 		// The server ends the session; the cut makes go-zookeeper reconnect,
 		// learn it, and open a new session; the op then writes on that one.
-		sessiontest.Expire(t, s, tap)
+		if err := zktest.ExpireSession(ctx, s.Servers(), creds); err != nil {
+			return failed(err)
+		}
 		p.Cut()
-		zktest.Eventually(t, wait, func() bool {
-			return c.State() == zk.StateHasSession && c.SessionID() != ep.SessionID()
-		}, "no new session")
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for c.State() != zk.StateHasSession || c.SessionID() == ep.SessionID() {
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return failed(fmt.Errorf("no new session: %w", ctx.Err()))
+			}
+		}
 		_, err := c.Create(node, nil, 0, zk.WorldACL(zk.PermAll))
 		return err
 	})
-	if !errors.Is(err, session.ErrSessionChanged) || !errors.Is(err, session.ErrLost) || calls != 1 {
-		t.Fatalf("Retry = %v after %d calls, want ErrSessionChanged and ErrLost", err, calls)
+	select {
+	case err := <-setup:
+		t.Fatal(err)
+	default:
+	}
+	if n := calls.Load(); !errors.Is(err, session.ErrSessionChanged) || !errors.Is(err, session.ErrLost) || n != 1 {
+		t.Fatalf("Retry = %v after %d calls, want ErrSessionChanged and ErrLost", err, n)
 	}
 	t.Logf("%v", err)
 	// The op did run (on the new session): the error says so, it does not
@@ -45,7 +81,11 @@ func TestRetrySessionChangedUnderOp(t *testing.T) {
 		t.Fatalf("the op's node: %v %v", ok, err)
 	}
 	// A later Retry on the old epoch does not run at all.
-	if err := s.Toolkit().Retry(ctx, ep, func(*zk.Conn) error { t.Fatal("op ran on a lost epoch"); return nil }); !errors.Is(err, session.ErrLost) {
+	var ran atomic.Bool
+	if err := s.Toolkit().Retry(ctx, ep, func(*zk.Conn) error { ran.Store(true); return nil }); !errors.Is(err, session.ErrLost) {
 		t.Fatalf("Retry on the lost epoch = %v", err)
+	}
+	if ran.Load() {
+		t.Fatal("op ran on a lost epoch")
 	}
 }

@@ -25,8 +25,12 @@ func TestTapRequests(t *testing.T) {
 		return zktest.Forward
 	})
 	tap := zktest.NewTap()
-	// A short timeout makes go-zookeeper ping every ~170 ms.
-	c := zktest.ConnT(t, px.Servers(), 500*time.Millisecond, zk.WithDialer(tap.Dialer()))
+	// go-zookeeper pings every third of the session timeout (~670 ms here).
+	// Not shorter: it drops a connection that reads nothing for ⅔ of the
+	// timeout, and a reconnect (Dials 2, a setWatches) would fail the counts
+	// below; a loaded machine under -race can stall the client for longer
+	// than the 330 ms a 500 ms session allowed.
+	c := zktest.ConnT(t, px.Servers(), 2*time.Second, zk.WithDialer(tap.Dialer()))
 	before := tap.Requests()
 	p := ns.Path("n")
 	if _, err := c.Create(p, []byte("x"), 0, acl); err != nil {
