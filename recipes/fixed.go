@@ -421,11 +421,15 @@ func (in *Engine) deleteOwnedPersist(ep *session.Epoch, node string, data []byte
 	for {
 		err := in.deleteOwned(ctx, ep, node, data)
 		switch {
-		case err == nil, errors.Is(err, session.ErrLost), errors.Is(err, session.ErrClosed):
+		case err == nil, errors.Is(err, session.ErrClosed):
 			return nil
-		case ctx.Err() != nil:
-			in.lg.Warn("closed while the connection was down: our lock node stays until our session ends or reconnects",
-				zap.String("node", node))
+		case errors.Is(err, session.ErrLost), ctx.Err() != nil:
+			// Our epoch is over, or Close came while the connection was
+			// down. A Lost declared by the local timer may see the same
+			// session come back with the node still there: the session's
+			// durable queue deletes it (while it carries our data) if so,
+			// for as long as that session lives.
+			in.sess.Toolkit().GuaranteedDeleteIfData(ep, node, data)
 			return nil
 		case session.IsConnectionError(err):
 			// The retry policy gave up; the next deleteOwned waits for the

@@ -234,6 +234,15 @@ func (s *Session) shared(key watchKey, register func(*zk.Conn) (<-chan zk.Event,
 			// has fired) with NodeDeleted, and the caller needs none.
 			return nil, err
 		}
+		if e.takeIfFired() {
+			// It fired while the read was in flight: its event may be of a
+			// change BEFORE the read (a node deleted, then created again
+			// under the same name, as a fixed-name lock node is), which
+			// must not reach a caller who read the new node. Read again
+			// with a watch of our own.
+			s.forgetWatch(e)
+			continue
+		}
 		return &Watch{e}, nil
 	}
 }
