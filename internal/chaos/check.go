@@ -45,7 +45,7 @@ func conflict(a, b Interval) bool {
 }
 
 // check judges a run from what was recorded.
-func check(cfg Config, ivs []Interval, faults []FaultEvent, writes []Write, calls []Call) *Report {
+func check(cfg Config, ivs []Interval, faults []FaultEvent, writes []Write, calls []Call, stalls []stall) *Report {
 	rep := newReport(cfg)
 	end := time.Duration(0)
 	for _, iv := range ivs {
@@ -82,7 +82,7 @@ func check(cfg Config, ivs []Interval, faults []FaultEvent, writes []Write, call
 		rep.LongestGap[recipe] = longestGap(list, faults)
 	}
 	checkWrites(rep, ivs, writes)
-	checkCalls(rep, cfg, calls)
+	checkCalls(rep, cfg, calls, stalls)
 	lossLatency(rep, cfg, ivs, faults)
 	return rep
 }
@@ -244,22 +244,72 @@ func checkServer(rep *Report, ivs []Interval, server []ServerSample) {
 	}
 }
 
+// orphanAfter is how long a node may stay first in line without any hold on
+// it before the report lists it.
+const orphanAfter = 5 * time.Second
+
+// checkOrphans lists the nodes that stayed first in line of a recipe, on the
+// server, for orphanAfter or longer without ever being the node of a hold: a
+// lock nobody holds and nobody can take until its owner's session ends (a
+// liveness finding, not a safety violation).
+func checkOrphans(rep *Report, ivs []Interval, firsts map[string][]FirstSeen, owners map[int64]int) {
+	held := map[string]bool{}
+	for _, iv := range ivs {
+		held[iv.Node] = true
+	}
+	for _, recipe := range Recipes() {
+		obs := firsts[recipe]
+		for i := 0; i < len(obs); {
+			j := i
+			for j+1 < len(obs) && obs[j+1].Node == obs[i].Node {
+				j++
+			}
+			if span := obs[j].At - obs[i].At; span >= orphanAfter && !held[obs[i].Node] {
+				owner := "unknown session"
+				if idx, ok := owners[obs[i].Owner]; ok {
+					owner = fmt.Sprintf("s%d", idx)
+				}
+				rep.Orphans = append(rep.Orphans, fmt.Sprintf(
+					"%s: %s (data %q, owner 0x%x of %s) first in line from %v to at least %v (%d rounds) and never held",
+					recipe, obs[i].Node, obs[i].Data, obs[i].Owner, owner, obs[i].At.Round(time.Millisecond), obs[j].At.Round(time.Millisecond), j-i+1))
+			}
+			i = j + 1
+		}
+	}
+}
+
 // checkCalls checks that every bounded call returned within its ctx plus the
-// tolerance.
-func checkCalls(rep *Report, cfg Config, calls []Call) {
+// tolerance, not counting the time the canary saw the whole process stalled
+// between the end of the ctx and the return.
+func checkCalls(rep *Report, cfg Config, calls []Call, stalls []stall) {
 	by := map[string][]time.Duration{}
+	var raw []time.Duration
 	for _, c := range calls {
 		o := c.Overshoot()
-		by[c.Op] = append(by[c.Op], o)
+		raw = append(raw, o)
+		stalled := time.Duration(0)
+		if o > 0 {
+			stalled = stalledDuring(stalls, c.Bound, c.Return)
+		}
+		by[c.Op] = append(by[c.Op], o-stalled)
 		if o > cfg.Tolerance {
+			rep.OverTolerance++
+		}
+		if o-stalled > cfg.Tolerance {
 			rep.addViolation("call returned after its ctx", "", c.Return,
-				fmt.Sprintf("%s by %s returned %v after its ctx ended (started at %v, ctx ended at %v, err %q)",
-					c.Op, c.Worker, o.Round(time.Millisecond), c.Start, c.Bound, c.Err))
+				fmt.Sprintf("%s by %s returned %v after its ctx ended, %v of it with the process stalled (started at %v, ctx ended at %v, err %q)",
+					c.Op, c.Worker, o.Round(time.Millisecond), stalled.Round(time.Millisecond), c.Start, c.Bound, c.Err))
 		}
 	}
 	for op, ds := range by {
 		rep.Overshoot[op] = distOf(ds)
 	}
+	rep.OvershootRaw = distOf(raw)
+	var ls []time.Duration
+	for _, s := range stalls {
+		ls = append(ls, s.to-s.from)
+	}
+	rep.Stalls = distOf(ls)
 }
 
 // lossLatency measures, for every hold ended by a loss, the time from the

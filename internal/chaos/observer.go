@@ -162,3 +162,26 @@ func (o *observer) leftovers(paths []string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// FirstSeen is the node first in line of a recipe, as the observer saw it at
+// the end of a round.
+type FirstSeen struct {
+	At    time.Duration
+	Node  string
+	Owner int64  // the session that owns it
+	Data  string // participant id (for the non-fair lock: "<uuid> <id>")
+}
+
+// first reads the node first in line under dir, if any.
+func (o *observer) first(dir string, at time.Duration) (FirstSeen, bool) {
+	children, err := o.sortedChildren(dir)
+	if err != nil || len(children) == 0 {
+		return FirstSeen{}, false
+	}
+	node := dir + "/" + children[0]
+	data, st, err := o.conn.Get(node)
+	if err != nil {
+		return FirstSeen{}, false
+	}
+	return FirstSeen{At: at, Node: node, Owner: st.EphemeralOwner, Data: string(data)}, true
+}

@@ -29,8 +29,19 @@ type Report struct {
 	Losses      map[string]int  // holds ended by a loss, by cause
 	LossLatency map[string]Dist // fault to the holder's notice, by fault kind
 	LongestGap  map[string]Gap  // by recipe
-	Overshoot   map[string]Dist // how late after its ctx each kind of call returned
-	Writes      map[string]WriteStats
+	// Orphans are nodes first in line for 5 s or more that no hold used
+	// (liveness: the lock was stuck until its owner's session ended).
+	Orphans   []string
+	Overshoot map[string]Dist // how late after its ctx each kind of call returned, stalls deducted
+	// OvershootRaw is the same over every call, stalls not deducted, and
+	// OverTolerance the number of calls that were later than the tolerance
+	// before the deduction.
+	OvershootRaw  Dist
+	OverTolerance int
+	// Stalls are the canary's: times this process was not scheduled for
+	// more than canaryPeriod past a wake-up.
+	Stalls Dist
+	Writes map[string]WriteStats
 
 	TokenChecks          int
 	MaxSemaphoreHolders  int // most semaphore holds at once, from the intervals
@@ -206,6 +217,10 @@ func (r *Report) String() string {
 		g := r.LongestGap[k]
 		p("  %-42s %s from %v (faults around it: %s)", k, ms(g.Length), g.From.Round(time.Millisecond), strings.Join(g.Faults, ", "))
 	}
+	p("nodes first in line for %v or more that no holder held (liveness): %d", orphanAfter, len(r.Orphans))
+	for _, o := range r.Orphans {
+		p("  %s", o)
+	}
 	p("fenced resource writes (accepted / refused while live / refused after the lease ended / failed):")
 	for _, k := range sortedKeys(r.Writes) {
 		w := r.Writes[k]
@@ -216,9 +231,12 @@ func (r *Report) String() string {
 		SemaphoreMax, r.MaxSemaphoreHolders, r.ServerSemaphoreReads, r.ServerSemaphoreMax)
 	p("  %d nodes seen past the maximum in sequence order (created over it, deleted by their creator; a holder's would be a violation)",
 		r.ServerExcessNodes)
-	p("calls: how late after their ctx ended they returned (tolerance %v):", r.Tolerance)
+	p("process stalls seen by the canary (%v timer): %s", canaryPeriod, r.Stalls)
+	p("calls: how late after their ctx ended they returned: all calls, raw: %s; %d over the tolerance of %v before deducting stalls",
+		r.OvershootRaw, r.OverTolerance, r.Tolerance)
+	p("  per call, stalls deducted (a violation if over the tolerance):")
 	for _, k := range sortedKeys(r.Overshoot) {
-		p("  %-42s %s", k, r.Overshoot[k])
+		p("    %-40s %s", k, r.Overshoot[k])
 	}
 	p("after close: %d nodes left, goroutines %d (baseline %d), slowest session Close %s",
 		r.LeftNodes, r.GoroutinesAfter, r.GoroutinesBaseline, ms(r.SessionCloseMax))

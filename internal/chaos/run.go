@@ -167,10 +167,15 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 
 	stopObs := make(chan struct{})
 	var obsWG sync.WaitGroup
-	obsWG.Add(1)
+	obsWG.Add(2)
 	go func() {
 		defer obsWG.Done()
 		r.obs.watchCount(stopObs, cfg.Root+"/"+RecipeSemaphore+"/leases", SemaphoreMax, r.rec)
+	}()
+	can := &canary{rec: r.rec}
+	go func() {
+		defer obsWG.Done()
+		can.run(stopObs)
 	}()
 
 	var wg sync.WaitGroup
@@ -199,6 +204,7 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 
 	rng := rand.New(rand.NewSource(cfg.Seed))
 	rounds := 0
+	firsts := map[string][]FirstSeen{}
 	for round := 1; round <= cfg.Rounds && ctx.Err() == nil; round++ {
 		p := drawPlan(rng, cfg)
 		f, err := r.inject(ctx, round, p)
@@ -214,8 +220,23 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 			break
 		}
 		wait(ctx, p.gap)
+		for _, rc := range Recipes() {
+			if rc != RecipeSemaphore {
+				if fs, ok := r.obs.first(cfg.Root+"/"+rc, r.rec.now()); ok {
+					firsts[rc] = append(firsts[rc], fs)
+				}
+			}
+		}
 	}
 
+	owners := map[int64]int{}
+	for _, c := range r.clients {
+		for _, px := range c.proxies {
+			for _, s := range px.Sessions() {
+				owners[s.ID] = c.idx
+			}
+		}
+	}
 	r.rec.stop()
 	stopWorkers()
 	joined := make(chan struct{})
@@ -234,10 +255,11 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 	obsWG.Wait()
 
 	ivs, faults, writes, calls, server, semMax, semReads := r.rec.snapshot()
-	rep := check(cfg, ivs, faults, writes, calls)
+	rep := check(cfg, ivs, faults, writes, calls, can.snapshot())
 	rep.Rounds = rounds
 	rep.ServerSemaphoreMax, rep.ServerSemaphoreReads = semMax, semReads
 	checkServer(rep, ivs, server)
+	checkOrphans(rep, ivs, firsts, owners)
 	if hung {
 		rep.addViolation("workers did not stop", "", 0, "a worker was still blocked 60s after the run stopped (its calls' ctx had ended)")
 	}
