@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"time"
 
@@ -304,6 +305,21 @@ func checkCalls(rep *Report, cfg Config, calls []Call, stalls []stall) {
 	for op, ds := range by {
 		rep.Overshoot[op] = distOf(ds)
 	}
+	classes := map[string]string{}
+	for _, c := range calls {
+		if c.Err == "" {
+			continue
+		}
+		if _, ok := classes[c.Err]; !ok {
+			classes[c.Err] = errClass(c.Err)
+		}
+		m := rep.CallErrors[c.Op]
+		if m == nil {
+			m = map[string]int{}
+			rep.CallErrors[c.Op] = m
+		}
+		m[classes[c.Err]]++
+	}
 	rep.OvershootRaw = distOf(raw)
 	var ls []time.Duration
 	for _, s := range stalls {
@@ -392,4 +408,12 @@ func describe(iv Interval) string {
 	}
 	return fmt.Sprintf("%s%s [%v, %v] %s, %s session 0x%x, token %d, node %s",
 		iv.Worker, side, iv.Start, iv.End, how, iv.Policy, iv.SessionID, iv.Token, iv.Node)
+}
+
+// errClass strips the numbers and quoted paths from an error's text, so that
+// errors of one kind count together.
+func errClass(s string) string {
+	s = regexp.MustCompile(`"[^"]*"`).ReplaceAllString(s, `"…"`)
+	s = regexp.MustCompile(`0x[0-9a-f]+`).ReplaceAllString(s, "0x#")
+	return regexp.MustCompile(`[0-9]+`).ReplaceAllString(s, "#")
 }

@@ -35,6 +35,10 @@ type Config struct {
 	Logf func(format string, args ...any)
 	// Verbose logs every fault.
 	Verbose bool
+	// Dump, if not empty, is a file to write the raw records to, as JSON
+	// (holds, faults, fenced writes, failed or late calls, server snapshots,
+	// first-in-line nodes, stalls), for looking into a finding.
+	Dump string
 }
 
 func (c Config) withDefaults() (Config, error) {

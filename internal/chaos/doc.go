@@ -44,7 +44,8 @@
 //   - ensemble leader kill and restart: SIGKILL of the member that leads,
 //     restart after 0.2 to 0.8 s, then wait until every member serves.
 //   - member frozen and thawed: SIGSTOP of a member (the leader a quarter of
-//     the time) for 0.3 s to 1.8 session timeouts, then SIGCONT.
+//     the time, else one of the three at random) for 0.3 s plus up to 1.5
+//     session timeouts, then SIGCONT.
 //   - swallowed reply (ghost create): one session's next create or multi on
 //     the recipe paths goes through, its reply is dropped and the connection
 //     closed (Proxy.OnRequest with SwallowReply).
@@ -97,8 +98,15 @@
 //     library's "ctx plus a few milliseconds" widened for what is outside its
 //     control on a shared 2-core machine under -race with three JVMs: the
 //     scheduling delay of the returning goroutine, and the recorder's own
-//     work. The report gives p50, p99 and the maximum per call, so a tolerance
-//     that hides something is visible.
+//     work. Beyond that, the whole process is sometimes not scheduled at all
+//     for a few hundred milliseconds (a JVM restarting takes both cores): a
+//     canary goroutine that asks to be woken every 5 ms records every such
+//     stall, and the part of a call's overshoot that a stall covers is not
+//     counted against the call (no goroutine could have returned then). The
+//     report gives the raw overshoot of all calls and how many exceeded the
+//     tolerance before that deduction, the stalls, and p50, p99 and the
+//     maximum per call after it, so a tolerance or a deduction that hides
+//     something is visible.
 //   - Nothing left behind: once every session is closed, no node exists below
 //     any recipe path (read by the observer, waiting up to 20 s for the
 //     server), and runtime.NumGoroutine is back to its value before the
@@ -149,7 +157,10 @@
 // fault (p50, p99, max); "no fault" counts losses with no fault in the 4
 // session timeouts before. It also gives, per recipe, the longest time
 // without any holder and the faults around it (a liveness figure, not an
-// invariant).
+// invariant). It also lists nodes that stayed first in line on the server for
+// 5 s or more (read by the observer after every round) without ever being the
+// node of a hold: a lock that nobody holds and nobody can take until its
+// owner's session ends.
 //
 // # Replaying a run
 //
@@ -161,4 +172,17 @@
 //
 // Timing is not replayed: which session holds what when a fault lands depends
 // on the scheduler, so a replay repeats the schedule, not the interleaving.
+//
+// # Known: a data race inside go-zookeeper under -race
+//
+// go-zookeeper v1.0.4 reads Conn.lastZxid in sendSetWatches (on its loop
+// goroutine, right after a reconnect) while recvLoop, already started for the
+// new connection, writes it for every reply (conn.go:614 and :849; reported
+// upstream as samuel/go-zookeeper#178 and #260, fix proposed in
+// go-zookeeper/zk#35). The chaos run reconnects sessions that hold watches
+// hundreds of times while requests are in flight, so under -race the detector
+// may report it and fail TestChaos although no invariant was broken: the
+// report is logged either way. The race is outside this module; it cannot be
+// avoided from the session package without delaying every request after a
+// reconnect.
 package chaos

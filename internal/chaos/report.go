@@ -37,6 +37,9 @@ type Report struct {
 	// OverTolerance the number of calls that were later than the tolerance
 	// before the deduction.
 	OvershootRaw  Dist
+	// CallErrors counts the errors of each kind of call, by error text
+	// (numbers and quoted paths stripped).
+	CallErrors map[string]map[string]int
 	OverTolerance int
 	// Stalls are the canary's: times this process was not scheduled for
 	// more than canaryPeriod past a wake-up.
@@ -98,7 +101,7 @@ func newReport(cfg Config) *Report {
 		SessionTimeout: cfg.SessionTimeout, Tolerance: cfg.Tolerance,
 		Faults: map[string]int{}, Acquisitions: map[string]int{}, Excused: map[string]*Excused{},
 		Losses: map[string]int{}, LossLatency: map[string]Dist{}, LongestGap: map[string]Gap{},
-		Overshoot: map[string]Dist{}, Writes: map[string]WriteStats{}, overlapped: map[int]bool{},
+		Overshoot: map[string]Dist{}, CallErrors: map[string]map[string]int{}, Writes: map[string]WriteStats{}, overlapped: map[int]bool{},
 	}
 }
 
@@ -237,6 +240,19 @@ func (r *Report) String() string {
 	p("  per call, stalls deducted (a violation if over the tolerance):")
 	for _, k := range sortedKeys(r.Overshoot) {
 		p("    %-40s %s", k, r.Overshoot[k])
+	}
+	p("errors returned by calls (numbers and paths stripped):")
+	for _, op := range sortedKeys(r.CallErrors) {
+		m := r.CallErrors[op]
+		ks := sortedKeys(m)
+		sort.Slice(ks, func(i, j int) bool { return m[ks[i]] > m[ks[j]] })
+		for i, k := range ks {
+			if i == 6 {
+				p("    ... %d more kinds", len(ks)-6)
+				break
+			}
+			p("  %-28s %6d  %s", op, m[k], k)
+		}
 	}
 	p("after close: %d nodes left, goroutines %d (baseline %d), slowest session Close %s",
 		r.LeftNodes, r.GoroutinesAfter, r.GoroutinesBaseline, ms(r.SessionCloseMax))

@@ -2,7 +2,9 @@ package chaos
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"math/rand"
 	"runtime"
 	"sort"
@@ -255,7 +257,13 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 	obsWG.Wait()
 
 	ivs, faults, writes, calls, server, semMax, semReads := r.rec.snapshot()
-	rep := check(cfg, ivs, faults, writes, calls, can.snapshot())
+	stalls := can.snapshot()
+	rep := check(cfg, ivs, faults, writes, calls, stalls)
+	if cfg.Dump != "" {
+		if err := dump(cfg.Dump, ivs, faults, writes, calls, server, firsts, stalls); err != nil {
+			rep.addViolation("dump", "", 0, err.Error()) // not a safety finding, but not to be missed
+		}
+	}
 	rep.Rounds = rounds
 	rep.ServerSemaphoreMax, rep.ServerSemaphoreReads = semMax, semReads
 	checkServer(rep, ivs, server)
@@ -273,4 +281,31 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 		rep.SessionCloseMax = closeTimes[len(closeTimes)-1]
 	}
 	return rep
+}
+
+// dump writes the raw records to path as JSON.
+func dump(path string, ivs []Interval, faults []FaultEvent, writes []Write, calls []Call,
+	server []ServerSample, firsts map[string][]FirstSeen, stalls []stall) error {
+	var notable []Call
+	for _, c := range calls {
+		if c.Err != "" || c.Overshoot() > 0 {
+			notable = append(notable, c)
+		}
+	}
+	type span struct{ From, To time.Duration }
+	var st []span
+	for _, s := range stalls {
+		st = append(st, span{s.from, s.to})
+	}
+	b, err := json.Marshal(map[string]any{
+		"intervals": ivs, "faults": faults, "writes": writes, "calls": notable,
+		"server": server, "firsts": firsts, "stalls": st,
+	})
+	if err != nil {
+		return fmt.Errorf("chaos: dump: %w", err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("chaos: dump: %w", err)
+	}
+	return nil
 }

@@ -29,6 +29,7 @@ func main() {
 	flag.DurationVar(&cfg.DwellMin, "dwell-min", 500*time.Millisecond, "shortest time a fault is held")
 	flag.DurationVar(&cfg.DwellMax, "dwell-max", 1500*time.Millisecond, "longest time a fault is held")
 	flag.BoolVar(&cfg.Verbose, "v", false, "log every fault")
+	flag.StringVar(&cfg.Dump, "dump", "", "write the raw records to this file as JSON")
 	flag.Parse()
 	lg := log.New(os.Stderr, "chaos: ", log.Ltime)
 	cfg.Logf = lg.Printf
