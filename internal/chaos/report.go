@@ -36,10 +36,10 @@ type Report struct {
 	// OvershootRaw is the same over every call, stalls not deducted, and
 	// OverTolerance the number of calls that were later than the tolerance
 	// before the deduction.
-	OvershootRaw  Dist
+	OvershootRaw Dist
 	// CallErrors counts the errors of each kind of call, by error text
 	// (numbers and quoted paths stripped).
-	CallErrors map[string]map[string]int
+	CallErrors    map[string]map[string]int
 	OverTolerance int
 	// Stalls are the canary's: times this process was not scheduled for
 	// more than canaryPeriod past a wake-up.
