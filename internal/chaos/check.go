@@ -270,9 +270,13 @@ func checkOrphans(rep *Report, ivs []Interval, firsts map[string][]FirstSeen, ow
 				if idx, ok := owners[obs[i].Owner]; ok {
 					owner = fmt.Sprintf("s%d", idx)
 				}
+				servers := map[string]bool{}
+				for k := i; k <= j; k++ {
+					servers[obs[k].Server] = true
+				}
 				rep.Orphans = append(rep.Orphans, fmt.Sprintf(
-					"%s: %s (data %q, owner 0x%x of %s) first in line from %v to at least %v (%d rounds) and never held",
-					recipe, obs[i].Node, obs[i].Data, obs[i].Owner, owner, obs[i].At.Round(time.Millisecond), obs[j].At.Round(time.Millisecond), j-i+1))
+					"%s: %s (data %q, owner 0x%x of %s) first in line from %v to at least %v (%d rounds, read from %v) and never held",
+					recipe, obs[i].Node, obs[i].Data, obs[i].Owner, owner, obs[i].At.Round(time.Millisecond), obs[j].At.Round(time.Millisecond), j-i+1, sortedKeys(servers)))
 			}
 			i = j + 1
 		}

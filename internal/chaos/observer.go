@@ -170,6 +170,8 @@ type FirstSeen struct {
 	Node  string
 	Owner int64  // the session that owns it
 	Data  string // participant id (for the non-fair lock: "<uuid> <id>")
+	// Server is the member the observer's connection read from.
+	Server string
 }
 
 // first reads the node first in line under dir, if any.

@@ -31,7 +31,10 @@ type Report struct {
 	LongestGap  map[string]Gap  // by recipe
 	// Orphans are nodes first in line for 5 s or more that no hold used
 	// (liveness: the lock was stuck until its owner's session ended).
-	Orphans   []string
+	Orphans []string
+	// Diverged are nodes that one member showed, after a sync, for 5 s or
+	// more while the other members did not.
+	Diverged  []Divergence
 	Overshoot map[string]Dist // how late after its ctx each kind of call returned, stalls deducted
 	// OvershootRaw is the same over every call, stalls not deducted, and
 	// OverTolerance the number of calls that were later than the tolerance
@@ -223,6 +226,10 @@ func (r *Report) String() string {
 	p("nodes first in line for %v or more that no holder held (liveness): %d", orphanAfter, len(r.Orphans))
 	for _, o := range r.Orphans {
 		p("  %s", o)
+	}
+	p("nodes one member served (after a sync) for %v or more that the other members did not: %d", orphanAfter, len(r.Diverged))
+	for _, d := range r.Diverged {
+		p("  member %d: %s from %v to at least %v (%d rounds)", d.Member, d.Node, d.First.Round(time.Millisecond), d.Last.Round(time.Millisecond), d.Rounds)
 	}
 	p("fenced resource writes (accepted / refused while live / refused after the lease ended / failed):")
 	for _, k := range sortedKeys(r.Writes) {

@@ -21,6 +21,7 @@ type run struct {
 	rec     *recorder
 	ens     *zktest.Ensemble
 	obs     *observer
+	mem     *members
 	clients []*client
 }
 
@@ -67,6 +68,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 		}
 	}
+	mctx, mcancel := context.WithTimeout(ctx, 30*time.Second)
+	r.mem, err = dialMembers(mctx, r.ens.Servers())
+	mcancel()
+	if err != nil {
+		return nil, err
+	}
+	defer r.mem.close()
 	baseline := runtime.NumGoroutine()
 
 	var runErr error
@@ -207,6 +215,7 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 	rng := rand.New(rand.NewSource(cfg.Seed))
 	rounds := 0
 	firsts := map[string][]FirstSeen{}
+	div := &divergences{seen: map[string]*Divergence{}}
 	for round := 1; round <= cfg.Rounds && ctx.Err() == nil; round++ {
 		p := drawPlan(rng, cfg)
 		f, err := r.inject(ctx, round, p)
@@ -223,11 +232,14 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 		}
 		wait(ctx, p.gap)
 		for _, rc := range Recipes() {
-			if rc != RecipeSemaphore {
-				if fs, ok := r.obs.first(cfg.Root+"/"+rc, r.rec.now()); ok {
-					firsts[rc] = append(firsts[rc], fs)
-				}
+			dir := cfg.Root + "/" + rc
+			if rc == RecipeSemaphore {
+				dir += "/leases"
+			} else if fs, ok := r.obs.first(dir, r.rec.now()); ok {
+				fs.Server = r.obs.conn.Server()
+				firsts[rc] = append(firsts[rc], fs)
 			}
+			div.observe(r.rec.now(), dir, r.mem.view(dir, 2*time.Second))
 		}
 	}
 
@@ -268,6 +280,7 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 	rep.ServerSemaphoreMax, rep.ServerSemaphoreReads = semMax, semReads
 	checkServer(rep, ivs, server)
 	checkOrphans(rep, ivs, firsts, owners)
+	rep.Diverged = div.persistent()
 	if hung {
 		rep.addViolation("workers did not stop", "", 0, "a worker was still blocked 60s after the run stopped (its calls' ctx had ended)")
 	}

@@ -101,8 +101,8 @@ func (w *workers) release(op, worker string, fn func(context.Context) error) {
 
 // hold does one holder's guarded work and ends its interval: a fenced write at
 // the start and at the end of the work (for recipes that fence), extra (if not
-// nil) in between. It returns whether the lease was lost; if it was not, the
-// caller releases it.
+// nil) in between. It returns whether the lease was lost; the caller releases
+// it either way.
 func (w *workers) hold(c *client, rng *rand.Rand, iv *Interval, l lease, extra func()) (lost bool) {
 	t := time.NewTimer(holdTime(rng))
 	defer t.Stop()
@@ -237,9 +237,10 @@ func (w *workers) runMutex(c *client, recipe string, seed int64) error {
 				}
 			}
 		}
-		if !w.hold(c, rng, iv, l, extra) {
-			w.release(recipe+".Unlock", name, l.Unlock)
-		}
+		// Unlock also after a loss: it returns nil then, and a Reentrant
+		// counts the goroutine's hold until it is called.
+		w.hold(c, rng, iv, l, extra)
+		w.release(recipe+".Unlock", name, l.Unlock)
 		w.pause(rng)
 	}
 	return nil
@@ -263,9 +264,8 @@ func (w *workers) runRWLock(c *client, seed int64) error {
 				w.pause(rng)
 				continue
 			}
-			if !w.hold(c, rng, w.begin(c, recipe, name, false, rl, at), rl, nil) {
-				w.release("rwlock.RUnlock", name, rl.Unlock)
-			}
+			w.hold(c, rng, w.begin(c, recipe, name, false, rl, at), rl, nil)
+			w.release("rwlock.RUnlock", name, rl.Unlock)
 			w.pause(rng)
 			continue
 		}
@@ -275,11 +275,7 @@ func (w *workers) runRWLock(c *client, seed int64) error {
 			continue
 		}
 		lost := w.hold(c, rng, w.begin(c, recipe, name, true, &wl.Lease, at), &wl.Lease, nil)
-		if lost {
-			w.pause(rng)
-			continue
-		}
-		if rng.Intn(4) != 0 || w.stop.Err() != nil {
+		if lost || rng.Intn(4) != 0 || w.stop.Err() != nil {
 			w.release("rwlock.Unlock", name, wl.Unlock)
 			w.pause(rng)
 			continue
@@ -298,9 +294,8 @@ func (w *workers) runRWLock(c *client, seed int64) error {
 			w.pause(rng)
 			continue
 		}
-		if !w.hold(c, rng, w.begin(c, recipe, name, false, rl, ret), rl, nil) {
-			w.release("rwlock.RUnlock", name, rl.Unlock)
-		}
+		w.hold(c, rng, w.begin(c, recipe, name, false, rl, ret), rl, nil)
+		w.release("rwlock.RUnlock", name, rl.Unlock)
 		w.pause(rng)
 	}
 	return nil
@@ -322,9 +317,8 @@ func (w *workers) runSemaphore(c *client, seed int64) error {
 			w.pause(rng)
 			continue
 		}
-		if !w.hold(c, rng, w.begin(c, recipe, name, false, l, at), l, nil) {
-			w.release("semaphore.Release", name, l.Release)
-		}
+		w.hold(c, rng, w.begin(c, recipe, name, false, l, at), l, nil)
+		w.release("semaphore.Release", name, l.Release)
 		w.pause(rng)
 	}
 	return nil
