@@ -249,34 +249,52 @@ func checkServer(rep *Report, ivs []Interval, server []ServerSample) {
 // it before the report lists it.
 const orphanAfter = 5 * time.Second
 
-// checkOrphans lists the nodes that stayed first in line of a recipe, on the
-// server, for orphanAfter or longer without ever being the node of a hold: a
-// lock nobody holds and nobody can take until its owner's session ends (a
-// liveness finding, not a safety violation).
+// leftAfter is how long after its hold ended a node may still be on the
+// server (its deletion is asynchronous) before it counts as left behind.
+const leftAfter = 3 * time.Second
+
+// checkOrphans looks at the nodes first in line of each recipe, identified by
+// their czxid (a hold's token: the non-fair lock's node always has the same
+// path). A node still first in line leftAfter after the hold on it ended,
+// while its session lived, blocks the lock for everyone until that session
+// ends: a violation (a node left behind). A node first in line for
+// orphanAfter or more that no hold ever used is listed (liveness).
 func checkOrphans(rep *Report, ivs []Interval, firsts map[string][]FirstSeen, owners map[int64]int) {
-	held := map[string]bool{}
+	holds := map[int64]Interval{}
 	for _, iv := range ivs {
-		held[iv.Node] = true
+		if iv.Recipe != RecipeSemaphore {
+			holds[iv.Token] = iv
+		}
+	}
+	ownerOf := func(id int64) string {
+		if idx, ok := owners[id]; ok {
+			return fmt.Sprintf("s%d", idx)
+		}
+		return "unknown session"
 	}
 	for _, recipe := range Recipes() {
 		obs := firsts[recipe]
 		for i := 0; i < len(obs); {
 			j := i
-			for j+1 < len(obs) && obs[j+1].Node == obs[i].Node {
+			for j+1 < len(obs) && obs[j+1].Czxid == obs[i].Czxid {
 				j++
 			}
-			if span := obs[j].At - obs[i].At; span >= orphanAfter && !held[obs[i].Node] {
-				owner := "unknown session"
-				if idx, ok := owners[obs[i].Owner]; ok {
-					owner = fmt.Sprintf("s%d", idx)
-				}
-				servers := map[string]bool{}
-				for k := i; k <= j; k++ {
-					servers[obs[k].Server] = true
-				}
+			o := obs[i]
+			servers := map[string]bool{}
+			for k := i; k <= j; k++ {
+				servers[obs[k].Server] = true
+			}
+			iv, held := holds[o.Czxid]
+			switch {
+			case held && !iv.Open && obs[j].At-iv.End > leftAfter:
+				rep.addViolation("node left behind by an ended hold", recipe, iv.End,
+					fmt.Sprintf("%s: its node %s (czxid %d, data %q, owner 0x%x of %s) was still first in line from %v to at least %v (%d rounds, read from %v), blocking every other holder",
+						describe(iv), o.Node, o.Czxid, o.Data, o.Owner, ownerOf(o.Owner),
+						o.At.Round(time.Millisecond), obs[j].At.Round(time.Millisecond), j-i+1, sortedKeys(servers)))
+			case !held && obs[j].At-o.At >= orphanAfter:
 				rep.Orphans = append(rep.Orphans, fmt.Sprintf(
-					"%s: %s (data %q, owner 0x%x of %s) first in line from %v to at least %v (%d rounds, read from %v) and never held",
-					recipe, obs[i].Node, obs[i].Data, obs[i].Owner, owner, obs[i].At.Round(time.Millisecond), obs[j].At.Round(time.Millisecond), j-i+1, sortedKeys(servers)))
+					"%s: %s (czxid %d, data %q, owner 0x%x of %s) first in line from %v to at least %v (%d rounds, read from %v) and never held",
+					recipe, o.Node, o.Czxid, o.Data, o.Owner, ownerOf(o.Owner), o.At.Round(time.Millisecond), obs[j].At.Round(time.Millisecond), j-i+1, sortedKeys(servers)))
 			}
 			i = j + 1
 		}

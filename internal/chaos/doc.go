@@ -25,7 +25,9 @@
 //
 // A worker acquires with a ctx of 0.2 to 2 session timeouts (so some acquires
 // time out while queued), holds for 10 to 150 ms (the leader's work: its
-// term), and releases with a 2 s ctx, or notices the loss on the lease's Done.
+// term), and releases with a 2 s ctx, or notices the loss on the lease's Done
+// (and then still calls the release, as a user's defer would: it returns nil,
+// and a Reentrant counts the goroutine's hold until it is called).
 //
 // # Faults
 //
@@ -107,6 +109,13 @@
 //     tolerance before that deduction, the stalls, and p50, p99 and the
 //     maximum per call after it, so a tolerance or a deduction that hides
 //     something is visible.
+//   - No node left behind by an ended hold while its session lives: after
+//     every round the observer reads the node first in line of each recipe
+//     (mutexes, read-write lock, leader), with its czxid, which is the token
+//     of the hold on it (the non-fair lock's node always has the same path,
+//     so nodes are told apart by czxid). A node still first in line more than
+//     3 s after the hold on it ended blocks every other holder until its
+//     session ends: a violation.
 //   - Nothing left behind: once every session is closed, no node exists below
 //     any recipe path (read by the observer, waiting up to 20 s for the
 //     server), and runtime.NumGoroutine is back to its value before the
@@ -161,6 +170,13 @@
 // 5 s or more (read by the observer after every round) without ever being the
 // node of a hold: a lock that nobody holds and nobody can take until its
 // owner's session ends.
+//
+// Finally it compares the members: one more raw connection per member, given
+// that member's address alone, syncs and lists every recipe path after every
+// round. A node that one member shows in three rounds or more over 5 s while
+// the other members that answered do not is listed: after a sync a member
+// must be at least as recent as the sync, so such a node is a member serving
+// a state the ensemble has left (a server-side finding, not the library's).
 //
 // # Replaying a run
 //

@@ -169,6 +169,7 @@ type FirstSeen struct {
 	At    time.Duration
 	Node  string
 	Owner int64  // the session that owns it
+	Czxid int64  // its creation zxid: a hold's token
 	Data  string // participant id (for the non-fair lock: "<uuid> <id>")
 	// Server is the member the observer's connection read from.
 	Server string
@@ -185,5 +186,5 @@ func (o *observer) first(dir string, at time.Duration) (FirstSeen, bool) {
 	if err != nil {
 		return FirstSeen{}, false
 	}
-	return FirstSeen{At: at, Node: node, Owner: st.EphemeralOwner, Data: string(data)}, true
+	return FirstSeen{At: at, Node: node, Owner: st.EphemeralOwner, Czxid: st.Czxid, Data: string(data)}, true
 }
