@@ -30,10 +30,26 @@ func classify(a, b Interval, faults []FaultEvent) string {
 			return ReasonBlindKill
 		}
 	}
-	if a.Policy == session.SessionOnly && a.Lost {
-		return ReasonSessionOnly
+	if a.Policy == session.SessionOnly {
+		if a.Lost {
+			return ReasonSessionOnly
+		}
+		// A session-only holder whose connection a fault disrupted between
+		// its start and b's acquire may have ended its work on its own
+		// before it learned that its session had expired.
+		for _, f := range faults {
+			if f.At <= b.Start && f.End >= a.Start && f.hits(a.Session) && disconnects(f.Kind) {
+				return ReasonSessionOnly
+			}
+		}
 	}
 	return ""
+}
+
+// disconnects reports whether a fault of kind can disconnect or expire the
+// sessions it hits (all but third-party deletes).
+func disconnects(kind string) bool {
+	return kind != FaultDelete && kind != FaultDeleteNothing
 }
 
 // conflict reports whether a and b may not hold together (the semaphore is

@@ -151,10 +151,14 @@
 //     watch, a notification that races with B's. Classified when the fault
 //     deleted A's node before B acquired.
 //   - session-only policy window. A's session uses session.SessionOnly, and
-//     A's hold ended by a loss: that policy keeps a lease through a
+//     A's hold ended by a loss, or a fault that disconnects or expires
+//     sessions (every kind but a third-party delete) hit A's session between
+//     A's start and B's acquire: that policy keeps a lease through a
 //     disconnect until the session is known lost, and documents that the
-//     server may expire it (and let B in) first. The fenced resource must
-//     still refuse A's late writes; that is checked as for every hold.
+//     server may expire it (and let B in) first; A may even end its work on
+//     its own before it learns (a leader's term that ran out while its session
+//     had already been killed). The fenced resource must still refuse A's
+//     late writes; that is checked as for every hold.
 //
 // Any other overlap is a violation, under either policy.
 //
