@@ -266,7 +266,8 @@ func checkServer(rep *Report, ivs []Interval, server []ServerSample) {
 const orphanAfter = 5 * time.Second
 
 // leftAfter is how long after its hold ended a node may still be on the
-// server (its deletion is asynchronous) before it counts as left behind.
+// server (its deletion is asynchronous) before it counts as left behind,
+// counted from the heal of a fault under way when the hold ended, if any.
 const leftAfter = 3 * time.Second
 
 // checkOrphans looks at the nodes first in line of each recipe, identified by
@@ -275,7 +276,7 @@ const leftAfter = 3 * time.Second
 // while its session lived, blocks the lock for everyone until that session
 // ends: a violation (a node left behind). A node first in line for
 // orphanAfter or more that no hold ever used is listed (liveness).
-func checkOrphans(rep *Report, ivs []Interval, firsts map[string][]FirstSeen, owners map[int64]int) {
+func checkOrphans(rep *Report, ivs []Interval, faults []FaultEvent, firsts map[string][]FirstSeen, owners map[int64]int) {
 	holds := map[int64]Interval{}
 	for _, iv := range ivs {
 		if iv.Recipe != RecipeSemaphore {
@@ -301,8 +302,17 @@ func checkOrphans(rep *Report, ivs []Interval, firsts map[string][]FirstSeen, ow
 				servers[obs[k].Server] = true
 			}
 			iv, held := holds[o.Czxid]
+			// The deletion may wait for a fault that was under way when the
+			// hold ended (a frozen or killed ensemble leader serves nothing):
+			// the grace counts from its heal.
+			from := iv.End
+			for _, f := range faults {
+				if f.hits(iv.Session) && disconnects(f.Kind) && f.At <= iv.End+time.Second && f.End >= iv.End && f.End > from {
+					from = f.End
+				}
+			}
 			switch {
-			case held && !iv.Open && obs[j].At-iv.End > leftAfter:
+			case held && !iv.Open && obs[j].At-from > leftAfter:
 				rep.addViolation("node left behind by an ended hold", recipe, iv.End,
 					fmt.Sprintf("%s: its node %s (czxid %d, data %q, owner 0x%x of %s) was still first in line from %v to at least %v (%d rounds, read from %v), blocking every other holder",
 						describe(iv), o.Node, o.Czxid, o.Data, o.Owner, ownerOf(o.Owner),

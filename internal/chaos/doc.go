@@ -114,8 +114,9 @@
 //     (mutexes, read-write lock, leader), with its czxid, which is the token
 //     of the hold on it (the non-fair lock's node always has the same path,
 //     so nodes are told apart by czxid). A node still first in line more than
-//     3 s after the hold on it ended blocks every other holder until its
-//     session ends: a violation.
+//     3 s after the hold on it ended (or after the heal of a fault that hit
+//     its session and was under way then: a frozen ensemble leader deletes
+//     nothing) blocks every other holder until its session ends: a violation.
 //   - Nothing left behind: once every session is closed, no node exists below
 //     any recipe path (read by the observer, waiting up to 20 s for the
 //     server), and runtime.NumGoroutine is back to its value before the

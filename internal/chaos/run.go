@@ -279,7 +279,7 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 	rep.Rounds = rounds
 	rep.ServerSemaphoreMax, rep.ServerSemaphoreReads = semMax, semReads
 	checkServer(rep, ivs, server)
-	checkOrphans(rep, ivs, firsts, owners)
+	checkOrphans(rep, ivs, faults, firsts, owners)
 	rep.Diverged = div.persistent()
 	if hung {
 		rep.addViolation("workers did not stop", "", 0, "a worker was still blocked 60s after the run stopped (its calls' ctx had ended)")
