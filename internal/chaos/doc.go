@@ -119,9 +119,10 @@
 //     nothing) blocks every other holder until its session ends: a violation.
 //   - Nothing left behind: once every session is closed, no node exists below
 //     any recipe path (read by the observer, waiting up to 20 s for the
-//     server), and runtime.NumGoroutine is back to its value before the
-//     sessions started (waiting up to 20 s; the stacks are in the report if
-//     not). The test's TestMain adds goleak.
+//     server), and, once the observers are closed too, runtime.NumGoroutine
+//     is back to its value before the observers and sessions started (waiting
+//     up to 20 s; the stacks are in the report if not). The test's TestMain
+//     adds goleak.
 //
 // # Why intervals and the server, not the library's state
 //

@@ -49,6 +49,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
 	defer r.ens.Stop()
+	// The baseline is taken before the observers connect: their
+	// go-zookeeper goroutines start a little after their session exists,
+	// and they are closed before the goroutines are counted again.
+	baseline := runtime.NumGoroutine()
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	r.obs, err = dialObserver(octx, r.ens.Servers())
 	cancel()
@@ -75,7 +79,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer r.mem.close()
-	baseline := runtime.NumGoroutine()
 
 	var runErr error
 	report := r.drive(ctx, &runErr)
@@ -103,6 +106,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		report.addViolation("nodes left behind", "", 0, n+" still exists 20s after every session closed")
 	}
 	report.LeftNodes = len(left)
+	r.mem.close()
+	r.obs.close()
 	var extra int
 	deadline = time.Now().Add(20 * time.Second)
 	for {
@@ -117,7 +122,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		buf := make([]byte, 1<<20)
 		n := runtime.Stack(buf, true)
 		report.addViolation("goroutines left behind", "", 0,
-			fmt.Sprintf("%d goroutines above the %d before the sessions started, 20s after they closed; stacks:\n%s", extra, baseline, buf[:n]))
+			fmt.Sprintf("%d goroutines above the %d before the observers and sessions started, 20s after they closed; stacks:\n%s", extra, baseline, buf[:n]))
 	}
 	report.Wall = time.Since(began)
 	return report, runErr
