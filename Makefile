@@ -2,6 +2,8 @@
 #
 #   make demo   install ZooKeeper if needed, then run the leader-election demo on an embedded server
 #   make test   install ZooKeeper if needed, then go vet and go test -race over the whole module
+#   make chaos  install ZooKeeper if needed, then run the chaos run (ROUNDS=200 by default,
+#               SEED=<n> to replay a run's fault schedule) and print its report
 #
 # ZooKeeper comes from Debian: libzookeeper-java (about 40 MB) on a headless JRE. The
 # `zookeeper` package is avoided on purpose: it pulls in a desktop JRE of about 600 MB.
@@ -11,10 +13,12 @@ SHELL       := /bin/bash
 GO          ?= go
 GOTESTFLAGS ?= -race -count=1 -timeout 20m
 DEMO        ?= ./examples/leader
+ROUNDS      ?= 200
+SEED        ?= 0
 ZK_PKGS     := libzookeeper-java libslf4j-java default-jre-headless
 TEST_PKGS   := $(ZK_PKGS) libcurator-recipes-java default-jdk-headless
 
-.PHONY: all test demo vet fmt ensure-zookeeper ensure-test-deps
+.PHONY: all test demo chaos vet fmt ensure-zookeeper ensure-test-deps
 
 all: test
 
@@ -24,6 +28,9 @@ test: ensure-test-deps
 
 demo: ensure-zookeeper
 	$(GO) run $(DEMO)
+
+chaos: ensure-zookeeper
+	$(GO) run ./internal/chaos/cmd/chaos -rounds $(ROUNDS) -seed $(SEED)
 
 vet:
 	$(GO) vet ./...

@@ -248,7 +248,7 @@ func (c *counted) createAll() (int, error) {
 				if !in.noMulti.Swap(true) {
 					in.lg.Info("no WRITE permission on the recipe directory: deciding counted leases on a children read (one more request per acquire)")
 				}
-			case c.spec.Guard != nil && i == len(res)-1 && errors.Is(res[i].Error, zk.ErrNoNode):
+			case c.spec.Guard != nil && i >= 0 && i == len(res)-1 && errors.Is(res[i].Error, zk.ErrNoNode):
 				return 0, fmt.Errorf("%w: its node %s is gone", ErrGuardLost, c.spec.Guard.name)
 			default:
 				return 0, refusedMulti(ops, res, err)
