@@ -1,7 +1,8 @@
 # zkrecipes build entry points.
 #
 #   make demo   install ZooKeeper if needed, then run the leader-election demo on an embedded server
-#   make test   install ZooKeeper if needed, then go vet and go test -race over the whole module
+#   make test   install ZooKeeper if needed, then go vet and go test -race over the whole module,
+#               then the short chaos run without -race (see internal/chaos/chaos_test.go)
 #   make chaos  install ZooKeeper if needed, then run the chaos run (ROUNDS=200 by default,
 #               SEED=<n> to replay a run's fault schedule) and print its report
 #
@@ -25,6 +26,7 @@ all: test
 test: ensure-test-deps
 	$(GO) vet ./...
 	$(GO) test $(GOTESTFLAGS) ./...
+	$(GO) test -count=1 -timeout 10m ./internal/chaos/
 
 demo: ensure-zookeeper
 	$(GO) run $(DEMO)

@@ -144,10 +144,18 @@
 //     A's session on a member that does not serve it; A's serving member
 //     learns of the close only when it commits, the same moment the other
 //     clients' watches fire, so A's connection closes no earlier than B can
-//     acquire. (Through the serving member the kill first closes A's
-//     connection, so A is warned before its nodes go: an overlap then is a
-//     violation.) Classified when a kill of A's session through another
+//     acquire. Classified when a kill of A's session through another
 //     member began before B acquired and ended after A began.
+//   - race: instant kill through the serving member. The member closes A's
+//     connection as it deletes A's nodes, so A's client hears of it on the
+//     wire only about a round trip before B's can act; when B's goroutine
+//     runs before A's (all sessions share this process's two cores), B may
+//     acquire first. The library promises no more than that lead (see
+//     leader.Term.Done); a real expiry, by contrast, is preceded by a
+//     suspension or the local loss timer, a margin of a third of the
+//     session timeout or more, and an overlap there is a violation.
+//     Classified when such a kill of A's session began before B acquired
+//     and A learned within a second of B's acquire.
 //   - unknowable: third-party delete. Someone deleted A's node: the next in
 //     line acquires on the deletion, and A learns of it from its own node
 //     watch, a notification that races with B's. Classified when the fault
