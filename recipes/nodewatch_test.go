@@ -89,3 +89,40 @@ func TestNodeWatchLongHold(t *testing.T) {
 	defer cancel()
 	_ = l.Release(rctx)
 }
+
+// TestNodeWatchEarlyDelete checks the bound WithNodeWatch promises for a
+// deletion inside the 100 ms delay: a third party deletes the node right
+// after Acquire returns, before the watch is set, and the lease still ends
+// with ErrLockLost once the delay has passed (setting the watch finds the
+// node gone).
+func TestNodeWatchEarlyDelete(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	s := sessiontest.Connect(t, ns)
+	in := newInternals(t, s)
+	ctx := ctxT(t)
+	conn := ns.Conn(t)
+	l, err := in.Acquire(ctx, lockDriver, []byte("early"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := time.Now()
+	if err := conn.Delete(l.Path(), -1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Done():
+	case <-time.After(wait):
+		t.Fatal("the lease did not end after its node was deleted inside the watch delay")
+	}
+	t.Logf("lease ended %v after Acquire returned (delay 100 ms plus a round trip)", time.Since(got))
+	if !errors.Is(l.Err(), recipes.ErrLockLost) {
+		t.Errorf("Err %v, want ErrLockLost", l.Err())
+	}
+	// 100 ms plus a round trip; the slack is for a loaded machine.
+	if held := time.Since(got); held > 100*time.Millisecond+5*time.Second {
+		t.Errorf("lease ended %v after Acquire, want at most 100 ms and a round trip", held)
+	}
+	rctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	_ = l.Release(rctx)
+}
