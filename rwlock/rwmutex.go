@@ -51,9 +51,11 @@ func (m *RWMutex) ID() string { return m.c.id }
 
 // Lock blocks until the write lock is held and returns its lease. It queues
 // a write node and waits for its predecessor (only), within ctx: on ctx's
-// end it deletes its node and returns ctx's error (matching context.Canceled
-// or DeadlineExceeded), also when the lock was won just as ctx ended (it is
-// released). While the session is suspended it keeps its place and waits.
+// end it returns ctx's error (matching context.Canceled or DeadlineExceeded)
+// within a few milliseconds, also when the lock was won just as ctx ended (it
+// is released), and its node is deleted (on a healthy connection within
+// about 10 ms of ctx's end, else by the session's queue as soon as the
+// connection allows; Close waits for it). While the session is suspended it keeps its place and waits.
 // Other errors: ErrClosed, session.ErrLost (the session ended while waiting;
 // a wait never carries over to a new session), ErrLockLost (our waiting node
 // was deleted by someone else), ZooKeeper errors. Safe for concurrent use.
