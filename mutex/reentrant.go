@@ -58,9 +58,10 @@ func (m *Reentrant) ID() string { return m.id }
 // lease. If the goroutine already holds it, Lock returns at once with a new
 // handle (hold count + 1), or with an error wrapping the cause if that hold
 // was lost meanwhile. Otherwise it queues a node and waits for its
-// predecessor (only), within ctx: on ctx's end it deletes its node and
-// returns ctx's error (matching context.Canceled or DeadlineExceeded), also
-// when the lock was won just as ctx ended (it is released). While the
+// predecessor (only), within ctx: on ctx's end it returns ctx's error
+// (matching context.Canceled or DeadlineExceeded) within a few milliseconds,
+// also when the lock was won just as ctx ended (it is released), and its
+// node is deleted as Mutex.Lock says. While the
 // session is suspended it keeps its place and waits. Other errors:
 // ErrClosed, session.ErrLost (the session ended while waiting; a wait never
 // carries over to a new session), ErrLockLost (our waiting node was deleted
