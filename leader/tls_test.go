@@ -20,6 +20,9 @@ func TestTLSElection(t *testing.T) {
 		startLatch(t, sessiontest.ConnectTLS(t, ns), "a"),
 		startLatch(t, sessiontest.ConnectTLS(t, ns), "b"),
 	}
+	// Start does not block: both must be in the election before the leader
+	// resigns, or the resigning latch may lead again at once.
+	waitChildren(t, raw, ns, 2)
 	first := oneLeader(t, ls)
 	term := await(t, ls[first])
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
