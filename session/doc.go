@@ -181,6 +181,19 @@
 //     takes about a second (zk.Conn.Close waits that long for the reply to its
 //     close request); with the connection known down it is immediate.
 //
+// # The last zxid
+//
+// The session, not go-zookeeper, keeps the zxid of the last reply it
+// received: go-zookeeper v1.0.4 writes its copy from its receive goroutine
+// while another goroutine reads it to re-set the watches after a reconnect,
+// without synchronisation (a data race that -race reports). The dialer
+// wrapper takes the zxid out of each reply header, writes it into each
+// ConnectRequest (a server that is behind it refuses the connection, so
+// reads never go back in time across servers) and writes into the
+// SetWatches requests the last zxid seen before the connection, as the Java
+// client does: a watched node changed while the client was away fires at the
+// reconnect, one left alone does not.
+//
 // # Goroutines
 //
 // A Session runs a state goroutine, a guaranteed-delete goroutine, one

@@ -1,8 +1,10 @@
 package session
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -127,4 +129,167 @@ func TestDrainBounded(t *testing.T) {
 	if !drain(closed, time.Minute) {
 		t.Fatal("drain of a closed channel timed out")
 	}
+}
+
+// The wire keeps the session's last zxid instead of go-zookeeper (zxidBook):
+// it takes the zxid out of reply headers (any piece sizes), writes it into
+// the ConnectRequest, freezes it for the connection's SetWatches requests,
+// leaves every other byte and the caller's buffers alone, and forgets it when
+// the server answers with session id 0.
+func TestWireKeepsZxid(t *testing.T) {
+	conns := make(chan net.Conn, 2)
+	w := newWire(func(string, string, time.Duration) (net.Conn, error) {
+		client, server := net.Pipe()
+		conns <- server
+		return client, nil
+	})
+	defer w.closeAll()
+	w.lastZxid.Store(0x55)
+
+	c, err := w.Dial("tcp", "x:1", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := <-conns
+	defer server.Close()
+
+	// ConnectRequest: length, protocolVersion, lastZxidSeen, timeOut,
+	// sessionId, passwd.
+	connReq := make([]byte, 4+4+8+4+8+4+16)
+	binary.BigEndian.PutUint32(connReq[0:], uint32(len(connReq)-4))
+	binary.BigEndian.PutUint64(connReq[8:], 0x77) // go-zookeeper's value
+	sent := writeAll(t, c, server, connReq)
+	if got := binary.BigEndian.Uint64(sent[8:16]); got != 0x55 {
+		t.Fatalf("ConnectRequest's lastZxidSeen %#x, want the wire's 0x55", got)
+	}
+	if binary.BigEndian.Uint64(connReq[8:]) != 0x77 {
+		t.Fatal("Write modified the caller's buffer")
+	}
+	zeroed := append([]byte(nil), connReq...)
+	copy(zeroed[8:16], sent[8:16])
+	if !bytes.Equal(zeroed, sent) {
+		t.Fatal("Write changed other bytes of the ConnectRequest")
+	}
+
+	// ConnectResponse, a reply (xid 5, zxid 0x1234), a watch event (xid -1)
+	// and a ping (xid -2), whose zxids are not the session's.
+	connResp := make([]byte, 4+4+4+8+4+16)
+	binary.BigEndian.PutUint32(connResp[0:], uint32(len(connResp)-4))
+	binary.BigEndian.PutUint32(connResp[8:], 2000)
+	binary.BigEndian.PutUint64(connResp[12:], 0x42)
+	binary.BigEndian.PutUint32(connResp[20:], 16)
+	reply := func(xid int32, zxid int64, body int) []byte {
+		f := make([]byte, 4+16+body)
+		binary.BigEndian.PutUint32(f[0:], uint32(len(f)-4))
+		binary.BigEndian.PutUint32(f[4:], uint32(xid))
+		binary.BigEndian.PutUint64(f[8:], uint64(zxid))
+		for i := 20; i < len(f); i++ {
+			f[i] = byte(i)
+		}
+		return f
+	}
+	stream := append(append(append(append([]byte(nil), connResp...),
+		reply(5, 0x1234, 9)...), reply(-1, 0x9999, 30)...), reply(-2, 0x8888, 0)...)
+	got := readAll(t, c, server, stream)
+	want := append([]byte(nil), stream...)
+	for _, at := range []int{len(connResp), len(connResp) + 29, len(connResp) + 29 + 50} {
+		for k := 0; k < 8; k++ {
+			want[at+8+k] = 0
+		}
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("read\n%x\nwant (zxids zeroed, nothing else changed)\n%x", got, want)
+	}
+	if z := w.lastZxid.Load(); z != 0x1234 {
+		t.Fatalf("lastZxid %#x, want the reply's 0x1234", z)
+	}
+
+	// SetWatches carries the zxid frozen at connect (0x55), not the newer
+	// 0x1234, nor go-zookeeper's; a getData request passes untouched.
+	setWatches := make([]byte, 4+4+4+8+12)
+	binary.BigEndian.PutUint32(setWatches[0:], uint32(len(setWatches)-4))
+	binary.BigEndian.PutUint32(setWatches[4:], 9)
+	binary.BigEndian.PutUint32(setWatches[8:], opSetWatches)
+	binary.BigEndian.PutUint64(setWatches[12:], 0x77)
+	getData := make([]byte, 4+4+4+8+12)
+	copy(getData, setWatches)
+	binary.BigEndian.PutUint32(getData[8:], 4) // opGetData
+	sent = writeAll(t, c, server, append(append([]byte(nil), getData...), setWatches...))
+	if !bytes.Equal(sent[:len(getData)], getData) {
+		t.Fatal("Write changed a getData request")
+	}
+	if got := binary.BigEndian.Uint64(sent[len(getData)+12:]); got != 0x55 {
+		t.Fatalf("SetWatches' relativeZxid %#x, want 0x55 (the last zxid before the connection)", got)
+	}
+
+	// An expired session: the server answers the next ConnectRequest with
+	// session id 0, and the wire forgets the zxid.
+	c.Close()
+	c2, err := w.Dial("tcp", "x:1", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server2 := <-conns
+	defer server2.Close()
+	sent = writeAll(t, c2, server2, connReq)
+	if got := binary.BigEndian.Uint64(sent[8:16]); got != 0x1234 {
+		t.Fatalf("second ConnectRequest's lastZxidSeen %#x, want 0x1234", got)
+	}
+	expired := append([]byte(nil), connResp...)
+	binary.BigEndian.PutUint64(expired[12:], 0)
+	readAll(t, c2, server2, expired)
+	if z := w.lastZxid.Load(); z != 0 {
+		t.Fatalf("lastZxid %#x after an expired session's answer, want 0", z)
+	}
+}
+
+// writeAll writes b to c in pieces of 7 bytes and returns what server read.
+func writeAll(t *testing.T, c, server net.Conn, b []byte) []byte {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() {
+		for i := 0; i < len(b); i += 7 {
+			if _, err := c.Write(b[i:min(i+7, len(b))]); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- nil
+	}()
+	got := make([]byte, len(b))
+	if _, err := io.ReadFull(server, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// readAll has server send b in pieces of 3 bytes and reads it from c in
+// pieces of at most 5.
+func readAll(t *testing.T, c, server net.Conn, b []byte) []byte {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() {
+		for i := 0; i < len(b); i += 3 {
+			if _, err := server.Write(b[i:min(i+3, len(b))]); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- nil
+	}()
+	got := make([]byte, len(b))
+	for n := 0; n < len(got); {
+		m, err := c.Read(got[n:min(n+5, len(got))])
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += m
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

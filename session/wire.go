@@ -33,6 +33,10 @@ type wire struct {
 	lastRead atomic.Int64 // unix nanoseconds of the last byte read from any server
 	info     atomic.Pointer[connectInfo]
 
+	// lastZxid is the zxid of the last reply the session received: the
+	// wire, not go-zookeeper, keeps it (see zxidBook).
+	lastZxid atomic.Int64
+
 	// current is the connection dialed last: go-zookeeper reads one at a
 	// time and dials the next only after the previous one's reader ended.
 	current atomic.Pointer[wireConn]
@@ -80,7 +84,7 @@ func (w *wire) Dial(network, address string, timeout time.Duration) (net.Conn, e
 		c.Close()
 		return nil, errWireClosed
 	}
-	wc := &wireConn{Conn: c, w: w, addr: address}
+	wc := newWireConn(c, w, address)
 	w.conns[wc] = struct{}{}
 	w.current.Store(wc)
 	return wc, nil
@@ -198,6 +202,80 @@ func (w *wire) noteUnanswered(addr string, tlsConn bool, err error) {
 
 const connectResponsePrefix = 4 + 4 + 4 + 8 // length, protocolVersion, timeOut, sessionId
 
+// zxidBook: the wire keeps the session's last seen zxid instead of
+// go-zookeeper, whose Conn.lastZxid is a plain int64 written by its receive
+// goroutine and read, without synchronisation, by the goroutine that re-sends
+// the watches after a reconnect (a data race that -race reports; go-zookeeper
+// v1.0.4, unfixed upstream). The wire therefore
+//
+//   - records the zxid of each reply to a request (xid >= 0) in lastZxid and
+//     zeroes it in the header before go-zookeeper reads it, so go-zookeeper
+//     never writes its own copy (it only does for a zxid > 0, and uses the
+//     header's zxid for nothing else);
+//   - writes lastZxid into each ConnectRequest (lastZxidSeen: a server that
+//     has not seen that zxid refuses the connection, which keeps reads
+//     monotonic across servers) and freezes it for the connection;
+//   - writes the frozen value into each SetWatches request (relativeZxid: the
+//     server fires a re-set watch whose node changed after it). This is the
+//     Java client's value: the last zxid seen before the connection.
+//     go-zookeeper's value could also include replies on the new connection,
+//     and so skip changes made while the client was away;
+//   - forgets lastZxid when the server answers a ConnectRequest with session
+//     id 0 (expired), as go-zookeeper does.
+//
+// ZooKeeper's framing: every packet is an int32 length and that many bytes. A
+// reply starts with xid (int32), zxid (int64), err (int32); a request with
+// xid (int32), opcode (int32); the first packet each way is the
+// ConnectRequest / ConnectResponse, which have no such header.
+const (
+	opSetWatches = 101 // go-zookeeper's opSetWatches
+
+	connectReqZxidAt  = 4 + 4  // length, protocolVersion, then lastZxidSeen
+	setWatchesZxidAt  = 4 + 8  // length, xid, opcode, then relativeZxid
+	replyXidAt        = 4      // length, then xid
+	replyZxidAt       = 4 + 4  // length, xid, then zxid
+	replyHeaderEnd    = 4 + 12 // the end of xid and zxid
+	requestOpcodeEnd  = 4 + 8  // the end of xid and opcode
+	zxidFieldLen      = 8
+	framePrefixLength = 4
+)
+
+// frameCursor follows the packets of one direction of a connection across
+// reads or writes of any size.
+type frameCursor struct {
+	first bool // in the connection's first packet
+	pos   int  // bytes of the current packet seen, length prefix included
+	size  int  // the packet's size, length prefix included; 0 until known
+	head  [replyHeaderEnd + 4]byte
+}
+
+// advance moves the cursor over b, calling at(i, pos) for each byte i of b
+// that is at one of the packet's first len(head) positions (after recording
+// it in head), and returns when b is used up.
+func (f *frameCursor) advance(b []byte, at func(i, pos int)) {
+	for i := 0; i < len(b); {
+		if f.pos < len(f.head) {
+			f.head[f.pos] = b[i]
+			f.pos++
+			if f.pos == framePrefixLength {
+				f.size = framePrefixLength + int(int32(binary.BigEndian.Uint32(f.head[:4])))
+			}
+			at(i, f.pos-1)
+			i++
+		} else {
+			skip := len(b) - i
+			if f.size-f.pos < skip {
+				skip = f.size - f.pos
+			}
+			f.pos += skip
+			i += skip
+		}
+		if f.pos >= framePrefixLength && f.pos >= f.size {
+			f.pos, f.size, f.first = 0, 0, false
+		}
+	}
+}
+
 type wireConn struct {
 	net.Conn
 	w    *wire
@@ -205,27 +283,33 @@ type wireConn struct {
 
 	// Only the goroutine currently reading touches these; go-zookeeper reads
 	// the handshake and then the stream sequentially.
-	hdr  [connectResponsePrefix]byte
-	nhdr int
+	in      frameCursor
+	gotInfo bool
+
+	// The writers (go-zookeeper's connecting goroutine, then its send loop)
+	// hold wmu.
+	wmu     sync.Mutex
+	out     frameCursor
+	outZxid int64 // lastZxid when the ConnectRequest was written
 
 	closeOnce  sync.Once
 	brokenOnce sync.Once
+}
+
+func newWireConn(c net.Conn, w *wire, addr string) *wireConn {
+	wc := &wireConn{Conn: c, w: w, addr: addr}
+	wc.in.first = true
+	wc.out.first = true
+	return wc
 }
 
 func (c *wireConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.w.lastRead.Store(time.Now().UnixNano())
-		if c.nhdr < len(c.hdr) {
-			c.nhdr += copy(c.hdr[c.nhdr:], p[:n])
-			if c.nhdr == len(c.hdr) {
-				timeoutMs := int32(binary.BigEndian.Uint32(c.hdr[8:12]))
-				id := int64(binary.BigEndian.Uint64(c.hdr[12:20]))
-				c.w.info.Store(&connectInfo{sessionID: id, timeout: time.Duration(timeoutMs) * time.Millisecond})
-			}
-		}
+		c.scanReplies(p[:n])
 	}
-	if err != nil && c.nhdr == 0 {
+	if err != nil && !c.gotInfo && c.in.first && c.in.pos == 0 {
 		_, isTLS := c.Conn.(*tls.Conn)
 		c.w.noteUnanswered(c.addr, isTLS, err)
 	}
@@ -233,6 +317,74 @@ func (c *wireConn) Read(p []byte) (int, error) {
 		c.brokenOnce.Do(c.w.onBroken)
 	}
 	return n, err
+}
+
+// scanReplies reads the ConnectResponse (timeout, session id) and takes the
+// zxid out of each reply header (zxidBook).
+func (c *wireConn) scanReplies(b []byte) {
+	c.in.advance(b, func(i, pos int) {
+		h := &c.in.head
+		if c.in.first {
+			if pos == connectResponsePrefix-1 {
+				timeoutMs := int32(binary.BigEndian.Uint32(h[8:12]))
+				id := int64(binary.BigEndian.Uint64(h[12:20]))
+				c.gotInfo = true
+				if id == 0 {
+					c.w.lastZxid.Store(0)
+				}
+				c.w.info.Store(&connectInfo{sessionID: id, timeout: time.Duration(timeoutMs) * time.Millisecond})
+			}
+			return
+		}
+		if pos >= replyZxidAt && pos < replyZxidAt+zxidFieldLen {
+			b[i] = 0
+		}
+		if pos == replyHeaderEnd-1 && c.in.size >= replyHeaderEnd {
+			xid := int32(binary.BigEndian.Uint32(h[replyXidAt:replyZxidAt]))
+			zxid := int64(binary.BigEndian.Uint64(h[replyZxidAt:replyHeaderEnd]))
+			if xid >= 0 && zxid > 0 {
+				c.w.lastZxid.Store(zxid)
+			}
+		}
+	})
+}
+
+// Write sends p, with the wire's zxid written into a ConnectRequest and into
+// SetWatches requests (zxidBook). p itself is never modified.
+func (c *wireConn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	var out []byte // a patched copy of p, if any byte changes
+	put := func(i int, v byte) {
+		if out == nil {
+			if p[i] == v {
+				return
+			}
+			out = append([]byte(nil), p...)
+		}
+		out[i] = v
+	}
+	c.out.advance(p, func(i, pos int) {
+		h := &c.out.head
+		switch {
+		case c.out.first && pos == 0:
+			c.outZxid = c.w.lastZxid.Load()
+		case c.out.first && pos >= connectReqZxidAt && pos < connectReqZxidAt+zxidFieldLen:
+			put(i, zxidByte(c.outZxid, pos-connectReqZxidAt))
+		case !c.out.first && pos >= setWatchesZxidAt && pos < setWatchesZxidAt+zxidFieldLen &&
+			int32(binary.BigEndian.Uint32(h[8:requestOpcodeEnd])) == opSetWatches:
+			put(i, zxidByte(c.outZxid, pos-setWatchesZxidAt))
+		}
+	})
+	c.wmu.Unlock()
+	if out == nil {
+		return c.Conn.Write(p)
+	}
+	return c.Conn.Write(out)
+}
+
+// zxidByte is byte k (0: most significant) of z in big-endian order.
+func zxidByte(z int64, k int) byte {
+	return byte(uint64(z) >> (8 * (7 - k)))
 }
 
 func (c *wireConn) Close() error {
