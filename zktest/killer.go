@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"testing"
 	"time"
 )
@@ -115,5 +116,129 @@ func expireOn(ctx context.Context, addr string, creds SessionCreds) error {
 			return fmt.Errorf("%s: close session: server error %d", addr, code)
 		}
 		return nil
+	}
+}
+
+// HoldSession attaches to the session creds on the first of servers that
+// answers and keeps it alive with pings until release is called, so that the
+// server cannot expire it whatever its own client does. The server moves the
+// session to this connection and closes the client's. release (idempotent)
+// closes the connection without closing the session, which the server then
+// expires one timeout later. ctx bounds the attach only. A nil ctx gives
+// ErrBadArgument; a session already gone is an error.
+func HoldSession(ctx context.Context, servers []string, creds SessionCreds) (release func(), err error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("zktest: hold session %s: %w: nil context", creds, ErrBadArgument)
+	}
+	if creds.ID == 0 {
+		return nil, errors.New("zktest: hold session: no session id")
+	}
+	if creds.Timeout <= 0 {
+		creds.Timeout = 10 * time.Second
+	}
+	var errs []error
+	for _, addr := range servers {
+		c, err := attach(ctx, addr, creds)
+		if err == nil {
+			return keepAlive(c, creds.Timeout/3), nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, fmt.Errorf("zktest: hold session %s: %w", creds, errors.Join(errs...))
+}
+
+// HoldSessionT is HoldSession for a test: it fails the test on error (within
+// 20 s) and releases the session in t.Cleanup at the latest.
+func HoldSessionT(t testing.TB, servers []string, creds SessionCreds) (release func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	release, err := HoldSession(ctx, servers, creds)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// attach connects to addr and attaches to the session creds.
+func attach(ctx context.Context, addr string, creds SessionCreds) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Now()) })
+	defer stop()
+	if _, err := c.Write(connectRequest(creds)); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("%s: %w", addr, err)
+	}
+	f, err := readFrame(c)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("%s: connect response: %w", addr, err)
+	}
+	resp, err := parseConnectResponse(f[4:])
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("%s: %w", addr, err)
+	}
+	if resp.ID == 0 || resp.Timeout == 0 {
+		c.Close()
+		return nil, fmt.Errorf("%s: the session has expired", addr)
+	}
+	if !stop() {
+		c.Close()
+		return nil, ctx.Err()
+	}
+	_ = c.SetDeadline(time.Time{})
+	return c, nil
+}
+
+// keepAlive pings on c every interval and reads (and drops) what the server
+// sends, until the returned function closes c.
+func keepAlive(c net.Conn, interval time.Duration) func() {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for {
+			if _, err := readFrame(c); err != nil {
+				return
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		ping := make([]byte, 12)
+		binary.BigEndian.PutUint32(ping, 8)
+		pingXid := xidPing
+		binary.BigEndian.PutUint32(ping[4:], uint32(pingXid))
+		binary.BigEndian.PutUint32(ping[8:], uint32(OpPing))
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if _, err := c.Write(ping); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(done)
+			c.Close()
+			wg.Wait()
+		})
 	}
 }

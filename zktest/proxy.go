@@ -73,6 +73,7 @@ type Proxy struct {
 	next        int
 	hook        func(Request) Action
 	sessions    []SessionCreds
+	newSessions bool
 }
 
 // NewProxy starts a proxy on 127.0.0.1 and a free port in front of
@@ -163,6 +164,19 @@ func (p *Proxy) Heal() {
 func (p *Proxy) Refuse(on bool) {
 	p.mu.Lock()
 	p.refuse = on
+	p.mu.Unlock()
+}
+
+// ForceNewSessions, when on, makes every connection opened through the proxy
+// from now on ask the server for a new session, whatever session the client
+// asks to resume (the proxy zeroes the ConnectRequest's session id and
+// password). The client then finds its session replaced, as after an expiry,
+// while the server keeps the old session (and its ephemeral nodes) until it
+// expires it: what a client sees when a member answers that its session is
+// gone before the ensemble has deleted the session's nodes.
+func (p *Proxy) ForceNewSessions(on bool) {
+	p.mu.Lock()
+	p.newSessions = on
 	p.mu.Unlock()
 }
 
@@ -453,6 +467,13 @@ func (l *link) read(src net.Conn, q chan<- chunk, fromClient bool) {
 					l.push(q, chunk{closeLink: true, due: c.due})
 					return
 				}
+			}
+		} else if !raw && first && fromClient {
+			l.p.mu.Lock()
+			fresh := l.p.newSessions
+			l.p.mu.Unlock()
+			if fresh {
+				c.data = newSessionRequest(data)
 			}
 		} else if !raw && first && !fromClient {
 			if creds, err := parseConnectResponse(data[4:]); err == nil {

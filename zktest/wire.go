@@ -155,6 +155,24 @@ func connectRequest(c SessionCreds) []byte {
 	return b
 }
 
+// newSessionRequest returns a copy of a framed ConnectRequest (protocolVersion
+// int32, lastZxidSeen int64, timeOut int32, sessionId int64, passwd) that asks
+// for a new session: session id and password zeroed. A frame too short to be
+// one is returned unchanged.
+func newSessionRequest(frame []byte) []byte {
+	const idAt = 4 + 4 + 8 + 4
+	if len(frame) < idAt+8+4 {
+		return frame
+	}
+	out := append([]byte(nil), frame...)
+	clear(out[idAt : idAt+8])
+	n := int(int32(binary.BigEndian.Uint32(out[idAt+8:])))
+	if n > 0 && idAt+12+n <= len(out) {
+		clear(out[idAt+12 : idAt+12+n])
+	}
+	return out
+}
+
 // frameLen returns the body length announced by a frame's 4-byte prefix.
 func frameLen(prefix []byte) (int, error) {
 	n := int32(binary.BigEndian.Uint32(prefix))
