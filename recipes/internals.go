@@ -995,10 +995,12 @@ func ctxError(ctx context.Context) error {
 
 // deleteNode deletes a node of ours created under ep through the session's
 // guaranteed-delete queue, and waits for it as awaitCleanup does. The queue
-// deletes it as soon as the connection is up on ep's session, or drops it
-// when that session is gone (the server then has deleted it); after a Lost
-// declared by the local timer the same session id may come back with the
-// node still there, and then the queue deletes it.
+// deletes it as soon as the connection is up on ep's session; once the
+// session has been replaced by a new one, it deletes the node from the new
+// session if the server has not yet expired the old one (the node is still
+// the old session's). After a Lost declared by the local timer the same
+// session id may come back with the node still there, and then the queue
+// deletes it too.
 func (in *Engine) deleteNode(ctx context.Context, ep *session.Epoch, node string) {
 	if ep == nil {
 		return

@@ -143,13 +143,48 @@ func (s *Session) work(it *gdItem, cur int64) (finished bool, err error) {
 		}
 	default:
 		if it.id != cur {
-			s.lg.Debug("guaranteed delete dropped: session changed, the server removes its ephemerals",
-				zap.String("path", it.path), hexID(it.id), zap.String("current_session_id", fmtID(cur)))
-			return true, nil
+			return s.deleteLeftBehind(it, cur)
 		}
 		err := s.conn.Delete(it.path, it.version)
 		if err == nil || errors.Is(err, zk.ErrNoNode) {
 			return true, nil
+		}
+		return false, err
+	}
+}
+
+// deleteLeftBehind deletes the node of a guaranteed delete queued for a
+// session the client has left for a new one, while the node is still that
+// old session's (its ephemeral owner), at the version read with the owner.
+// The server deletes an old session's ephemerals only when it expires that
+// session: one timeout after it last heard from it, and again a full timeout
+// after the ensemble elects a new leader, so a member can answer "expired"
+// (and the client start a new session) seconds before the node goes, which
+// would block a lock for everyone meanwhile (seen in the chaos run). The
+// client gave the old session up, and every lease of it ended, before the
+// new session began, so deleting its node is the release it was owed.
+func (s *Session) deleteLeftBehind(it *gdItem, cur int64) (finished bool, err error) {
+	for {
+		ok, st, err := s.conn.Exists(it.path)
+		if err != nil {
+			return false, err
+		}
+		if !ok || st.EphemeralOwner != it.id || (it.version >= 0 && st.Version != it.version) {
+			return true, nil // gone, or not the node we were asked to delete
+		}
+		if state, id := s.conn.State(), s.conn.SessionID(); state != zk.StateHasSession || id != cur {
+			return false, zk.ErrConnectionClosed
+		}
+		err = s.conn.Delete(it.path, st.Version)
+		switch {
+		case err == nil:
+			s.lg.Info("deleted a node of a session this client had left, before the server expired that session",
+				zap.String("path", it.path), hexID(it.id), zap.String("current_session_id", fmtID(cur)))
+			return true, nil
+		case errors.Is(err, zk.ErrNoNode):
+			return true, nil
+		case errors.Is(err, zk.ErrBadVersion):
+			continue
 		}
 		return false, err
 	}

@@ -48,9 +48,10 @@ func TestGuaranteedDeleteAcrossDisconnect(t *testing.T) {
 		"no log of the delete")
 }
 
-// A guaranteed delete for a session that is gone is dropped: the server
-// removed the session's ephemerals itself.
-func TestGuaranteedDeleteDroppedOnNewSession(t *testing.T) {
+// A guaranteed delete for a session that has expired finishes once the
+// session has been replaced: the server removed the session's ephemerals
+// itself.
+func TestGuaranteedDeleteFinishesOnNewSession(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	p := ns.Proxy(t)
 	tap := zktest.NewTap()
@@ -66,7 +67,7 @@ func TestGuaranteedDeleteDroppedOnNewSession(t *testing.T) {
 	}
 	p.Partition()
 	rec.Wait(t, wait, session.Suspended)
-	s.Toolkit().GuaranteedDelete(ep, node, -1)
+	done := s.Toolkit().GuaranteedDelete(ep, node, -1)
 	sessiontest.Expire(t, s, tap, ns.Servers()...)
 	p.Heal()
 	rec.Wait(t, wait, session.Lost)
@@ -74,9 +75,14 @@ func TestGuaranteedDeleteDroppedOnNewSession(t *testing.T) {
 	if rc.SessionID == ep.SessionID() {
 		t.Fatal("same session after expiry")
 	}
-	zktest.Eventually(t, wait, func() bool {
-		return logged(logs, "guaranteed delete dropped: session changed, the server removes its ephemerals", "path", node)
-	}, "delete not dropped")
+	select {
+	case <-done:
+	case <-time.After(wait):
+		t.Fatal("the delete of an expired session's node did not finish")
+	}
+	if logged(logs, "deleted a node of a session this client had left, before the server expired that session", "path", node) {
+		t.Fatal("deleted a node the server had already removed")
+	}
 	if ok, _, err := raw.Exists(node); err != nil || ok {
 		t.Fatalf("node of the expired session: %v %v", ok, err)
 	}

@@ -22,11 +22,13 @@ func (s *Session) Toolkit() *Toolkit { return s.tk }
 // GuaranteedDelete queues the deletion of the ephemeral node path (full
 // server path) owned by ep's session, with version (-1 for any). One
 // background goroutine deletes it as soon as the connection is up on that
-// session id, retrying connection-level errors across disconnects. It drops
-// the item, without error, once the connection has a different session id
-// (the server removes a lost session's ephemerals itself; note that after a
-// local-timer Lost the same id may come back, and then the delete still
-// happens). A missing node counts as deleted; any other failure is logged at
+// session id, retrying connection-level errors across disconnects. Once the
+// connection has a different session id (after a Lost), it deletes the node
+// while the node is still owned by ep's session (the server removes a lost
+// session's ephemerals only when it expires it, which can be seconds after a
+// member told the client it had expired), and is finished once the node is
+// gone or owned by another session; after a local-timer Lost the same id may
+// come back, and then the plain delete happens. A missing node counts as deleted; any other failure is logged at
 // error level and dropped. Close lets the queue drain for at most 2 s, then
 // logs and drops what is left. The returned channel is closed when the item
 // is finished: deleted, found missing, or dropped. Never blocks; safe for
