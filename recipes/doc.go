@@ -130,7 +130,9 @@
 // canceled acquire hands its node to the session's durable queue
 // (Toolkit.GuaranteedDelete, or GuaranteedDeleteIfData for a fixed node),
 // which deletes it as soon as the connection allows and keeps trying across
-// disconnects for as long as the session lives; the acquire waits for that
+// disconnects and session changes (a node of a session the client has left
+// is deleted while it is still that session's, not left to the server's
+// expiry of it); the acquire waits for that
 // delete only while the connection is up, at most its ctx plus a grace of
 // 10 ms (bounded by the cleanup timeout, WithCleanupTimeout): on a healthy
 // connection the node is then usually gone when the call returns, but the

@@ -58,6 +58,11 @@
 // they lost. The old epoch's ephemeral nodes then still exist, owned by the
 // same session id; recipes must not adopt them and should delete them
 // (GuaranteedDelete does, since it is keyed by session id, not by epoch).
+// If a new session id comes instead, the old session may still live on the
+// server for a while (a member can answer "expired" before the ensemble has
+// expired the session, and a leader election restarts every session's
+// timeout): GuaranteedDelete then deletes the old session's node from the new
+// session while the node is still the old session's.
 //
 // go-zookeeper may send a request queued during a partition on the NEW
 // session after the old one expired, where it succeeds. CreateEphemeral
@@ -101,8 +106,9 @@
 //     ephemeralOwner; a create that ran on another session, or finished after
 //     its caller gave up, is deleted again.
 //   - GuaranteedDelete(ep, path, version), GuaranteedDeleteIfData and
-//     GuaranteedSweep delete in the background, across disconnects, while
-//     ep's session id lives (sweeps and conditional deletes: on any session).
+//     GuaranteedSweep delete in the background, across disconnects and
+//     session changes (a delete for an old session only while the node is
+//     still that session's).
 //   - GetW and ChildrenW share one watch per node, however many callers wait
 //     on it or gave up waiting.
 //   - LeaseContext and WaitLease give the lease context of the loss policy.
