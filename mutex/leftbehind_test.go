@@ -33,12 +33,6 @@ func TestHolderSessionReplacedBeforeExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var creds zktest.SessionCreds
-	for _, c := range p.Sessions() {
-		if c.ID == hs.Epoch().SessionID() {
-			creds = c
-		}
-	}
 	got := make(chan error, 1)
 	go func() {
 		wl, err := waiter.Lock(ctx)
@@ -53,7 +47,7 @@ func TestHolderSessionReplacedBeforeExpiry(t *testing.T) {
 	}, "the waiter did not queue")
 
 	p.ForceNewSessions(true)
-	release := zktest.HoldSessionT(t, ns.Servers(), creds)
+	release := sessiontest.Hold(t, hs, p, ns.Servers())
 	defer release()
 	cause := sessiontest.WaitDone(t, hl, wait)
 	if !errors.Is(cause, session.ErrSuspended) && !errors.Is(cause, session.ErrLost) {

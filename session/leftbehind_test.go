@@ -31,16 +31,10 @@ func TestGuaranteedDeleteOfLeftSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var creds zktest.SessionCreds
-	for _, c := range p.Sessions() {
-		if c.ID == ep.SessionID() {
-			creds = c
-		}
-	}
 	p.ForceNewSessions(true)
 	// The old session moves to this connection (the server closes the
 	// client's) and stays alive until release.
-	release := zktest.HoldSessionT(t, ns.Servers(), creds)
+	release := sessiontest.Hold(t, s, p, ns.Servers())
 	rec.Wait(t, wait, session.Suspended)
 	done := s.Toolkit().GuaranteedDelete(ep, node, -1)
 	rc := rec.Wait(t, wait, session.Reconnected)

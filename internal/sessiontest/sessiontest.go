@@ -104,6 +104,22 @@ func ConnectProxyTap(t testing.TB, ns *zktest.Namespace, opts ...session.Option)
 	return ConnectTo(t, p.Servers(), ns.Root, opts...), p, tap
 }
 
+// Hold keeps s's current ZooKeeper session alive on the server from another
+// connection (zktest.HoldSessionT with the credentials p saw), until the
+// returned release or t.Cleanup: the server moves the session there and
+// closes s's connection. servers are the real servers (not p).
+func Hold(t testing.TB, s *session.Session, p *zktest.Proxy, servers []string) (release func()) {
+	t.Helper()
+	id := s.Epoch().SessionID()
+	for _, c := range p.Sessions() {
+		if c.ID == id {
+			return zktest.HoldSessionT(t, servers, c)
+		}
+	}
+	t.Fatalf("sessiontest: the proxy did not see session 0x%x", id)
+	return nil
+}
+
 // Expire ends s's current ZooKeeper session on the server at once
 // (zktest.ExpireSession with the credentials tap saw). servers default to
 // s.Servers(); pass the real servers when s connects through a proxy that is
