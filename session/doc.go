@@ -187,6 +187,22 @@
 //     takes about a second (zk.Conn.Close waits that long for the reply to its
 //     close request); with the connection known down it is immediate.
 //
+// # A server that accepts but does not answer
+//
+// go-zookeeper waits up to 10 × ⅔ of the session timeout for a server to
+// answer the ZooKeeper handshake, so one member that accepts connections but
+// never answers (a frozen process, a stalled machine) would keep the client
+// from the healthy members for several session timeouts, long enough to
+// lose the session and then to have no connection at all. The session's
+// dialer wrapper cuts that wait to the session timeout divided by the number
+// of servers, as the Java client bounds its connect, but to no less than a
+// second (or the whole timeout, if that is shorter); go-zookeeper then fails
+// the handshake and dials the next server. With two servers and a 4 s
+// timeout, a reconnect that meets the silent one first is connected through
+// the other in about 3 s (2 s of handshake, go-zookeeper's 1 s pause), where
+// it took about 27 s. A server that answers handshakes more slowly than the
+// bound is given up on, as by the Java client.
+//
 // # The last zxid
 //
 // The session, not go-zookeeper, keeps the zxid of the last reply it

@@ -151,6 +151,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 	s.tk = &Toolkit{s}
 	s.wire.onBroken = s.connBroken
 	s.wire.tls = cfg.tls
+	s.wire.handshakeLimit = handshakeBound(cfg.sessionTimeout, len(srv))
 	// Until the first session the lease context is canceled: nothing is held.
 	s.lease = closedCtx
 	conn, events, err := zk.Connect(srv, cfg.sessionTimeout,
@@ -655,7 +656,7 @@ func (s *Session) close() {
 	// at once) and waits up to a second for the reply; when the connection is
 	// down nobody answers and it takes that second. Closing the sockets then
 	// ends go-zookeeper's goroutines even if they wait on a silent server (a
-	// handshake waits up to 10 × ⅔ of the session timeout).
+	// handshake waits up to the wire's handshake bound, see handshakeBound).
 	// With the connection down (or never up: Connect gave up) nobody would
 	// answer go-zookeeper's closeSession, and it would wait a second for
 	// the reply: close the sockets first, so that it fails at once. Decide

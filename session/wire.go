@@ -29,6 +29,10 @@ type connectInfo struct {
 type wire struct {
 	dial zk.Dialer
 	tls  *tls.Config // nil: plaintext; set before the first Dial
+	// handshakeLimit bounds the wait for a server's answer to the ZooKeeper
+	// handshake (see handshakeBound); 0: go-zookeeper's own deadline. Set
+	// before the first Dial.
+	handshakeLimit time.Duration
 
 	lastRead atomic.Int64 // unix nanoseconds of the last byte read from any server
 	info     atomic.Pointer[connectInfo]
@@ -286,6 +290,9 @@ type wireConn struct {
 	in      frameCursor
 	gotInfo bool
 
+	dialed   time.Time   // when the connection (and its TLS handshake) was up
+	answered atomic.Bool // the ConnectResponse has been read
+
 	// The writers (go-zookeeper's connecting goroutine, then its send loop)
 	// hold wmu.
 	wmu     sync.Mutex
@@ -297,7 +304,7 @@ type wireConn struct {
 }
 
 func newWireConn(c net.Conn, w *wire, addr string) *wireConn {
-	wc := &wireConn{Conn: c, w: w, addr: addr}
+	wc := &wireConn{Conn: c, w: w, addr: addr, dialed: time.Now()}
 	wc.in.first = true
 	wc.out.first = true
 	return wc
@@ -319,6 +326,43 @@ func (c *wireConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// SetReadDeadline passes t on, except while the server has not answered the
+// ZooKeeper handshake: go-zookeeper then waits up to 10 × ⅔ of the session
+// timeout for the ConnectResponse, so a member that accepts connections but
+// never answers (frozen, or stalled) would keep the client from every other
+// member for that long. The wait is cut to the wire's handshakeLimit, counted
+// from the dial; go-zookeeper then fails the handshake and dials the next
+// server.
+func (c *wireConn) SetReadDeadline(t time.Time) error {
+	if lim := c.w.handshakeLimit; lim > 0 && !t.IsZero() && !c.answered.Load() {
+		if end := c.dialed.Add(lim); t.After(end) {
+			t = end
+		}
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+// SetDeadline is SetReadDeadline for both directions (go-zookeeper does not
+// use it; a caller that does gets the same bound on the handshake read).
+func (c *wireConn) SetDeadline(t time.Time) error {
+	if err := c.Conn.SetWriteDeadline(t); err != nil {
+		return err
+	}
+	return c.SetReadDeadline(t)
+}
+
+// handshakeBound returns the wire's handshakeLimit for a session timeout
+// over n servers: the timeout divided among the servers, as the Java client
+// bounds its connect (ClientCnxn's connectTimeout), but at least a second
+// (or the whole timeout, if shorter), so that a server slow to answer a
+// handshake under load is not given up on too early.
+func handshakeBound(timeout time.Duration, n int) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	return max(timeout/time.Duration(n), min(timeout, time.Second))
+}
+
 // scanReplies reads the ConnectResponse (timeout, session id) and takes the
 // zxid out of each reply header (zxidBook).
 func (c *wireConn) scanReplies(b []byte) {
@@ -329,6 +373,7 @@ func (c *wireConn) scanReplies(b []byte) {
 				timeoutMs := int32(binary.BigEndian.Uint32(h[8:12]))
 				id := int64(binary.BigEndian.Uint64(h[12:20]))
 				c.gotInfo = true
+				c.answered.Store(true)
 				if id == 0 {
 					c.w.lastZxid.Store(0)
 				}
