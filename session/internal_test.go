@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -292,4 +294,124 @@ func readAll(t *testing.T, c, server net.Conn, b []byte) []byte {
 		t.Fatal(err)
 	}
 	return got
+}
+
+// TestWireBufferedReads: the wire reads the socket once for several
+// packets and returns them in the pieces the reader asks for; a read
+// deadline asked for while a read waits on the socket reaches it at once,
+// and one asked for between reads applies to the next read that goes to
+// the socket; an error that came with the last bytes is returned after
+// them; the handshake's deadline is cut to the wire's bound.
+func TestWireBufferedReads(t *testing.T) {
+	conns := make(chan net.Conn, 1)
+	w := newWire(func(string, string, time.Duration) (net.Conn, error) {
+		client, server := net.Pipe()
+		conns <- server
+		return client, nil
+	})
+	w.handshakeLimit = 200 * time.Millisecond
+	defer w.closeAll()
+	c, err := w.Dial("tcp", "x:1", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := <-conns
+	defer server.Close()
+
+	// The handshake: go-zookeeper asks for 10 × ⅔ of the session timeout;
+	// the wire cuts it to its bound, counted from the dial.
+	start := time.Now()
+	if err := c.SetReadDeadline(time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Read(make([]byte, 4))
+	if took := time.Since(start); !errors.Is(err, os.ErrDeadlineExceeded) || took > 5*time.Second {
+		t.Fatalf("handshake read: %v after %v, want a deadline error after about 200ms", err, took)
+	}
+
+	// A deadline asked for while a read waits on the socket stops it.
+	w2c := make(chan net.Conn, 1)
+	w2 := newWire(func(string, string, time.Duration) (net.Conn, error) {
+		client, server := net.Pipe()
+		w2c <- server
+		return client, nil
+	})
+	defer w2.closeAll()
+	c2, err := w2.Dial("tcp", "x:1", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server2 := <-w2c
+	defer server2.Close()
+	got := make(chan error, 1)
+	go func() {
+		_, err := c2.Read(make([]byte, 4))
+		got <- err
+	}()
+	// Wait until the read is on the socket (a bounded poll on its state).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		wc := c2.(*wireConn)
+		wc.rdlMu.Lock()
+		on := wc.onSocket
+		wc.rdlMu.Unlock()
+		if on {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the read never reached the socket")
+		}
+		runtime.Gosched()
+	}
+	if err := c2.SetReadDeadline(time.Now().Add(20 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("waiting read after a deadline: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a deadline set during a read did not stop it")
+	}
+
+	// Three packets written at once come back in the reader's pieces, from
+	// one socket read; then the error that followed them.
+	w3c := make(chan net.Conn, 1)
+	w3 := newWire(func(string, string, time.Duration) (net.Conn, error) {
+		client, server := net.Pipe()
+		w3c <- server
+		return client, nil
+	})
+	defer w3.closeAll()
+	c3, err := w3.Dial("tcp", "x:1", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server3 := <-w3c
+	var stream []byte
+	for i := byte(1); i <= 3; i++ {
+		stream = append(stream, 0, 0, 0, 3, i, i, i)
+	}
+	go func() {
+		server3.Write(stream)
+		server3.Close()
+	}()
+	var read []byte
+	buf := make([]byte, 4)
+	for {
+		n, err := c3.Read(buf[:1+len(read)%4])
+		read = append(read, buf[:n]...)
+		if err != nil {
+			if err != io.EOF {
+				t.Fatalf("read error %v, want EOF after the data", err)
+			}
+			break
+		}
+	}
+	// The first packet is the ConnectResponse position for the wire's
+	// parser; what matters here is that every byte arrives, in order.
+	if !bytes.Equal(read, stream) {
+		t.Fatalf("read %v, want %v", read, stream)
+	}
 }

@@ -293,6 +293,22 @@ type wireConn struct {
 	dialed   time.Time   // when the connection (and its TLS handshake) was up
 	answered atomic.Bool // the ConnectResponse has been read
 
+	// Reads are buffered (see Read): go-zookeeper reads each packet in two
+	// reads (its length, then the rest) and sets a read deadline around
+	// each, which without a buffer costs two system calls and two deadline
+	// updates per reply. rbuf holds what was read and not yet returned,
+	// rerr the error that came with the last bytes.
+	rmem []byte
+	rbuf []byte
+	rerr error
+	// The read deadline go-zookeeper asked for (rdl) is applied to the
+	// socket (applied) only when a read goes to the socket; one asked for
+	// while a read waits there is applied at once.
+	rdlMu    sync.Mutex
+	rdl      time.Time
+	applied  time.Time
+	onSocket bool
+
 	// The writers (go-zookeeper's connecting goroutine, then its send loop)
 	// hold wmu.
 	wmu     sync.Mutex
@@ -310,10 +326,41 @@ func newWireConn(c net.Conn, w *wire, addr string) *wireConn {
 	return wc
 }
 
+// readBufferSize is the size of a connection's read buffer: a few replies
+// or notifications at once; larger reads go to the socket directly.
+const readBufferSize = 16 << 10
+
+// Read returns buffered bytes if there are any, and otherwise reads the
+// socket once, into the buffer (or into p when p is at least as large),
+// under the read deadline last asked for.
 func (c *wireConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var n int
+	var err error
+	switch {
+	case len(c.rbuf) > 0:
+		n = copy(p, c.rbuf)
+		c.rbuf = c.rbuf[n:]
+	case c.rerr != nil:
+		err, c.rerr = c.rerr, nil
+	case len(p) >= readBufferSize:
+		n, err = c.readSocket(p)
+	default:
+		if c.rmem == nil {
+			c.rmem = make([]byte, readBufferSize)
+		}
+		var m int
+		m, c.rerr = c.readSocket(c.rmem)
+		c.rbuf = c.rmem[:m]
+		n = copy(p, c.rbuf)
+		c.rbuf = c.rbuf[n:]
+		if n == 0 {
+			err, c.rerr = c.rerr, nil
+		}
+	}
 	if n > 0 {
-		c.w.lastRead.Store(time.Now().UnixNano())
 		c.scanReplies(p[:n])
 	}
 	if err != nil && !c.gotInfo && c.in.first && c.in.pos == 0 {
@@ -326,6 +373,39 @@ func (c *wireConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// readSocket reads the socket once into b, under the read deadline asked
+// for last, and records when the server was last heard from.
+func (c *wireConn) readSocket(b []byte) (int, error) {
+	c.rdlMu.Lock()
+	c.onSocket = true
+	err := c.applyLocked()
+	c.rdlMu.Unlock()
+	var n int
+	if err == nil {
+		n, err = c.Conn.Read(b)
+	}
+	c.rdlMu.Lock()
+	c.onSocket = false
+	c.rdlMu.Unlock()
+	if n > 0 {
+		c.w.lastRead.Store(time.Now().UnixNano())
+	}
+	return n, err
+}
+
+// applyLocked sets the socket's read deadline to the one asked for, if it
+// differs. c.rdlMu held.
+func (c *wireConn) applyLocked() error {
+	if c.rdl.Equal(c.applied) {
+		return nil
+	}
+	if err := c.Conn.SetReadDeadline(c.rdl); err != nil {
+		return err
+	}
+	c.applied = c.rdl
+	return nil
+}
+
 // SetReadDeadline passes t on, except while the server has not answered the
 // ZooKeeper handshake: go-zookeeper then waits up to 10 × ⅔ of the session
 // timeout for the ConnectResponse, so a member that accepts connections but
@@ -333,13 +413,22 @@ func (c *wireConn) Read(p []byte) (int, error) {
 // member for that long. The wait is cut to the wire's handshakeLimit, counted
 // from the dial; go-zookeeper then fails the handshake and dials the next
 // server.
+//
+// The deadline reaches the socket when a read next goes to it (at once if a
+// read is waiting there): reads served from the buffer need none.
 func (c *wireConn) SetReadDeadline(t time.Time) error {
 	if lim := c.w.handshakeLimit; lim > 0 && !t.IsZero() && !c.answered.Load() {
 		if end := c.dialed.Add(lim); t.After(end) {
 			t = end
 		}
 	}
-	return c.Conn.SetReadDeadline(t)
+	c.rdlMu.Lock()
+	defer c.rdlMu.Unlock()
+	c.rdl = t
+	if c.onSocket {
+		return c.applyLocked()
+	}
+	return nil
 }
 
 // SetDeadline is SetReadDeadline for both directions (go-zookeeper does not
