@@ -31,7 +31,15 @@
 //   - Suspended: the connection is down. The session may still be alive, but
 //     the server may expire it at any moment: it does so one session timeout
 //     after it last heard from us, and go-zookeeper notices the silence only
-//     after ⅔ of the timeout.
+//     after ⅔ of the timeout. The Session also gives a connection up (and
+//     suspends) when ⅔ of the timeout have passed since it sent the newest
+//     request the server has answered: an answer read now may be to a request
+//     sent long before (a slow or congested network), and only the send time
+//     bounds when the server last heard from us. go-zookeeper pings every
+//     third of the timeout, so a connection whose answers come back a third
+//     of the timeout or more after their requests is given up; otherwise a
+//     frozen member behind such a connection could expire the session while
+//     the delayed answers still made it look alive, with leases held.
 //   - Reconnected: the connection is back. After Suspended it is the same
 //     session and the same Epoch; after Lost it is a new Epoch.
 //   - Lost: the session is over. Declared on go-zookeeper's StateExpired, when
@@ -39,7 +47,8 @@
 //     been down for the negotiated session timeout, counted from when the
 //     server was last heard from minus a small margin (a twentieth of the
 //     timeout, at most 100 ms: the server may have last heard from us one
-//     network delay before we last heard from it): go-zookeeper learns of
+//     network delay before we last heard from it), or from the send time of
+//     the newest request it answered if that is earlier: go-zookeeper learns of
 //     an expiry only when it reconnects, which during a long partition is
 //     never. After Lost, go-zookeeper opens a new session by itself when it
 //     can, reported as Reconnected.

@@ -371,9 +371,11 @@ func (s *Session) run() {
 // also have heard from us later, through a ping whose answer was lost; that
 // only delays the expiry, and an early Lost is the safe mistake.) go-zookeeper
 // does not expose its round-trip times, so the delay is bounded by
-// lossMargin: a conservative figure for a LAN, not a measurement. The
-// deadline counts from the earlier of lastHeard - lossMargin and the
-// disconnect.
+// lossMargin: a conservative figure for a LAN, not a measurement; and the
+// wire knows a time at which the server certainly heard from us, the send
+// time of the newest request it answered (heardSince), which a slow network
+// puts well before lastHeard. The deadline counts from the earliest of
+// lastHeard - lossMargin, that send time and the disconnect.
 func (s *Session) lossDeadline() (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -385,6 +387,9 @@ func (s *Session) lossDeadline() (time.Time, bool) {
 		if h := heard.Add(-lossMargin(s.timeout)); h.Before(start) {
 			start = h
 		}
+	}
+	if hb := s.wire.heardSince(); !hb.IsZero() && hb.Before(start) {
+		start = hb
 	}
 	return start.Add(s.timeout), true
 }

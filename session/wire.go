@@ -35,7 +35,11 @@ type wire struct {
 	handshakeLimit time.Duration
 
 	lastRead atomic.Int64 // unix nanoseconds of the last byte read from any server
-	info     atomic.Pointer[connectInfo]
+	// heardBy is the newest send time (unix nanoseconds) of a request that
+	// a server has answered, over every connection: the server heard from
+	// us at that time or later (see wireConn.heardBy).
+	heardBy atomic.Int64
+	info    atomic.Pointer[connectInfo]
 
 	// lastZxid is the zxid of the last reply the session received: the
 	// wire, not go-zookeeper, keeps it (see zxidBook).
@@ -151,6 +155,16 @@ func (w *wire) lastHeard() time.Time {
 	return time.Unix(0, n)
 }
 
+// heardSince returns the send time of the newest request a server has
+// answered (zero if none): the server heard from us then or later.
+func (w *wire) heardSince() time.Time {
+	n := w.heardBy.Load()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
 func (w *wire) dialError() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -240,6 +254,8 @@ const (
 	replyZxidAt       = 4 + 4  // length, xid, then zxid
 	replyHeaderEnd    = 4 + 12 // the end of xid and zxid
 	requestOpcodeEnd  = 4 + 8  // the end of xid and opcode
+	requestXidEnd     = 4 + 4  // the end of a request's xid
+	xidNotification   = -1     // the xid of a watch notification
 	zxidFieldLen      = 8
 	framePrefixLength = 4
 )
@@ -309,6 +325,16 @@ type wireConn struct {
 	applied  time.Time
 	onSocket bool
 
+	// What the server has certainly heard (see heardDeadline): the requests
+	// written and not yet answered, in order, with their send times, and
+	// when the ConnectRequest was written.
+	sentMu      sync.Mutex
+	sent        []sentRequest
+	connectSent atomic.Int64
+	// heardBy is the send time (unix nanoseconds) of the newest request
+	// answered on this connection.
+	heardBy atomic.Int64
+
 	// The writers (go-zookeeper's connecting goroutine, then its send loop)
 	// hold wmu.
 	wmu     sync.Mutex
@@ -324,6 +350,56 @@ func newWireConn(c net.Conn, w *wire, addr string) *wireConn {
 	wc.in.first = true
 	wc.out.first = true
 	return wc
+}
+
+// sentRequest is a request written on a connection: its xid and when.
+type sentRequest struct {
+	xid int32
+	at  int64 // unix nanoseconds
+}
+
+// noteSent records a request written at at (by the writer, under wmu).
+func (c *wireConn) noteSent(xid int32, at int64) {
+	c.sentMu.Lock()
+	c.sent = append(c.sent, sentRequest{xid, at})
+	c.sentMu.Unlock()
+}
+
+// noteAnswered takes the reply to request xid: that request, and those
+// written before it whose replies never came, are done, and the server
+// heard the request when it was sent or later. (A server answers a
+// session's requests in the order it received them.)
+func (c *wireConn) noteAnswered(xid int32) {
+	var at int64
+	c.sentMu.Lock()
+	for i, r := range c.sent {
+		if r.xid == xid {
+			at = r.at
+			c.sent = c.sent[i+1:]
+			break
+		}
+	}
+	if len(c.sent) == 0 {
+		c.sent = nil
+	}
+	c.sentMu.Unlock()
+	if at != 0 {
+		c.heard(at)
+	}
+}
+
+// heard records that the server has heard from us at at (unix nanoseconds)
+// or later. Only the reading goroutine calls it.
+func (c *wireConn) heard(at int64) {
+	if at > c.heardBy.Load() {
+		c.heardBy.Store(at)
+	}
+	for {
+		old := c.w.heardBy.Load()
+		if at <= old || c.w.heardBy.CompareAndSwap(old, at) {
+			return
+		}
+	}
 }
 
 // readBufferSize is the size of a connection's read buffer: a few replies
@@ -395,15 +471,42 @@ func (c *wireConn) readSocket(b []byte) (int, error) {
 
 // applyLocked sets the socket's read deadline to the one asked for, if it
 // differs. c.rdlMu held.
+//
+// Once the handshake is answered, the deadline is also never later than
+// heardDeadline.
 func (c *wireConn) applyLocked() error {
-	if c.rdl.Equal(c.applied) {
+	d := c.rdl
+	if hd, ok := c.heardDeadline(); ok && (d.IsZero() || hd.Before(d)) {
+		d = hd
+	}
+	if d.Equal(c.applied) {
 		return nil
 	}
-	if err := c.Conn.SetReadDeadline(c.rdl); err != nil {
+	if err := c.Conn.SetReadDeadline(d); err != nil {
 		return err
 	}
-	c.applied = c.rdl
+	c.applied = d
 	return nil
+}
+
+// heardDeadline is when the connection stops being safe to hold leases on:
+// two thirds of the negotiated session timeout after the send time of the
+// newest request the server has answered. go-zookeeper gives up on a
+// connection two thirds of the timeout after it last read anything; but an
+// answer read now may be to a request sent long before (a slow network, a
+// server or a proxy that held it up), and the server expires the session one
+// timeout after it last heard from us, which may be as early as that send
+// time. So a connection whose answers lag their requests by a third of the
+// timeout or more (go-zookeeper pings every third of it) is given up as
+// well, before the server can expire the session under leases that still
+// look held; go-zookeeper then reconnects.
+func (c *wireConn) heardDeadline() (time.Time, bool) {
+	hb := c.heardBy.Load()
+	ci := c.w.info.Load()
+	if hb == 0 || ci == nil || ci.timeout <= 0 || !c.answered.Load() {
+		return time.Time{}, false
+	}
+	return time.Unix(0, hb).Add(ci.timeout * 2 / 3), true
 }
 
 // SetReadDeadline passes t on, except while the server has not answered the
@@ -462,11 +565,12 @@ func (c *wireConn) scanReplies(b []byte) {
 				timeoutMs := int32(binary.BigEndian.Uint32(h[8:12]))
 				id := int64(binary.BigEndian.Uint64(h[12:20]))
 				c.gotInfo = true
-				c.answered.Store(true)
 				if id == 0 {
 					c.w.lastZxid.Store(0)
 				}
 				c.w.info.Store(&connectInfo{sessionID: id, timeout: time.Duration(timeoutMs) * time.Millisecond})
+				c.heard(c.connectSent.Load())
+				c.answered.Store(true)
 			}
 			return
 		}
@@ -479,6 +583,9 @@ func (c *wireConn) scanReplies(b []byte) {
 			if xid >= 0 && zxid > 0 {
 				c.w.lastZxid.Store(zxid)
 			}
+			if xid != xidNotification {
+				c.noteAnswered(xid)
+			}
 		}
 	})
 }
@@ -486,6 +593,7 @@ func (c *wireConn) scanReplies(b []byte) {
 // Write sends p, with the wire's zxid written into a ConnectRequest and into
 // SetWatches requests (zxidBook). p itself is never modified.
 func (c *wireConn) Write(p []byte) (int, error) {
+	now := time.Now().UnixNano()
 	c.wmu.Lock()
 	var out []byte // a patched copy of p, if any byte changes
 	put := func(i int, v byte) {
@@ -502,6 +610,9 @@ func (c *wireConn) Write(p []byte) (int, error) {
 		switch {
 		case c.out.first && pos == 0:
 			c.outZxid = c.w.lastZxid.Load()
+			c.connectSent.Store(now)
+		case !c.out.first && pos == requestXidEnd-1:
+			c.noteSent(int32(binary.BigEndian.Uint32(h[framePrefixLength:requestXidEnd])), now)
 		case c.out.first && pos >= connectReqZxidAt && pos < connectReqZxidAt+zxidFieldLen:
 			put(i, zxidByte(c.outZxid, pos-connectReqZxidAt))
 		case !c.out.first && pos >= setWatchesZxidAt && pos < setWatchesZxidAt+zxidFieldLen &&
