@@ -2,7 +2,9 @@ package leader_test
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -57,6 +59,43 @@ func TestCtxBoundsLeader(t *testing.T) {
 		heal(t, r)
 		zktest.Eventually(t, wait, func() bool { return len(children(t, r.raw, r.ns)) == 0 },
 			"Run left a node behind: %q", children(t, r.raw, r.ns))
+	})
+	// On a slow network (not a partition: every request is answered, 0.8 s
+	// late) Run's ctx ends while it campaigns behind another participant; it
+	// returns within its ctx all the same, leaving the delete of its node to
+	// the session's queue, which finishes it.
+	t.Run("Run on a slow network", func(t *testing.T) {
+		r := newRig(t)
+		// Another participant leads: a node that sorts before ours.
+		if _, err := r.raw.Create(r.ns.Path(electionPath)+"/_c_00000000-0000-0000-0000-000000000000-latch-", nil,
+			zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			done <- leader.Run(ctx, r.s, electionPath, func(ctx context.Context) error {
+				<-ctx.Done()
+				return nil
+			})
+		}()
+		zktest.Eventually(t, wait, func() bool { return len(children(t, r.raw, r.ns)) == 2 }, "Run's node queued")
+		r.p.SetLatency(400 * time.Millisecond)
+		cancel()
+		canceled := time.Now()
+		err := sessiontest.Recv(t, done, wait, "Run's return")
+		took := time.Since(canceled)
+		t.Logf("overshoot leader.Run (slow network) %v", took.Round(time.Millisecond))
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Run = %v, want context.Canceled", err)
+		}
+		if took > sessiontest.BoundTolerance {
+			t.Errorf("Run returned %v after its ctx ended, want at most %v", took.Round(time.Millisecond), sessiontest.BoundTolerance)
+		}
+		r.p.SetLatency(0)
+		zktest.Eventually(t, wait, func() bool { return len(children(t, r.raw, r.ns)) == 1 },
+			"Run left its node behind: %q", children(t, r.raw, r.ns))
 	})
 	t.Run("Observe", func(t *testing.T) {
 		r := newRig(t)

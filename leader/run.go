@@ -89,7 +89,9 @@ func Run(ctx context.Context, sess *session.Session, path string, work func(ctx 
 	if err != nil {
 		return err
 	}
-	defer e.in.Close()
+	// Bounded by ctx too: once ctx has ended, Run leaves the deletes of
+	// canceled campaigns to the session's queue after a short grace.
+	defer e.in.CloseWithin(ctx)
 	pace := newPacer()
 	for {
 		lease, err := e.campaign(ctx)

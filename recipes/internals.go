@@ -94,13 +94,22 @@ func (in *Engine) NodeWatch() bool { return in.cfg.nodeWatch }
 // queue. Idempotent; later
 // calls return ErrClosed-matching errors. Returns nil.
 func (in *Engine) Close() error {
+	return in.CloseWithin(context.Background())
+}
+
+// CloseWithin is Close for a call bounded by ctx (leader.Run closes its
+// engine on its way out): it waits for the deletes of failed acquires only
+// while ctx lives, and for a short grace (the one every acquire allows its
+// cleanup) once ctx has ended, besides the cleanup timeout; what is left
+// the session's guaranteed-delete queue finishes. Idempotent with Close.
+func (in *Engine) CloseWithin(ctx context.Context) error {
 	in.closeOnce.Do(func() {
 		in.mu.Lock()
 		in.closed = true
 		in.mu.Unlock()
 		in.cancel(in.closedErr())
 		in.wg.Wait()
-		in.awaitCleanups()
+		in.awaitCleanups(ctx)
 	})
 	return nil
 }
@@ -132,8 +141,9 @@ func (in *Engine) trackCleanup(done <-chan struct{}) {
 // awaitCleanups waits, at Close, for the deletes that failed acquires
 // queued: while the connection is up and within the cleanup timeout in all,
 // so that the nodes of canceled waiters are gone when Close returns on a
-// healthy connection (what is left the session's queue finishes).
-func (in *Engine) awaitCleanups() {
+// healthy connection (what is left the session's queue finishes); and within
+// ctx, or a short grace after it ended (see awaitCleanup).
+func (in *Engine) awaitCleanups(user context.Context) {
 	in.mu.Lock()
 	pending := make([]<-chan struct{}, 0, len(in.cleanups))
 	for ch := range in.cleanups {
@@ -144,13 +154,35 @@ func (in *Engine) awaitCleanups() {
 	if len(pending) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), in.cfg.cleanupTimeout)
-	defer cancel()
+	limit := time.NewTimer(in.cfg.cleanupTimeout)
+	defer limit.Stop()
+	var grace <-chan time.Time
+	ctxDone := user.Done()
+	if user.Err() != nil {
+		ctxDone = nil
+		g := time.NewTimer(cleanupGrace)
+		defer g.Stop()
+		grace = g.C
+	}
 	for _, ch := range pending {
-		if ctx.Err() != nil {
-			return
+	wait:
+		for up(in.sess) {
+			select {
+			case <-ch:
+				break wait
+			case <-limit.C:
+				return
+			case <-grace:
+				return
+			case <-in.sess.Done():
+				return
+			case <-ctxDone:
+				ctxDone = nil
+				g := time.NewTimer(cleanupGrace)
+				defer g.Stop()
+				grace = g.C
+			}
 		}
-		in.awaitCleanup(ctx, ch)
 	}
 }
 
