@@ -154,34 +154,11 @@ func (in *Engine) awaitCleanups(user context.Context) {
 	if len(pending) == 0 {
 		return
 	}
-	limit := time.NewTimer(in.cfg.cleanupTimeout)
-	defer limit.Stop()
-	var grace <-chan time.Time
-	ctxDone := user.Done()
-	if user.Err() != nil {
-		ctxDone = nil
-		g := time.NewTimer(cleanupGrace)
-		defer g.Stop()
-		grace = g.C
-	}
+	w := in.newCleanupWait(user)
+	defer w.stop()
 	for _, ch := range pending {
-	wait:
-		for up(in.sess) {
-			select {
-			case <-ch:
-				break wait
-			case <-limit.C:
-				return
-			case <-grace:
-				return
-			case <-in.sess.Done():
-				return
-			case <-ctxDone:
-				ctxDone = nil
-				g := time.NewTimer(cleanupGrace)
-				defer g.Stop()
-				grace = g.C
-			}
+		if !w.await(ch) {
+			return
 		}
 	}
 }
@@ -984,36 +961,62 @@ const cleanupGrace = 10 * time.Millisecond
 // within ctx plus cleanupGrace, and at most the cleanup timeout. What is not
 // finished by then the session's queue finishes later.
 func (in *Engine) awaitCleanup(ctx context.Context, done <-chan struct{}) {
-	if !up(in.sess) {
-		return
-	}
-	limit := time.NewTimer(in.cfg.cleanupTimeout)
-	defer limit.Stop()
-	ctxDone := ctx.Done()
-	var grace <-chan time.Time
+	w := in.newCleanupWait(ctx)
+	defer w.stop()
+	w.await(done)
+}
+
+// cleanupWait bounds the wait for one or more queued deletes: the cleanup
+// timeout in all, and ctx plus cleanupGrace.
+type cleanupWait struct {
+	in      *Engine
+	limit   *time.Timer
+	ctxDone <-chan struct{}
+	grace   *time.Timer // started once ctx has ended
+}
+
+func (in *Engine) newCleanupWait(ctx context.Context) *cleanupWait {
+	w := &cleanupWait{in: in, limit: time.NewTimer(in.cfg.cleanupTimeout), ctxDone: ctx.Done()}
 	if ctx.Err() != nil {
-		ctxDone = nil
-		g := time.NewTimer(cleanupGrace)
-		defer g.Stop()
-		grace = g.C
+		w.startGrace()
 	}
-	for {
+	return w
+}
+
+func (w *cleanupWait) startGrace() {
+	w.ctxDone = nil
+	w.grace = time.NewTimer(cleanupGrace)
+}
+
+func (w *cleanupWait) stop() {
+	w.limit.Stop()
+	if w.grace != nil {
+		w.grace.Stop()
+	}
+}
+
+// await waits for done while the connection is up and within the bounds;
+// it returns false once a bound has passed (or the session is closed).
+func (w *cleanupWait) await(done <-chan struct{}) bool {
+	for up(w.in.sess) {
+		var grace <-chan time.Time
+		if w.grace != nil {
+			grace = w.grace.C
+		}
 		select {
 		case <-done:
-			return
-		case <-limit.C:
-			return
+			return true
+		case <-w.limit.C:
+			return false
 		case <-grace:
-			return
-		case <-in.sess.Done():
-			return
-		case <-ctxDone:
-			ctxDone = nil
-			g := time.NewTimer(cleanupGrace)
-			defer g.Stop()
-			grace = g.C
+			return false
+		case <-w.in.sess.Done():
+			return false
+		case <-w.ctxDone:
+			w.startGrace()
 		}
 	}
+	return true
 }
 
 // ctxError returns ctx's error, with its cause when that says more.

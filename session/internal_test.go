@@ -303,46 +303,20 @@ func readAll(t *testing.T, c, server net.Conn, b []byte) []byte {
 // the socket; an error that came with the last bytes is returned after
 // them; the handshake's deadline is cut to the wire's bound.
 func TestWireBufferedReads(t *testing.T) {
-	conns := make(chan net.Conn, 1)
-	w := newWire(func(string, string, time.Duration) (net.Conn, error) {
-		client, server := net.Pipe()
-		conns <- server
-		return client, nil
-	})
-	w.handshakeLimit = 200 * time.Millisecond
-	defer w.closeAll()
-	c, err := w.Dial("tcp", "x:1", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	server := <-conns
-	defer server.Close()
-
 	// The handshake: go-zookeeper asks for 10 × ⅔ of the session timeout;
 	// the wire cuts it to its bound, counted from the dial.
+	c, _ := pipeWire(t, 200*time.Millisecond)
 	start := time.Now()
 	if err := c.SetReadDeadline(time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Read(make([]byte, 4))
+	_, err := c.Read(make([]byte, 4))
 	if took := time.Since(start); !errors.Is(err, os.ErrDeadlineExceeded) || took > 5*time.Second {
 		t.Fatalf("handshake read: %v after %v, want a deadline error after about 200ms", err, took)
 	}
 
 	// A deadline asked for while a read waits on the socket stops it.
-	w2c := make(chan net.Conn, 1)
-	w2 := newWire(func(string, string, time.Duration) (net.Conn, error) {
-		client, server := net.Pipe()
-		w2c <- server
-		return client, nil
-	})
-	defer w2.closeAll()
-	c2, err := w2.Dial("tcp", "x:1", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	server2 := <-w2c
-	defer server2.Close()
+	c2, _ := pipeWire(t, 0)
 	got := make(chan error, 1)
 	go func() {
 		_, err := c2.Read(make([]byte, 4))
@@ -377,18 +351,7 @@ func TestWireBufferedReads(t *testing.T) {
 
 	// Three packets written at once come back in the reader's pieces, from
 	// one socket read; then the error that followed them.
-	w3c := make(chan net.Conn, 1)
-	w3 := newWire(func(string, string, time.Duration) (net.Conn, error) {
-		client, server := net.Pipe()
-		w3c <- server
-		return client, nil
-	})
-	defer w3.closeAll()
-	c3, err := w3.Dial("tcp", "x:1", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	server3 := <-w3c
+	c3, server3 := pipeWire(t, 0)
 	var stream []byte
 	for i := byte(1); i <= 3; i++ {
 		stream = append(stream, 0, 0, 0, 3, i, i, i)
@@ -414,4 +377,25 @@ func TestWireBufferedReads(t *testing.T) {
 	if !bytes.Equal(read, stream) {
 		t.Fatalf("read %v, want %v", read, stream)
 	}
+}
+
+// pipeWire dials a wire (with the given handshake bound; 0: none) over an
+// in-memory pipe and returns the wire's connection and the server's end.
+func pipeWire(t *testing.T, handshake time.Duration) (client, server net.Conn) {
+	t.Helper()
+	conns := make(chan net.Conn, 1)
+	w := newWire(func(string, string, time.Duration) (net.Conn, error) {
+		c, s := net.Pipe()
+		conns <- s
+		return c, nil
+	})
+	w.handshakeLimit = handshake
+	t.Cleanup(w.closeAll)
+	c, err := w.Dial("tcp", "x:1", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server = <-conns
+	t.Cleanup(func() { server.Close() })
+	return c, server
 }
