@@ -39,7 +39,11 @@
 //     third of the timeout, so a connection whose answers come back a third
 //     of the timeout or more after their requests is given up; otherwise a
 //     frozen member behind such a connection could expire the session while
-//     the delayed answers still made it look alive, with leases held.
+//     the delayed answers still made it look alive, with leases held. So the
+//     round trip must stay under a third of the session timeout (under a
+//     sixth right after a connect, until the first ping is answered): on a
+//     network with round trips of a second, use a session timeout of six
+//     seconds or more.
 //   - Reconnected: the connection is back. After Suspended it is the same
 //     session and the same Epoch; after Lost it is a new Epoch.
 //   - Lost: the session is over. Declared on go-zookeeper's StateExpired, when
