@@ -375,12 +375,11 @@ func (c *wireConn) noteAnswered(xid int32) {
 	for i, r := range c.sent {
 		if r.xid == xid {
 			at = r.at
-			c.sent = c.sent[i+1:]
+			// Few requests are in flight: moving the rest down keeps the
+			// array, so that recording requests allocates nothing.
+			c.sent = c.sent[:copy(c.sent, c.sent[i+1:])]
 			break
 		}
-	}
-	if len(c.sent) == 0 {
-		c.sent = nil
 	}
 	c.sentMu.Unlock()
 	if at != 0 {
