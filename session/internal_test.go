@@ -81,7 +81,8 @@ func TestWireSniffsConnectResponse(t *testing.T) {
 
 // TestLossDeadlineMargin: the local timer counts one session timeout from the
 // last read minus a margin (the server may have last heard from us one
-// network delay before our last read), or from the disconnect if earlier.
+// network delay before our last read), from the send time of the newest
+// request answered, or from the disconnect, whichever is earliest.
 func TestLossDeadlineMargin(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	for _, tc := range []struct {
@@ -104,6 +105,13 @@ func TestLossDeadlineMargin(t *testing.T) {
 		s.wire.lastRead.Store(t0.Add(-300 * time.Millisecond).UnixNano())
 		if d, ok := s.lossDeadline(); !ok || !d.Equal(t0.Add(-300*time.Millisecond-tc.margin+tc.timeout)) {
 			t.Errorf("timeout %v: deadline %v after the disconnect, want %v", tc.timeout, d.Sub(t0), -300*time.Millisecond-tc.margin+tc.timeout)
+		}
+		// A request answered in that read but sent 700 ms before the
+		// disconnect (a slow network): the server heard from us then or
+		// later, and the timer counts from there.
+		s.wire.heardBy.Store(t0.Add(-700 * time.Millisecond).UnixNano())
+		if d, ok := s.lossDeadline(); !ok || !d.Equal(t0.Add(-700*time.Millisecond+tc.timeout)) {
+			t.Errorf("timeout %v, answer to a request sent 700ms before: deadline %v after the disconnect, want %v", tc.timeout, d.Sub(t0), -700*time.Millisecond+tc.timeout)
 		}
 		s.connUp = true
 		if _, ok := s.lossDeadline(); ok {
