@@ -49,9 +49,12 @@
 // moves the absolute figures), p50/p99 of the handoff (the holder's Unlock
 // call to the next Lock returning; uncontended: of the whole cycle),
 // ZooKeeper requests and watch notifications per lock counted on the wire
-// (a zktest.Tap; -vs-byop splits the requests by type) and, uncontended,
-// heap allocations per cycle (the whole process: go-zookeeper and the tap
-// included). -cpuprofile writes a CPU profile of the run.
+// (a zktest.Tap; -vs-byop splits the requests by type), the CPU time this
+// process used per lock (user and system; the clients, go-zookeeper and the
+// tap, not the server) and, uncontended, heap allocations per cycle (the
+// whole process: go-zookeeper and the tap included). -vs-workloads runs only
+// some of the workloads (uncontended, contended, herd); -cpuprofile writes a
+// CPU profile of the run.
 //
 // Flags change the counts and durations (-rounds, -cycle-time, -sessions,
 // -handoff-time, -waiters, -big-sessions, -per-session) and select sections

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -25,6 +26,7 @@ var (
 	vsRounds   = flag.Int("vs-rounds", 3, "(-vs-zk) rounds; each round runs every variant on every workload, in a rotating order")
 	vsHerd     = flag.Int("vs-herd", 50, "(-vs-zk) sessions of the herd workload")
 	vsOnly     = flag.String("vs-only", "", "(-vs-zk) run only these variants (comma-separated names, e.g. zk,default)")
+	vsWork     = flag.String("vs-workloads", "uncontended,contended,herd", "(-vs-zk) run only these workloads (comma-separated)")
 	vsByOp     = flag.Bool("vs-byop", false, "(-vs-zk) also print the requests per op by type")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 )
@@ -124,7 +126,7 @@ var vsLabels = map[string]string{
 // vsResult is one variant on one workload in one round.
 type vsResult struct {
 	ops, reqs, notes, allocs int64
-	elapsed                  time.Duration
+	elapsed, cpu             time.Duration   // cpu: this process's CPU time during the run
 	handoffs                 []time.Duration // uncontended: cycle times
 	byOp                     opCounts
 }
@@ -157,15 +159,22 @@ func (b *bench) vsCompare(ctx context.Context) error {
 		variants = keep
 	}
 	workloads := []struct {
-		name string
-		n    int
-	}{{"uncontended, 1 session", 1}, {"contended, 8 sessions, shared counter", 8}, {fmt.Sprintf("herd, %d sessions", *vsHerd), *vsHerd}}
+		key, name string
+		n         int
+	}{
+		{"uncontended", "uncontended, 1 session", 1},
+		{"contended", "contended, 8 sessions, shared counter", 8},
+		{"herd", fmt.Sprintf("herd, %d sessions", *vsHerd), *vsHerd},
+	}
 	b.out.Printf("vs zk.NewLock: %d rounds x %d workloads x %d variants, %v each; GOMAXPROCS %d",
 		*vsRounds, len(workloads), len(variants), *vsTime, runtime.GOMAXPROCS(0))
 	if l, err := os.ReadFile("/proc/loadavg"); err == nil {
 		b.out.Printf("load average at start: %s", strings.TrimSpace(string(l)))
 	}
 	for wi, wl := range workloads {
+		if !strings.Contains(","+*vsWork+",", ","+wl.key+",") {
+			continue
+		}
 		w := &vsWorld{ctr: newCounter()}
 		var err error
 		if w.ours, err = b.sessions(ctx, fmt.Sprintf("vs%d", wi), wl.n, w.ctr); err != nil {
@@ -257,6 +266,7 @@ func vsRun(ctx context.Context, w *vsWorld, lockers []func(context.Context) (fun
 	w.ctr.tap.ResetNotifications()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
+	cpu0 := processCPU()
 	t0 := time.Now()
 	for _, lock := range lockers {
 		wg.Add(1)
@@ -321,6 +331,7 @@ func vsRun(ctx context.Context, w *vsWorld, lockers []func(context.Context) (fun
 	mu.Lock()
 	stopped = true
 	elapsed := time.Since(t0)
+	cpu := processCPU() - cpu0
 	ops := held
 	snap1 := w.ctr.snapshot()
 	reqs := snap1.total() - req0
@@ -349,7 +360,7 @@ func vsRun(ctx context.Context, w *vsWorld, lockers []func(context.Context) (fun
 	}
 	return vsResult{
 		ops: ops, reqs: reqs, notes: int64(nnotes), byOp: snap1.minus(snap0),
-		allocs: int64(ms1.Mallocs - ms0.Mallocs), elapsed: elapsed, handoffs: handoffs,
+		allocs: int64(ms1.Mallocs - ms0.Mallocs), elapsed: elapsed, handoffs: handoffs, cpu: cpu,
 	}, nil
 }
 
@@ -359,10 +370,11 @@ func (b *bench) vsTable(name string, n int, variants []vsVariant, results map[st
 		what = "cycle p50/p99 µs"
 	}
 	b.out.Printf("workload: %s (%s: from the holder's Unlock call to the next Lock returning)", name, what)
-	rows := [][]string{{"variant", "ops/s", "vs zk (per round)", "p50 µs", "p99 µs", "req/op", "watch notif/op", "allocs/op", ""}}
+	rows := [][]string{{"variant", "ops/s", "vs zk (per round)", "p50 µs", "p99 µs", "req/op", "watch notif/op", "cpu µs/op", "allocs/op", ""}}
 	for _, v := range variants {
 		rs := results[v.name]
 		var ops, reqs, notes, allocs int64
+		var cpu time.Duration
 		var ds []time.Duration
 		rates := make([]float64, len(rs))
 		ratios := make([]string, len(rs))
@@ -371,6 +383,7 @@ func (b *bench) vsTable(name string, n int, variants []vsVariant, results map[st
 			reqs += r.reqs
 			notes += r.notes
 			allocs += r.allocs
+			cpu += r.cpu
 			ds = append(ds, r.handoffs...)
 			rates[i] = r.perSec()
 			if zr := results["zk"]; len(zr) > i && zr[i].perSec() > 0 {
@@ -385,7 +398,8 @@ func (b *bench) vsTable(name string, n int, variants []vsVariant, results map[st
 			allocCol = fmt.Sprintf("%.0f", float64(allocs)/float64(max(ops, 1)))
 		}
 		rows = append(rows, []string{vsLabels[v.name], fmt.Sprintf("%.0f", rates[len(rates)/2]), strings.Join(ratios, " "),
-			us(percentile(ds, 0.5)), us(percentile(ds, 0.99)), per(reqs), per(notes), allocCol, ""})
+			us(percentile(ds, 0.5)), us(percentile(ds, 0.99)), per(reqs), per(notes),
+			fmt.Sprintf("%.0f", float64(cpu.Microseconds())/float64(max(ops, 1))), allocCol, ""})
 	}
 	b.table(rows)
 	if *vsByOp {
@@ -409,4 +423,14 @@ func report(errs chan<- error, err error) {
 	case errs <- err:
 	default:
 	}
+}
+
+// processCPU is the CPU time (user and system) this process has used so far:
+// the client side of every variant, the wire counter's proxy included.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
