@@ -49,7 +49,7 @@ func call[T any](ctx context.Context, s *Session, op func(*zk.Conn) (T, error), 
 	s.wg.Add(1)
 	s.mu.Unlock()
 	p := &pending[T]{ready: make(chan struct{})}
-	go func() {
+	s.runJob(func() {
 		defer s.wg.Done()
 		v, err := op(s.conn)
 		p.mu.Lock()
@@ -63,7 +63,7 @@ func call[T any](ctx context.Context, s *Session, op func(*zk.Conn) (T, error), 
 		p.v, p.err, p.done = v, err, true
 		p.mu.Unlock()
 		close(p.ready)
-	}()
+	})
 	var why error
 	select {
 	case <-p.ready:

@@ -232,8 +232,11 @@
 // # Goroutines
 //
 // A Session runs a state goroutine, a guaranteed-delete goroutine, one
-// goroutine per Subscription, and one per request in flight, plus
-// go-zookeeper's own. Close returns after all of them have exited. The event
+// goroutine per Subscription, and one worker per request in flight, plus
+// go-zookeeper's own. A worker whose request is done stays parked for the
+// next one (at most 4 per Session; more exit), so that a request does not
+// start a goroutine and grow its stack each time. Close returns after all of
+// them have exited. The event
 // callback only records the event and wakes the state goroutine, so it never
 // blocks go-zookeeper. Logging goes to the injected zap logger (nop by
 // default); go-zookeeper's own log lines go to it at debug level.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -78,7 +79,10 @@ type Session struct {
 	gdDone    chan struct{} // closed when the delete queue's goroutine exits
 
 	closeOnce sync.Once
-	wg        sync.WaitGroup // state goroutine and CreateEphemeral workers
+	wg        sync.WaitGroup // state goroutine, requests of call and CreateEphemeral workers
+	jobs      chan func()    // unbuffered: hands a request to a parked worker (workers.go)
+	idle      atomic.Int32   // parked workers
+	workers   sync.WaitGroup // request workers (workers.go)
 	subWG     sync.WaitGroup // subscription pumps
 }
 
@@ -140,6 +144,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 		kick:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
+		jobs:      make(chan func()),
 		force:     make(chan struct{}),
 		changed:   make(chan struct{}),
 		subs:      make(map[*Subscription]struct{}),
@@ -681,6 +686,7 @@ func (s *Session) close() {
 	}
 	close(s.stop)
 	s.wg.Wait()
+	s.workers.Wait()
 
 	subsDone := make(chan struct{})
 	go func() { s.subWG.Wait(); close(subsDone) }()

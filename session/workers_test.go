@@ -1,0 +1,104 @@
+package session_test
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/goleak"
+
+	"github.com/zkrecipes/zkrecipes/internal/goid"
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/session"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// parkedWorkers counts the goroutines in the Session's request worker loop.
+func parkedWorkers() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), "session.(*Session).worker(")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// TestRequestWorkers checks the doc's "Goroutines" paragraph: a worker whose
+// request is done serves the next one, at most 4 stay parked after a burst,
+// and Close ends them all.
+func TestRequestWorkers(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	ns := zktest.NewNamespace(t)
+	s := sessiontest.Connect(t, ns)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	exists := func(*zk.Conn) (uint64, error) { return goid.ID(), nil }
+
+	// One request after another: the same worker runs them.
+	seen := make(map[uint64]bool)
+	for i := 0; i < 50; i++ {
+		id, err := session.Call(ctx, s, exists, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[id] = true
+	}
+	if len(seen) > 2 {
+		t.Errorf("50 requests one after another ran on %d goroutines, want 1 (2 if a session request interleaved)", len(seen))
+	}
+
+	// 100 requests in flight at once: 100 workers, then at most 4 parked.
+	const burst = 100
+	release := make(chan struct{})
+	started := make(chan struct{}, burst)
+	var wg sync.WaitGroup
+	errs := make(chan error, burst)
+	for i := 0; i < burst; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := session.Call(ctx, s, func(c *zk.Conn) (struct{}, error) {
+				started <- struct{}{}
+				<-release
+				_, _, err := c.Exists("/")
+				return struct{}{}, err
+			}, nil)
+			errs <- err
+		}()
+	}
+	for i := 0; i < burst; i++ {
+		sessiontest.Recv(t, started, wait, "a request of the burst starting")
+	}
+	if n := parkedWorkers(); n < burst {
+		t.Errorf("%d requests in flight on %d workers", burst, n)
+	}
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(wait)
+	for n := parkedWorkers(); n > 4; n = parkedWorkers() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d workers still there %v after the burst, want at most 4", n, wait)
+		}
+		runtime.Gosched()
+	}
+
+	s.Close()
+	if n := parkedWorkers(); n != 0 {
+		t.Errorf("%d workers left after Close", n)
+	}
+	if err := goleak.Find(ignore); err != nil {
+		t.Error(err)
+	}
+}
