@@ -1,9 +1,10 @@
 package recipes
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -116,11 +117,11 @@ func SortChildren(names []string, markers []string) []Child {
 			out = append(out, c)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if a, b := serialOrder(out[i].Seq), serialOrder(out[j].Seq); a != b {
-			return a < b
+	slices.SortFunc(out, func(a, b Child) int {
+		if c := cmp.Compare(serialOrder(a.Seq), serialOrder(b.Seq)); c != 0 {
+			return c
 		}
-		return out[i].Name < out[j].Name
+		return strings.Compare(a.Name, b.Name)
 	})
 	return out
 }
