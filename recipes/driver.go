@@ -10,7 +10,8 @@ import (
 // (Engine) creates a node named "_c_<uuid>-" + Marker() + sequence, sorts
 // the directory's children with SortChildren(names, Markers()), and calls
 // Decide on every snapshot. A Driver must be safe for concurrent use; the
-// engine never modifies the slices it passes.
+// engine never modifies the slices it passes while Decide runs, and may reuse
+// their arrays afterwards: Decide must not keep them.
 //
 // This mirrors Curator's LockInternalsDriver, without its hidden coupling:
 // sequences are parsed explicitly after the marker, so markers of different

@@ -274,6 +274,13 @@ func (a *attempt) run() (*Lease, error) {
 	if err := a.createAndList(); err != nil {
 		return nil, a.fail(err)
 	}
+	// The snapshots are sorted into one pooled array: a decision keeps
+	// nothing of it (keepPrefix copies, drivers only read it).
+	buf := childBufs.Get().(*[]Child)
+	defer func() {
+		clear((*buf)[:cap(*buf)]) // let the names go
+		childBufs.Put(buf)
+	}()
 	for {
 		if gone := a.gone; gone != "" {
 			a.gone = ""
@@ -289,7 +296,8 @@ func (a *attempt) run() (*Lease, error) {
 				return nil, a.fail(err)
 			}
 		}
-		sorted := SortChildren(a.kids, a.d.Markers())
+		sorted := sortChildrenInto(*buf, a.kids, a.d.Markers())
+		*buf = sorted
 		a.kids, a.kidStat = nil, nil
 		self := indexOf(sorted, a.name)
 		a.keepPrefix(sorted, self)
