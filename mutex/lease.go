@@ -147,10 +147,12 @@ func (l *Lease) Unlock(ctx context.Context) error {
 		}
 	}
 	l.once.Do(func() {
-		l.err = l.l.Release(ctx)
 		if l.held != nil {
+			// Unlocked from now on; dropping it first also keeps its
+			// end-of-lease callback from running on a goroutine of its own.
 			l.held.drop(l.l)
 		}
+		l.err = l.l.Release(ctx)
 	})
 	return l.err
 }
