@@ -40,7 +40,7 @@ func TestRequestWorkers(t *testing.T) {
 	defer cancel()
 	exists := func(*zk.Conn) (uint64, error) { return goid.ID(), nil }
 
-	// One request after another: the same worker runs them.
+	// One request after another: parked workers run them.
 	seen := make(map[uint64]bool)
 	for i := 0; i < 50; i++ {
 		id, err := session.Call(ctx, s, exists, nil)
@@ -49,8 +49,12 @@ func TestRequestWorkers(t *testing.T) {
 		}
 		seen[id] = true
 	}
-	if len(seen) > 2 {
-		t.Errorf("50 requests one after another ran on %d goroutines, want 1 (2 if a session request interleaved)", len(seen))
+	// A caller may send its next request before the worker of the last one
+	// has parked again; then a second worker starts, and from there on one
+	// of the two is always parked. A third allows for a request of the
+	// Session's own. Without reuse there would be 50.
+	if len(seen) > 3 {
+		t.Errorf("50 requests one after another ran on %d goroutines, want at most 3", len(seen))
 	}
 
 	// 100 requests in flight at once: 100 workers, then at most 4 parked.
