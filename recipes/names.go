@@ -134,8 +134,9 @@ func sortChildrenInto(buf []Child, names []string, markers []string) []Child {
 }
 
 // childBufs holds the arrays an acquire sorts its snapshots into: a fresh
-// one per snapshot (a Child holds pointers, so the collector must set up
-// each) cost a herd of 50 waiters about a tenth of its CPU.
+// one per snapshot (a Child holds pointers, so the allocator must set up
+// each) cost about 8 % of the client's CPU in a herd of 50 sessions (CPU
+// profile of lockload -vs-zk).
 var childBufs = sync.Pool{New: func() any { return new([]Child) }}
 
 // serialOrder returns the key by which sequence seq sorts: the sequence read
