@@ -41,10 +41,11 @@ func (s *Session) worker(job func()) {
 		}
 		select {
 		case job = <-s.jobs:
-			s.idle.Add(-1)
 		case <-s.done:
-			s.idle.Add(-1)
-			return
+		}
+		s.idle.Add(-1)
+		if job == nil {
+			return // the Session is closing
 		}
 	}
 }

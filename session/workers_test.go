@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"
@@ -90,13 +89,8 @@ func TestRequestWorkers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(wait)
-	for n := parkedWorkers(); n > 4; n = parkedWorkers() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d workers still there %v after the burst, want at most 4", n, wait)
-		}
-		runtime.Gosched()
-	}
+	zktest.Eventually(t, wait, func() bool { return parkedWorkers() <= 4 },
+		"more than 4 workers still there after the burst")
 
 	s.Close()
 	if n := parkedWorkers(); n != 0 {
