@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -226,63 +225,6 @@ func BenchmarkRawHandoff(b *testing.B) {
 	}
 	b.StopTimer()
 	reportLatency(b, ds)
-}
-
-// BenchmarkWaiterFootprint: 1,000 Locks waiting in one process (one session)
-// behind a holder; reports goroutines and heap and stack bytes per waiting
-// acquirer (the goroutine counted is the caller's own: the engine starts none
-// per waiter).
-// Run with -benchtime 1x.
-func BenchmarkWaiterFootprint(b *testing.B) {
-	const waiters = 1000
-	for i := 0; i < b.N; i++ {
-		ns := zktest.NewNamespace(b)
-		raw := ns.Conn(b)
-		s := sessiontest.Connect(b, ns, session.WithSessionTimeout(20*time.Second))
-		m, err := mutex.New(s, lockPath)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		hl, err := m.Lock(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		runtime.GC()
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		g0 := runtime.NumGoroutine()
-		var wg sync.WaitGroup
-		for j := 0; j < waiters; j++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if l, err := m.Lock(ctx); err == nil {
-					l.Unlock(context.Background())
-				}
-			}()
-		}
-		zktest.Eventually(b, time.Minute, func() bool {
-			k, _, err := raw.Children(ns.Path(lockPath))
-			return err == nil && len(k) == waiters+1
-		}, "waiters not queued")
-		// Let the waiters settle in their wait (the last few may still be
-		// between their watch and their select).
-		zktest.Eventually(b, time.Minute, func() bool {
-			m, err := zktest.Mntr(ctx, ns.Server.Addr())
-			return err == nil && m["zk_watch_count"] != "" && atoi(m["zk_watch_count"]) >= waiters
-		}, "waiters not watching")
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		g1 := runtime.NumGoroutine()
-		b.ReportMetric(float64(g1-g0)/waiters, "goroutines/waiter")
-		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/waiters, "heap-B/waiter")
-		b.ReportMetric(float64(int64(after.StackInuse)-int64(before.StackInuse))/waiters, "stack-B/waiter")
-		cancel()
-		wg.Wait()
-		hl.Unlock(context.Background())
-		m.Close()
-	}
 }
 
 func atoi(s string) int {

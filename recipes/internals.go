@@ -274,13 +274,6 @@ func (a *attempt) run() (*Lease, error) {
 	if err := a.createAndList(); err != nil {
 		return nil, a.fail(err)
 	}
-	// The snapshots are sorted into one pooled array: a decision keeps
-	// nothing of it (keepPrefix copies, drivers only read it).
-	buf := childBufs.Get().(*[]Child)
-	defer func() {
-		clear((*buf)[:cap(*buf)]) // let the names go
-		childBufs.Put(buf)
-	}()
 	for {
 		if gone := a.gone; gone != "" {
 			a.gone = ""
@@ -296,11 +289,7 @@ func (a *attempt) run() (*Lease, error) {
 				return nil, a.fail(err)
 			}
 		}
-		sorted := sortChildrenInto(*buf, a.kids, a.d.Markers())
-		*buf = sorted
-		a.kids, a.kidStat = nil, nil
-		self := indexOf(sorted, a.name)
-		a.keepPrefix(sorted, self)
+		self, held, watch, err := a.decide()
 		if self < 0 {
 			if err := a.ep.Err(); err != nil {
 				return nil, a.fail(err)
@@ -308,7 +297,6 @@ func (a *attempt) run() (*Lease, error) {
 			a.node = "" // nothing to delete
 			return nil, a.fail(ErrLockLost)
 		}
-		held, watch, err := a.d.Decide(sorted, self)
 		if err != nil {
 			return nil, a.fail(err)
 		}
@@ -326,6 +314,31 @@ func (a *attempt) run() (*Lease, error) {
 			return nil, a.fail(err)
 		}
 	}
+}
+
+// decide sorts the snapshot read last (a.kids, then cleared) and asks the
+// driver: self is our index in it (-1: our node is missing), held and watch
+// are the driver's answer. The snapshot is sorted into a pooled array that
+// goes back to the pool before decide returns, so that a waiter keeps none
+// (a thousand waiters on one lock each holding an array of a thousand
+// children cost 70 KB of heap per waiter): keepPrefix copies what it keeps,
+// drivers only read it, and watch is a name, not a part of the array.
+func (a *attempt) decide() (self int, held bool, watch string, err error) {
+	buf := childBufs.Get().(*[]Child)
+	defer func() {
+		clear((*buf)[:cap(*buf)]) // let the names go
+		childBufs.Put(buf)
+	}()
+	sorted := sortChildrenInto(*buf, a.kids, a.d.Markers())
+	*buf = sorted
+	a.kids, a.kidStat = nil, nil
+	self = indexOf(sorted, a.name)
+	a.keepPrefix(sorted, self)
+	if self < 0 {
+		return self, false, "", nil
+	}
+	held, watch, err = a.d.Decide(sorted, self)
+	return self, held, watch, err
 }
 
 // maxPrefix bounds the snapshot prefix a waiter keeps for heldWithout: a
