@@ -37,9 +37,10 @@
 // cost three requests in two round trips: the create (sent as a multi that
 // also returns the fencing token, see package recipes), the children read
 // pipelined behind it, and the delete. With the node watch (WithNodeWatch,
-// default on) a lease held longer than 100 ms also sets a data watch on its
-// own node: one more request, and one more watch notification at its
-// release; a shorter hold costs nothing more. After a connection error during the create, the node is
+// default on) a lease held longer than 100 ms, or a waiter that waited next
+// in line for longer than that, also sets a data watch on its own node: one
+// more request, and one more watch notification at its release; a shorter
+// hold and wait cost nothing more. After a connection error during the create, the node is
 // found by its UUID and adopted only if its owner is our live session
 // (Curator's protected mode, without its CURATOR-498 hole).
 //

@@ -83,10 +83,11 @@ func WithID(id string) Option {
 // WithNodeWatch says whether a held lease watches its own node, so that a
 // deletion by a third party (an operator, a cleanup job) ends the lease at
 // once with ErrLockLost (default true). A holder sets it 100 ms after Lock
-// returned (no latency added), or inherits it from its wait when it was next
-// in line; so a deletion ends the lease at once, or at the latest 100 ms (and
-// a round trip) after Lock returned. It costs one request and one watch
-// notification per hold longer than 100 ms, none for a shorter one. Without
+// returned (no latency added), or inherits it from its wait when it waited
+// next in line for longer than 100 ms; so a deletion, before or after Lock
+// returned, ends the lease at once, or at the latest 100 ms (and a round
+// trip) after Lock returned. It costs one request and one watch notification
+// per hold (or wait next in line) longer than 100 ms, none for a shorter one. Without
 // it, the holder learns of such a deletion only when its session ends, while
 // the next waiter already holds the lock.
 func WithNodeWatch(on bool) Option {

@@ -85,8 +85,12 @@
 // Close (ErrClosed) and, with WithNodeWatch (default on), when our node is
 // deleted by someone else (ErrLockLost): it keeps a data watch on our own
 // node, set 100 ms after the acquire returned (or inherited from a waiter
-// that was next in line), so a hold shorter than that costs nothing; a
-// longer one costs a request and an extra watch notification at release. When a
+// that waited next in line for longer than 100 ms), so a hold shorter than
+// that costs nothing; a longer one costs a request and an extra watch
+// notification at release. A waiter next in line likewise watches its own
+// node only once it has waited 100 ms: a handoff within that time costs the
+// predecessor's delete and one notification, with no read (see
+// WithNodeWatch for the bound this gives on a third party's delete). When a
 // lease ends for any reason other than Release or ErrLockLost, the engine
 // deletes its node (through the session's guaranteed-delete queue while the
 // connection is down; a fixed node by the lease's own goroutine, see below),

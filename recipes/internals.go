@@ -260,6 +260,7 @@ type attempt struct {
 	kidStat *zk.Stat
 	prev    []Child // the last snapshot decided on, up to ours (see keepPrefix)
 	gone    string  // the watched child, reported deleted by its watch
+	quick   bool    // gone went within nodeWatchDelay of the wait, unwatched (see wait)
 }
 
 func (a *attempt) run() (*Lease, error) {
@@ -372,9 +373,12 @@ func (a *attempt) heldWithout(gone string) bool {
 	if trustsHandoff(a.d) && a.lctx.Err() == nil && a.ep.Err() == nil {
 		return true
 	}
-	if a.self == nil || a.lctx.Err() != nil || a.ep.Err() != nil {
-		// Without a live watch on our own node we could not tell that a
-		// third party deleted it: read the children instead.
+	quick := a.quick
+	a.quick = false
+	if a.self == nil && !quick || a.lctx.Err() != nil || a.ep.Err() != nil {
+		// Without a live watch on our own node, after a wait longer than
+		// nodeWatchDelay, we could not tell that a third party deleted it:
+		// read the children instead.
 		return false
 	}
 	return a.holdsWithout(gone)
@@ -865,22 +869,28 @@ func (a *attempt) wait(watch string) error {
 	// line on the snapshot), the watch lets heldWithout grant on the
 	// deletion notice without reading the children again. Deeper in the
 	// queue the next decision reads the children anyway, and that read
-	// finds a third-party delete of our node (ErrLockLost); a held lease
-	// arms its own watch (Lease.monitor), off the acquire's path. The
-	// watch costs a request and, at the release, a notification of our
-	// own delete, so it is not armed where it cannot save a read. It is
-	// set before the predecessor's watch, so that a watch on the
-	// predecessor means the decision is made (tests observe it).
-	// Directly behind the holder (the watched child sorts first) the watch
-	// is armed too, whatever the driver: there the wait may last as long as
-	// the hold, and a third-party delete of our node must not go unnoticed
-	// for that long (a read-write lock's writer never takes over on the
-	// notice alone, yet waits right behind the holder).
+	// finds a third-party delete of our node (ErrLockLost). Directly
+	// behind the holder (the watched child sorts first) the watch is armed
+	// too, whatever the driver: there the wait may last as long as the
+	// hold, and a third-party delete of our node must not go unnoticed for
+	// that long (a read-write lock's writer never takes over on the notice
+	// alone, yet waits right behind the holder).
+	//
+	// Next in line, the watch is set only once the wait has lasted
+	// nodeWatchDelay, as a held lease sets its own (Lease.monitor): a
+	// short wait, the common case behind a busy holder or a leader that
+	// steps down, then costs neither the request nor the notification
+	// that our own delete would fire at our release, and a notice within
+	// the delay still grants without a read (a.quick, see heldWithout).
+	// The lease then sets the watch nodeWatchDelay after the acquire, so a
+	// third party's delete of our node, before or after the acquire, ends
+	// the lease at the latest nodeWatchDelay (and a round trip) after the
+	// acquire returned, as WithNodeWatch promises.
 	next := in.cfg.nodeWatch && a.self == nil && (a.holdsWithout(watch) || a.watchesFirst(watch))
-	if a.czxid == 0 || next {
-		// Learn our token while we wait anyway, and with the node watch
-		// arm it in the same request (the lease monitor inherits it).
-		if err := a.statSelf(in.cfg.nodeWatch && a.self == nil); err != nil {
+	a.quick = false
+	if a.czxid == 0 {
+		// Learn our token while we wait anyway.
+		if err := a.statSelf(false); err != nil {
 			return err
 		}
 	}
@@ -903,32 +913,52 @@ func (a *attempt) wait(watch string) error {
 	if ce := in.lg.Check(zap.DebugLevel, "waiting"); ce != nil {
 		ce.Write(zap.String("node", a.name), zap.String("watch", watch))
 	}
+	var arm <-chan time.Time
+	if next {
+		t := time.NewTimer(nodeWatchDelay)
+		defer t.Stop()
+		arm = t.C
+	}
 	var selfEvents <-chan zk.Event
 	if a.self != nil {
 		selfEvents = a.self.Events()
 	}
-	select {
-	case ev, ok := <-w.Events():
-		if w.Event(ev, ok).Type == zk.EventNodeDeleted {
-			a.gone = watch
-		}
-		// Events come in order on the connection: if our own node changed
-		// before the predecessor went, its event is already queued.
+	for {
 		select {
+		case ev, ok := <-w.Events():
+			if w.Event(ev, ok).Type == zk.EventNodeDeleted {
+				a.gone = watch
+				// Deleted within the delay: grant without our own watch.
+				a.quick = a.self == nil && next
+			}
+			// Events come in order on the connection: if our own node
+			// changed before the predecessor went, its event is already
+			// queued.
+			select {
+			case ev, ok := <-selfEvents:
+				a.self.Event(ev, ok)
+				a.self, a.gone, a.quick = nil, "", false
+			default:
+			}
+		case <-arm:
+			// Still waiting after the delay: watch our node (a missing
+			// node ends the wait with ErrLockLost).
+			arm = nil
+			if err := a.statSelf(true); err != nil {
+				return err
+			}
+			selfEvents = a.self.Events()
+			continue
 		case ev, ok := <-selfEvents:
 			a.self.Event(ev, ok)
-			a.self, a.gone = nil, ""
-		default:
+			a.self = nil // fired: rescan finds out what happened, rearm later
+		case <-a.ep.Lost():
+			return a.ep.Err()
+		case <-a.ctx.Done():
+			return context.Cause(a.ctx)
 		}
-	case ev, ok := <-selfEvents:
-		a.self.Event(ev, ok)
-		a.self = nil // fired: rescan finds out what happened, rearm later
-	case <-a.ep.Lost():
-		return a.ep.Err()
-	case <-a.ctx.Done():
-		return context.Cause(a.ctx)
+		return nil
 	}
-	return nil
 }
 
 // fail cleans up after a failed attempt and returns the error to report.

@@ -33,9 +33,11 @@ const defaultCleanupTimeout = 5 * time.Second
 // the lease has been held 100 ms, so it adds no latency to an acquire and a
 // shorter hold costs nothing; a longer one costs a request and an extra
 // watch notification at release (the holder's own watch fires when it
-// deletes its node). A waiter that was next in line sets the watch while it
-// waits (it then holds on its predecessor's deletion notice without reading
-// the children again) and its lease keeps it from the start. Without it, a
+// deletes its node). A waiter next in line sets the watch once it has waited
+// 100 ms, and its lease keeps it from the start; either way it holds on its
+// predecessor's deletion notice without reading the children again. A delete
+// of a waiter's node before its watch is set ends its lease by the same
+// bound (100 ms and a round trip after the acquire returned). Without it, a
 // third-party deletion is only seen by the next waiter, and the holder keeps
 // believing it holds the lock until its session ends.
 func WithNodeWatch(on bool) Option {

@@ -72,8 +72,9 @@ func WithID(id string) Option {
 // deletion by a third party ends the lease at once with ErrLockLost (default
 // true), or at the latest 100 ms (and a round trip) after the acquire
 // returned: the watch is set once a lease has been held 100 ms (or inherited
-// from the wait), so it adds no latency to an acquire, and costs one request
-// and one watch notification at the release only for a longer hold. Without
+// from a wait next in line that lasted 100 ms), so it adds no latency to an
+// acquire, and costs one request and one watch notification at the release
+// only for a longer hold or wait. Without
 // it, the holder learns of such a deletion only when its session ends.
 func WithNodeWatch(on bool) Option {
 	return func(c *config) error {
