@@ -46,10 +46,13 @@
 // watch, a waiter whose last snapshot showed only the deleted child before it
 // takes over on the deletion notice alone (children sorting before ours were
 // all created before ours, so none can have appeared since). Such a waiter
-// (next in line) is the only one that watches its own node while it waits:
-// that watch is what lets it skip the read (a third party's delete of our
-// node cannot go unnoticed); deeper waiters read the directory when woken,
-// which finds such a delete, and their lease sets the watch once held.
+// (next in line) is the only one that watches its own node while it waits,
+// and only once it has waited 100 ms: that watch, or a notice within the
+// 100 ms followed by the lease's own watch 100 ms after the acquire, is what
+// lets it skip the read (a third party's delete of our node cannot go
+// unnoticed for longer than WithNodeWatch says); deeper waiters read the
+// directory when woken, which finds such a delete, and their lease sets the
+// watch once held.
 //
 // Before the read that decides, the engine captures the session's lease
 // context and never grants a lease while the connection is suspended or when
