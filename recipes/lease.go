@@ -307,16 +307,21 @@ func (l *Lease) monitor(self *session.Watch) {
 		close(l.monitorDone)
 		in.wg.Done()
 	}()
-	// Requests made here stop at the lease's end or at Close.
-	mctx, mcancel := context.WithCancel(l.ctx)
-	defer mcancel()
-	stop := context.AfterFunc(in.ctx, mcancel)
-	defer stop()
-
 	if in.cfg.nodeWatch && self == nil {
 		// Returns early when the lease ends or at Close: the loop below
-		// then arms nothing and sees the end at once.
-		l.armDelay(mctx)
+		// then arms nothing and sees the end at once. A short hold ends
+		// here, before the context below is made: the common case costs
+		// the monitor no more than a timer and a small stack.
+		l.armDelay()
+	}
+	// Requests made here stop at the lease's end or at Close.
+	mctx := endedCtx
+	if l.ctx.Err() == nil && in.ctx.Err() == nil {
+		ctx, mcancel := context.WithCancel(l.ctx)
+		defer mcancel()
+		stop := context.AfterFunc(in.ctx, mcancel)
+		defer stop()
+		mctx = ctx
 	}
 	for {
 		if in.cfg.nodeWatch && self == nil && mctx.Err() == nil {
@@ -414,15 +419,25 @@ func closed(ch <-chan struct{}) bool {
 // next in line passes it on, and the lease keeps it from the start.
 const nodeWatchDelay = 100 * time.Millisecond
 
-// armDelay waits nodeWatchDelay, or until ctx ends.
-func (l *Lease) armDelay(ctx context.Context) {
+// armDelay waits nodeWatchDelay, or until the lease ends or the Engine
+// closes.
+func (l *Lease) armDelay() {
 	t := time.NewTimer(nodeWatchDelay)
 	defer t.Stop()
 	select {
 	case <-t.C:
-	case <-ctx.Done():
+	case <-l.ctx.Done():
+	case <-l.in.ctx.Done():
 	}
 }
+
+// endedCtx is a context that has ended: the monitor's requests context once
+// the lease has ended or the Engine has closed.
+var endedCtx = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 // Bounds of the pause between two attempts of arm when the session's retry
 // policy gave up on connection errors.
