@@ -141,10 +141,11 @@ func testWatchesPerRelease(t *testing.T, watch bool) {
 		waitKids(t, raw, ns, i+2) // queue order = start order
 	}
 	// Before the first release, every waiter watches its predecessor and,
-	// with the node watch, the holder watches its own node and so does the
-	// first waiter (next in line: its watch lets it hold on the holder's
-	// deletion notice); deeper waiters read the children when woken and do
-	// not watch their own node while they wait (issue 13).
+	// with the node watch, the holder watches its own node (once it has held
+	// 100 ms) and so does the first waiter (next in line, once it has waited
+	// 100 ms: its watch lets it hold on the holder's deletion notice after
+	// that); deeper waiters read the children when woken and do not watch
+	// their own node while they wait (issue 13).
 	wantWatches := waiters
 	if watch {
 		wantWatches = waiters + 2

@@ -365,9 +365,12 @@ func (a *attempt) keepPrefix(sorted []Child, self int) {
 // minus gone is therefore held on the current directory too, and the handoff
 // needs no children read: it costs the predecessor's delete and the
 // notification only. The lease context captured before that snapshot's read
-// must still be live (no suspension since), as for a read, and our own node
-// must be watched (WithNodeWatch) with no event since, so that a third
-// party's delete of our node cannot go unnoticed. A driver that trusts the
+// must still be live (no suspension since), as for a read, and a third
+// party's delete of our node must not go unnoticed: either our own node is
+// watched (WithNodeWatch) with no event since, or the notice came within
+// nodeWatchDelay of the start of the wait (quick, see wait), and the lease
+// then watches the node from nodeWatchDelay after the acquire on, the bound
+// WithNodeWatch gives for a delete at any time. A driver that trusts the
 // handoff (TrustHandoff, see counted.go) holds on the notice alone.
 func (a *attempt) heldWithout(gone string) bool {
 	if trustsHandoff(a.d) && a.lctx.Err() == nil && a.ep.Err() == nil {
@@ -943,9 +946,15 @@ func (a *attempt) wait(watch string) error {
 		case <-arm:
 			// Still waiting after the delay: watch our node (a missing
 			// node ends the wait with ErrLockLost).
-			arm = nil
+			arm, next = nil, false // no grant without the watch from now on
 			if err := a.statSelf(true); err != nil {
-				return err
+				if !session.IsConnectionError(err) || a.ep.Err() != nil || a.ctx.Err() != nil {
+					return err
+				}
+				// The retry policy gave up on the connection: wait on
+				// without the watch (a notice then leads to a read, which
+				// finds our node gone if it is).
+				continue
 			}
 			selfEvents = a.self.Events()
 			continue
