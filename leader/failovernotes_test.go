@@ -53,23 +53,13 @@ func TestFailoverOneNotification(t *testing.T) {
 		cur = next
 		led := time.Now()
 		next, queued = queue(n%2, n)
-		for _, tp := range taps {
-			tp.ResetNotifications()
-		}
+		resetTapNotifications(taps)
 		kids := taps[n%2].Requests()[zktest.OpGetChildren2]
 		cur.Close()
 		term := time.Since(led)
 		await(t, next)
-		notes := 0
-		var all []zktest.Notification
-		for _, tp := range taps {
-			ns, err := tp.Notifications()
-			if err != nil {
-				t.Fatal(err)
-			}
-			notes += len(ns)
-			all = append(all, ns...)
-		}
+		all := tapNotifications(t, taps)
+		notes := len(all)
 		reads := taps[n%2].Requests()[zktest.OpGetChildren2] - kids
 		if waited > 50*time.Millisecond || term > 50*time.Millisecond {
 			t.Logf("failover %d: the leader waited %v and led %v: not judged", n, waited, term)

@@ -43,24 +43,8 @@ func measureFailover(t *testing.B) {
 	s1, tap1 := sessiontest.ConnectTap(t, ns)
 	sessions := []*session.Session{s0, s1}
 	taps := []*zktest.Tap{tap0, tap1}
-	// notes counts the watch notifications the participants' sessions
-	// received since the last reset.
-	notes := func() int {
-		n := 0
-		for _, tp := range taps {
-			ns, err := tp.Notifications()
-			if err != nil {
-				t.Fatal(err)
-			}
-			n += len(ns)
-		}
-		return n
-	}
-	resetNotes := func() {
-		for _, tp := range taps {
-			tp.ResetNotifications()
-		}
-	}
+	notes := func() int { return len(tapNotifications(t, taps)) }
+	resetNotes := func() { resetTapNotifications(taps) }
 	full := ns.Path(electionPath)
 
 	// childWatch arms a child watch on the election path and returns a
@@ -165,6 +149,28 @@ func measureFailover(t *testing.B) {
 	t.ReportMetric(ms(percentile(watch, 0.50)), "childwatch-p50-ms")
 	t.ReportMetric(float64(latchNotes)/float64(samples), "latch-notes/failover")
 	t.ReportMetric(float64(selNotes)/float64(samples), "selector-notes/failover")
+}
+
+// tapNotifications returns the watch notifications the sessions of taps
+// received since their last reset.
+func tapNotifications(t testing.TB, taps []*zktest.Tap) []zktest.Notification {
+	t.Helper()
+	var all []zktest.Notification
+	for _, tp := range taps {
+		ns, err := tp.Notifications()
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, ns...)
+	}
+	return all
+}
+
+// resetTapNotifications forgets the notifications taps received so far.
+func resetTapNotifications(taps []*zktest.Tap) {
+	for _, tp := range taps {
+		tp.ResetNotifications()
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

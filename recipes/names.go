@@ -116,7 +116,7 @@ func SortChildren(names []string, markers []string) []Child {
 }
 
 // sortChildrenInto is SortChildren writing into buf's array when it is large
-// enough (the engine reuses one per acquire, see childBufs).
+// enough (the engine takes one from childBufs for each decision).
 func sortChildrenInto(buf []Child, names []string, markers []string) []Child {
 	out := buf[:0]
 	for _, n := range names {
