@@ -53,8 +53,10 @@
 //     closed (Proxy.OnRequest with SwallowReply).
 //   - latency spike: 50 ms to half a session timeout added each way on the
 //     proxies of 1 to 3 sessions.
-//   - third-party delete: the observer deletes the node of the first in line
-//     of a recipe (for the semaphore, one of the lease nodes).
+//   - third-party delete: the observer deletes a node of a recipe: half of
+//     the time the first in line (the holder's), else one picked at random,
+//     so that waiters' nodes go too (for the semaphore, one of the lease
+//     nodes).
 //
 // # What is recorded
 //

@@ -312,8 +312,9 @@ func (r *run) ghost(ctx context.Context, f *FaultEvent, target *client, dwell ti
 	}
 }
 
-// thirdPartyDelete deletes, through the observer, the node of a holder of
-// recipe (the first in line; for the semaphore, one of the lease nodes).
+// thirdPartyDelete deletes, through the observer, a node of recipe: half of
+// the time the first in line (a holder), else one picked at random, a
+// waiter's as often as not (for the semaphore, one of the lease nodes).
 func (r *run) thirdPartyDelete(f *FaultEvent, recipe string, pick int) {
 	f.Kind = FaultDeleteNothing
 	dir := r.cfg.Root + "/" + recipe
@@ -326,8 +327,8 @@ func (r *run) thirdPartyDelete(f *FaultEvent, recipe string, pick int) {
 		return
 	}
 	victim := children[0]
-	if recipe == RecipeSemaphore {
-		victim = children[pick%len(children)]
+	if recipe == RecipeSemaphore || pick%2 == 1 {
+		victim = children[(pick/2)%len(children)]
 	}
 	node := dir + "/" + victim
 	f.At = r.rec.now()
