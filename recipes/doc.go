@@ -68,16 +68,15 @@
 // connection's session id after the reply, and undone.
 //
 // The fencing token is our node's czxid. go-zookeeper v1.0.4 has no create2
-// and does not expose a reply's zxid, so the create is sent as a multi: the
-// create and a setData of empty data on the recipe directory, one
-// transaction, whose setData Stat carries the transaction's zxid (the
-// directory's new mzxid), which is our node's czxid. This costs no extra
-// request; the directory's data version grows with every acquire (neither
-// this module nor Curator stores data there). If the directory holds data or
-// the session may not write it, the engine uses a plain create and reads the
-// token from our node (one more read). An uncontended acquire and release is
-// thus three requests in two round trips: the multi and the children read
-// (pipelined), and the delete.
+// and returns only the path of a create, but the reply's header carries the
+// zxid of the create's transaction, which is the node's czxid: the session
+// reads it off the wire (session.Toolkit.CreatedZxid), so a plain create
+// gives the token with no other request, and the recipe directory is never
+// written. (Should the session not have it, the engine reads our node.)
+// WithMultiCreate(true) restores the earlier way: a multi of the create and
+// a setData of empty data on the directory, whose Stat carries the same zxid.
+// An uncontended acquire and release is thus three requests in two round
+// trips: the create and the children read (pipelined), and the delete.
 //
 // # Leases and loss
 //

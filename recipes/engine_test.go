@@ -428,18 +428,22 @@ func TestCloseEndsAndJoins(t *testing.T) {
 	}
 }
 
-// TestPlainCreateAndDirData: without the multi-create (option, or a
-// directory holding data) the token is still the czxid and the directory's
-// data is never touched.
+// TestPlainCreateAndDirData: the token is the czxid of our node whether it
+// comes from the create's reply (the default, and WithMultiCreate(false)) or
+// from the multi's setData (WithMultiCreate(true)); only the multi writes the
+// directory, and not when the directory holds data.
 func TestPlainCreateAndDirData(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		opts    []recipes.Option
 		dirData []byte
+		writes  int32
 	}{
-		{"option", []recipes.Option{recipes.WithMultiCreate(false)}, nil},
-		{"dir-data", nil, []byte("keep me")},
-		{"multi", nil, nil},
+		{"default", nil, nil, 0},
+		{"option-plain", []recipes.Option{recipes.WithMultiCreate(false)}, nil, 0},
+		{"option-multi", []recipes.Option{recipes.WithMultiCreate(true)}, nil, 3},
+		{"dir-data", nil, []byte("keep me"), 0},
+		{"dir-data-multi", []recipes.Option{recipes.WithMultiCreate(true)}, []byte("keep me"), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := zktest.NewNamespace(t)
@@ -476,12 +480,8 @@ func TestPlainCreateAndDirData(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantWrites := int32(3)
-			if tc.name != "multi" {
-				wantWrites = 0
-			}
-			if string(data) != string(tc.dirData) || st.Version != wantWrites {
-				t.Fatalf("directory data %q version %d, want %q version %d", data, st.Version, tc.dirData, wantWrites)
+			if string(data) != string(tc.dirData) || st.Version != tc.writes {
+				t.Fatalf("directory data %q version %d, want %q version %d", data, st.Version, tc.dirData, tc.writes)
 			}
 		})
 	}

@@ -530,28 +530,30 @@ func (in *Engine) ensureDir(ctx context.Context) error {
 	return nil
 }
 
-// checkDirData turns the multi-create off for a directory that holds data
-// (the multi's setData would overwrite it).
+// checkDirData turns the directory's setData off (WithMultiCreate(true),
+// placed and counted nodes) for a directory that holds data (the setData
+// would overwrite it).
 func (in *Engine) checkDirData(st *zk.Stat) {
 	if st != nil && st.DataLength > 0 && !in.noMulti.Swap(true) {
-		in.lg.Info("the recipe directory holds data: creating nodes with a plain create (one more request per acquire)")
+		in.lg.Info("the recipe directory holds data: nodes are created without a setData on it")
 	}
 }
 
 // createNode creates a contender node and returns its path and, when it can
 // without another request, its czxid (else 0).
 //
-// go-zookeeper v1.0.4 has no create2 and does not expose a reply's zxid. So
-// the create is sent as a multi with a setData of empty data on the recipe
-// directory (whose data is empty: engines and Curator store nothing there):
-// both operations are one transaction, so the directory's new mzxid, in the
-// setData's Stat, is our node's czxid. It costs no extra round trip and no
-// extra request; the directory's data version grows. If the directory holds
+// go-zookeeper v1.0.4 has no create2 and returns only the path of a create;
+// the session reads the czxid from the create's reply header
+// (session.Toolkit.CreatedZxid), so a plain create costs no extra request.
+// With WithMultiCreate(true) the create is sent as a multi with a setData of
+// empty data on the recipe directory (whose data is empty: engines and
+// Curator store nothing there): one transaction, so the directory's new
+// mzxid, in the setData's Stat, is our node's czxid. If the directory holds
 // data, or the setData is refused (an ACL without WRITE on the directory),
-// the engine falls back to a plain create and reads the token separately.
+// that mode falls back to a plain create.
 func (in *Engine) createNode(conn *zk.Conn, p string, data []byte, flags int32) (string, int64, error) {
 	acl := in.sess.ACL()
-	if !in.noMulti.Load() {
+	if in.cfg.multiCreate && !in.noMulti.Load() {
 		ops := []any{
 			&zk.CreateRequest{Path: p, Data: data, Acl: acl, Flags: flags},
 			&zk.SetDataRequest{Path: in.path, Data: nil, Version: -1},
@@ -562,14 +564,17 @@ func (in *Engine) createNode(conn *zk.Conn, p string, data []byte, flags int32) 
 		}
 		if len(res) == 2 && errors.Is(res[1].Error, zk.ErrNoAuth) && !errors.Is(res[0].Error, zk.ErrNoAuth) {
 			if !in.noMulti.Swap(true) {
-				in.lg.Info("no WRITE permission on the recipe directory: creating nodes with a plain create (one more request per acquire)")
+				in.lg.Info("no WRITE permission on the recipe directory: creating nodes with a plain create")
 			}
 		} else {
 			return "", 0, refusedMulti(ops, res, err)
 		}
 	}
 	path, err := conn.Create(p, data, flags, acl)
-	return path, 0, session.Refused("create", p, err)
+	if err != nil {
+		return "", 0, session.Refused("create", p, err)
+	}
+	return path, in.sess.Toolkit().CreatedZxid(p), nil
 }
 
 type listResult struct {

@@ -13,6 +13,7 @@ type Option func(*config) error
 type config struct {
 	nodeWatch      bool
 	plainCreate    bool
+	multiCreate    bool
 	keepNode       bool
 	lg             *zap.Logger
 	name           string
@@ -95,12 +96,15 @@ func WithCleanupTimeout(d time.Duration) Option {
 	}
 }
 
-// WithMultiCreate says whether contender nodes are created with a multi of
-// the create and an empty setData on the recipe directory, which returns the
-// fencing token (our czxid) without another request (default true; see the
-// package documentation). With false, a plain create is used and the token is
-// read from our node: one more read per acquire, and the directory is never
-// written.
+// WithMultiCreate(true) creates contender nodes with a multi of the create
+// and an empty setData on the recipe directory, whose Stat returns the
+// fencing token (our czxid), as this package did before it read the token
+// from the create's reply (see the package documentation); the directory's
+// data version then grows with every acquire. The default, and
+// WithMultiCreate(false), is a plain create whose token the session reads
+// from the reply, with no other request; with false, the nodes a read-write
+// lock's downgrade places and a semaphore's leases never write the
+// directory either (they then cost one more read).
 func WithMultiCreate(on bool) Option {
-	return func(c *config) error { c.plainCreate = !on; return nil }
+	return func(c *config) error { c.multiCreate, c.plainCreate = on, !on; return nil }
 }

@@ -184,6 +184,16 @@ func (t *Toolkit) ChildrenW(p string) ([]string, *zk.Stat, *Watch, error) {
 	return t.s.childrenW(p)
 }
 
+// CreatedZxid returns the czxid of the node that the Session's latest
+// successful create of p (the path as given to Create: for a sequential
+// node, its prefix) created, or 0 if the Session does not know it. It is
+// read from the create's reply, which go-zookeeper does not return, and
+// handed out once: a second call for the same create returns 0. Call it
+// right after Create returned (the Session keeps the last 64 creates).
+func (t *Toolkit) CreatedZxid(p string) int64 {
+	return t.s.wire.createdZxid(p)
+}
+
 // WatchCount returns how many watch registrations the Session holds in
 // go-zookeeper (set and not yet fired, as far as it knows): the number of
 // distinct nodes and kinds watched. For tests and monitoring.

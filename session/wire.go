@@ -45,6 +45,12 @@ type wire struct {
 	// wire, not go-zookeeper, keeps it (see zxidBook).
 	lastZxid atomic.Int64
 
+	// created holds the zxids of the latest successful creates (see
+	// createBook), newest at createdNext-1.
+	createdMu   sync.Mutex
+	created     [createdKept]createdNode
+	createdNext int
+
 	// current is the connection dialed last: go-zookeeper reads one at a
 	// time and dials the next only after the previous one's reader ended.
 	current atomic.Pointer[wireConn]
@@ -260,13 +266,67 @@ const (
 	framePrefixLength = 4
 )
 
+// createBook: go-zookeeper v1.0.4 returns only the path of a create, yet
+// the reply's header carries the zxid of the transaction, which is the new
+// node's czxid (a server builds each write's reply right after applying it,
+// one transaction at a time, with the zxid it last applied). The wire
+// remembers the path asked for by each create request (opcode 1) it writes,
+// and when the reply to it comes without an error, records that path with
+// the reply's zxid (createdZxid hands it out once). Only a create written in
+// one Write, as go-zookeeper writes every request, is remembered; the
+// record keeps the last createdKept creates of the session. A caller that
+// finds nothing reads the node instead.
+const (
+	opCreate       = 1  // go-zookeeper's opCreate
+	requestPathAt  = 12 // length, xid, opcode, then the path (int32 length, bytes)
+	replyErrEnd    = replyHeaderEnd + 4
+	createdKept    = 64
+	maxCreatedPath = 4096
+)
+
+// createdNode is one create recorded by the wire (see createBook).
+type createdNode struct {
+	path string // as asked for (a sequential node's prefix)
+	zxid int64
+}
+
+// pendingCreate is a create request written and not yet answered.
+type pendingCreate struct {
+	xid  int32
+	path string
+}
+
+// recordCreated records a successful create of path at zxid.
+func (w *wire) recordCreated(path string, zxid int64) {
+	w.createdMu.Lock()
+	w.created[w.createdNext%createdKept] = createdNode{path, zxid}
+	w.createdNext++
+	w.createdMu.Unlock()
+}
+
+// createdZxid returns, once, the zxid of the latest successful create of
+// path (as asked for) that the wire recorded, or 0.
+func (w *wire) createdZxid(path string) int64 {
+	w.createdMu.Lock()
+	defer w.createdMu.Unlock()
+	for i := 1; i <= createdKept && i <= w.createdNext; i++ {
+		e := &w.created[(w.createdNext-i)%createdKept]
+		if e.path == path && e.zxid != 0 {
+			z := e.zxid
+			*e = createdNode{}
+			return z
+		}
+	}
+	return 0
+}
+
 // frameCursor follows the packets of one direction of a connection across
 // reads or writes of any size.
 type frameCursor struct {
 	first bool // in the connection's first packet
 	pos   int  // bytes of the current packet seen, length prefix included
 	size  int  // the packet's size, length prefix included; 0 until known
-	head  [replyHeaderEnd + 4]byte
+	head  [replyErrEnd]byte
 }
 
 // advance moves the cursor over b, calling at(i, pos) for each byte i of b
@@ -330,6 +390,8 @@ type wireConn struct {
 	// when the ConnectRequest was written.
 	sentMu      sync.Mutex
 	sent        []sentRequest
+	creates     []pendingCreate // create requests not yet answered (createBook)
+	ncreates    atomic.Int32    // len(creates)
 	connectSent atomic.Int64
 	// heardBy is the send time (unix nanoseconds) of the newest request
 	// answered on this connection.
@@ -363,6 +425,38 @@ func (c *wireConn) noteSent(xid int32, at int64) {
 	c.sentMu.Lock()
 	c.sent = append(c.sent, sentRequest{xid, at})
 	c.sentMu.Unlock()
+}
+
+// noteCreate records a create request of path written as xid (createBook).
+func (c *wireConn) noteCreate(xid int32, path string) {
+	c.sentMu.Lock()
+	c.creates = append(c.creates, pendingCreate{xid, path})
+	c.ncreates.Store(int32(len(c.creates)))
+	c.sentMu.Unlock()
+}
+
+// answerCreate takes the reply to request xid (reply header zxid and err):
+// if xid was a create, a successful one is recorded with its zxid
+// (createBook). Creates written before it whose replies never came are
+// forgotten.
+func (c *wireConn) answerCreate(xid int32, zxid int64, errCode int32) {
+	if c.ncreates.Load() == 0 {
+		return
+	}
+	var path string
+	c.sentMu.Lock()
+	for i, r := range c.creates {
+		if r.xid == xid {
+			path = r.path
+			c.creates = c.creates[:copy(c.creates, c.creates[i+1:])]
+			break
+		}
+	}
+	c.ncreates.Store(int32(len(c.creates)))
+	c.sentMu.Unlock()
+	if path != "" && errCode == 0 && zxid > 0 {
+		c.w.recordCreated(path, zxid)
+	}
 }
 
 // noteAnswered takes the reply to request xid: that request, and those
@@ -586,6 +680,13 @@ func (c *wireConn) scanReplies(b []byte) {
 				c.noteAnswered(xid)
 			}
 		}
+		if pos == replyErrEnd-1 && c.in.size >= replyErrEnd {
+			xid := int32(binary.BigEndian.Uint32(h[replyXidAt:replyZxidAt]))
+			if xid >= 0 {
+				zxid := int64(binary.BigEndian.Uint64(h[replyZxidAt:replyHeaderEnd]))
+				c.answerCreate(xid, zxid, int32(binary.BigEndian.Uint32(h[replyHeaderEnd:replyErrEnd])))
+			}
+		}
 	})
 }
 
@@ -594,6 +695,13 @@ func (c *wireConn) scanReplies(b []byte) {
 func (c *wireConn) Write(p []byte) (int, error) {
 	now := time.Now().UnixNano()
 	c.wmu.Lock()
+	if !c.out.first && c.out.pos == 0 && len(p) >= requestPathAt+4 &&
+		int32(binary.BigEndian.Uint32(p[8:requestOpcodeEnd])) == opCreate {
+		// A create, whole in p as go-zookeeper writes it (createBook).
+		if n := int(int32(binary.BigEndian.Uint32(p[requestPathAt : requestPathAt+4]))); n > 0 && n <= maxCreatedPath && requestPathAt+4+n <= len(p) {
+			c.noteCreate(int32(binary.BigEndian.Uint32(p[framePrefixLength:requestXidEnd])), string(p[requestPathAt+4:requestPathAt+4+n]))
+		}
+	}
 	var out []byte // a patched copy of p, if any byte changes
 	put := func(i int, v byte) {
 		if out == nil {
