@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -83,5 +84,65 @@ func TestErrgroupChildrenQueueBehindParent(t *testing.T) {
 	waitKids(t, raw, ns, 0)
 	if m.Held() {
 		t.Fatal("Held after every lease was unlocked")
+	}
+}
+
+// TestHeldFalseAfterLoss: Held counts only leases that have not ended: a
+// lease of each kind whose node a third party deleted ends (ErrLockLost), and
+// Held then says false although the lease was never unlocked.
+func TestHeldFalseAfterLoss(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	s := connect(t, ns)
+	ctx := ctxT(t)
+	type heldLock struct {
+		name string
+		held func() bool
+		lock func() (*mutex.Lease, error)
+	}
+	m, err := mutex.New(s, lockPath+"/fair")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	r, err := mutex.NewReentrant(s, lockPath+"/reentrant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	nf, err := mutex.NewNonFair(s, lockPath+"/nonfair")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nf.Close()
+	for _, k := range []heldLock{
+		{"fair", m.Held, func() (*mutex.Lease, error) { return m.Lock(ctx) }},
+		{"reentrant", r.Held, func() (*mutex.Lease, error) { return r.Lock(ctx) }},
+		{"nonfair", nf.Held, func() (*mutex.Lease, error) { return nf.Lock(ctx) }},
+	} {
+		l, err := k.lock()
+		if err != nil {
+			t.Fatalf("%s: %v", k.name, err)
+		}
+		if !k.held() {
+			t.Fatalf("%s: Held false while the lease is held", k.name)
+		}
+		if err := raw.Delete(l.Path(), -1); err != nil {
+			t.Fatalf("%s: third-party delete: %v", k.name, err)
+		}
+		select {
+		case <-l.Done():
+		case <-time.After(wait):
+			t.Fatalf("%s: the lease did not end within %v of its node's deletion", k.name, wait)
+		}
+		if !errors.Is(l.Err(), mutex.ErrLockLost) {
+			t.Fatalf("%s: lease ended with %v, want ErrLockLost", k.name, l.Err())
+		}
+		if k.held() {
+			t.Fatalf("%s: Held true after the lease ended", k.name)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatalf("%s: Unlock after the loss: %v", k.name, err)
+		}
 	}
 }
