@@ -577,10 +577,10 @@ func (in *Engine) createNode(conn *zk.Conn, p string, data []byte, flags int32) 
 	return path, in.sess.Toolkit().CreatedZxid(p), nil
 }
 
+// listResult is the pipelined children read of createAndList.
 type listResult struct {
 	kids []string
 	stat *zk.Stat
-	err  error
 }
 
 // createAndList creates our protected node, recovering from lost replies,
@@ -603,23 +603,16 @@ func (a *attempt) createAndList() error {
 		if err := a.ctx.Err(); err != nil {
 			return err
 		}
-		var listed chan listResult
+		var listed *session.Pending[listResult]
 		if pipelined {
 			pipelined = false
-			listed = make(chan listResult, 1)
-			in.wg.Add(1)
-			go func() {
-				defer in.wg.Done()
+			listed, _ = session.Start(in.sess, func(c *zk.Conn) (listResult, error) {
 				// Let the create be queued first; if this read still wins,
 				// our node is missing from it and we read again.
 				runtime.Gosched()
-				r, err := session.Call(a.ctx, in.sess, func(c *zk.Conn) (listResult, error) {
-					kids, st, err := c.Children(in.path)
-					return listResult{kids: kids, stat: st}, err
-				}, nil)
-				r.err = err
-				listed <- r
-			}()
+				kids, st, err := c.Children(in.path)
+				return listResult{kids: kids, stat: st}, err
+			}, nil)
 		}
 		created, czxid, err := a.create(base)
 		switch {
@@ -630,13 +623,14 @@ func (a *attempt) createAndList() error {
 			a.czxid = czxid
 			if listed != nil {
 				select {
-				case r := <-listed:
-					if r.err == nil && contains(r.kids, a.name) {
+				case <-listed.Done():
+					if r, err := listed.Result(); err == nil && contains(r.kids, a.name) {
 						a.kids, a.kidStat = r.kids, r.stat
 						in.checkDirData(r.stat)
 					}
 				case <-a.ctx.Done():
 					// Leave the read behind: the next step fails on ctx.
+					listed.Abandon()
 				}
 			}
 			return nil

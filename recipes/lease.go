@@ -302,18 +302,32 @@ func (in *Engine) release(ctx context.Context, ep *session.Epoch, node string) e
 // sequential node to Release. self is a data watch on our node inherited
 // from the wait, or nil.
 func (l *Lease) monitor(self *session.Watch) {
+	if l.in.cfg.nodeWatch && self == nil {
+		// Returns early when the lease ends or at Close. A short hold
+		// released meanwhile ends the monitor here, before the larger part
+		// below runs: the common case costs it a timer and the goroutine's
+		// first stack, which it never has to grow.
+		l.armDelay()
+		if l.fixed == nil && l.ctx.Err() != nil && errors.Is(context.Cause(l.ctx), ErrReleased) {
+			close(l.monitorDone)
+			l.in.wg.Done()
+			return
+		}
+	}
+	l.watchNode(self)
+}
+
+// watchNode is the monitor after the delay (see monitor): it ends the
+// lease on Close and, with the node watch, when a third party deletes our
+// node, and then deletes the node unless Release or the third party did.
+//
+//go:noinline
+func (l *Lease) watchNode(self *session.Watch) {
 	in := l.in
 	defer func() {
 		close(l.monitorDone)
 		in.wg.Done()
 	}()
-	if in.cfg.nodeWatch && self == nil {
-		// Returns early when the lease ends or at Close: the loop below
-		// then arms nothing and sees the end at once. A short hold ends
-		// here, before the context below is made: the common case costs
-		// the monitor no more than a timer and a small stack.
-		l.armDelay()
-	}
 	// Requests made here stop at the lease's end or at Close.
 	mctx := endedCtx
 	if l.ctx.Err() == nil && in.ctx.Err() == nil {

@@ -41,10 +41,32 @@ func call[T any](ctx context.Context, s *Session, op func(*zk.Conn) (T, error), 
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
+	p, err := start(s, op, late)
+	if err != nil {
+		return zero, err
+	}
+	var why error
+	select {
+	case <-p.ready:
+		return p.v, p.err
+	case <-ctx.Done():
+		why = ctx.Err()
+	case <-s.done:
+		why = ErrClosed
+	}
+	if v, err, ok := p.abandon(); ok { // the result came at the same moment: take it
+		return v, err
+	}
+	return zero, why
+}
+
+// start runs op once on a worker of the Session and returns at once; the
+// result is in p once p.ready is closed, unless the caller abandons it.
+func start[T any](s *Session, op func(*zk.Conn) (T, error), late func(T, error)) (*pending[T], error) {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
-		return zero, ErrClosed
+		return nil, ErrClosed
 	}
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -64,23 +86,54 @@ func call[T any](ctx context.Context, s *Session, op func(*zk.Conn) (T, error), 
 		p.mu.Unlock()
 		close(p.ready)
 	})
-	var why error
-	select {
-	case <-p.ready:
-		return p.v, p.err
-	case <-ctx.Done():
-		why = ctx.Err()
-	case <-s.done:
-		why = ErrClosed
-	}
+	return p, nil
+}
+
+// abandon hands the result, when it comes, to the late function; if it has
+// come already, it returns it instead (ok).
+func (p *pending[T]) abandon() (v T, err error, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.done { // the result came at the same moment: take it
-		return p.v, p.err
+	if p.done {
+		return p.v, p.err, true
 	}
 	p.abandoned = true
-	return zero, why
+	return v, nil, false
 }
+
+// Pending is a request started with Start.
+type Pending[T any] struct{ p *pending[T] }
+
+// Start runs op once on the Session's connection, as Call does, without
+// waiting: the caller picks the result up from the Pending, within its own
+// bound, or abandons it, and late (if not nil) then gets it on a goroutine
+// of the Session (Close waits for that goroutine). It lets one goroutine
+// send a request and go on with another (go-zookeeper sends them in order
+// on the connection). It returns ErrClosed once Close has begun. The same
+// rules as Call's apply to op.
+func Start[T any](s *Session, op func(*zk.Conn) (T, error), late func(T, error)) (*Pending[T], error) {
+	if s == nil {
+		return nil, fmt.Errorf("%w: nil session", ErrBadOption)
+	}
+	if op == nil {
+		return nil, fmt.Errorf("%w: nil op", ErrBadOption)
+	}
+	p, err := start(s, op, late)
+	if err != nil {
+		return nil, err
+	}
+	return &Pending[T]{p}, nil
+}
+
+// Done returns a channel closed when the result is in.
+func (p *Pending[T]) Done() <-chan struct{} { return p.p.ready }
+
+// Result returns op's result. Call it only after Done is closed.
+func (p *Pending[T]) Result() (T, error) { return p.p.v, p.p.err }
+
+// Abandon leaves the result to the late function, or returns it (ok) if it
+// is in already.
+func (p *Pending[T]) Abandon() (v T, err error, ok bool) { return p.p.abandon() }
 
 // Call runs op once on the Session's connection and waits for its result
 // within ctx, the only bound: it returns ctx's error as soon as ctx ends, and

@@ -2,10 +2,12 @@ package session_test
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"
@@ -98,5 +100,103 @@ func TestRequestWorkers(t *testing.T) {
 	}
 	if err := goleak.Find(ignore); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestStart checks Start's documentation: it returns at once and the result
+// is in the Pending once Done closes; a result the caller abandons before it
+// came goes to late, on a goroutine that Close waits for; one that came
+// before Abandon is returned by it; after Close, Start returns ErrClosed; a
+// nil Session or op is refused.
+func TestStart(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	s := sessiontest.Connect(t, ns)
+	exists := func(c *zk.Conn) (bool, error) {
+		ok, _, err := c.Exists("/")
+		return ok, err
+	}
+
+	// The result, picked up after Done.
+	p, err := session.Start(s, exists, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessiontest.Recv(t, p.Done(), wait, "the started request's result")
+	if ok, err := p.Result(); !ok || err != nil {
+		t.Fatalf("Result: %v, %v; want true, nil", ok, err)
+	}
+
+	// Abandoned before the result: late gets it.
+	release := make(chan struct{})
+	late := make(chan bool, 1)
+	p, err = session.Start(s, func(c *zk.Conn) (bool, error) {
+		<-release
+		return exists(c)
+	}, func(ok bool, err error) { late <- ok && err == nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := p.Abandon(); ok {
+		t.Fatal("Abandon returned a result that cannot have come yet")
+	}
+	close(release)
+	if !sessiontest.Recv(t, late, wait, "the abandoned result, at late") {
+		t.Fatal("late got a failed result")
+	}
+
+	// Abandoned after the result: Abandon returns it, late gets nothing.
+	p, err = session.Start(s, exists, func(bool, error) { late <- true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessiontest.Recv(t, p.Done(), wait, "the started request's result")
+	if v, err, ok := p.Abandon(); !ok || !v || err != nil {
+		t.Fatalf("Abandon after the result: %v, %v, %v; want true, nil, true", v, err, ok)
+	}
+	select {
+	case <-late:
+		t.Fatal("late got a result that Abandon returned")
+	default:
+	}
+
+	// Close waits for a late function still running, then Start refuses.
+	release = make(chan struct{})
+	lateRuns, lateGate := make(chan struct{}), make(chan struct{})
+	p, err = session.Start(s, func(c *zk.Conn) (bool, error) {
+		<-release
+		return exists(c)
+	}, func(bool, error) {
+		close(lateRuns)
+		<-lateGate
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Abandon()
+	closed := make(chan struct{})
+	go func() {
+		s.Close()
+		close(closed)
+	}()
+	sessiontest.Recv(t, s.Done(), wait, "Close beginning")
+	close(release)
+	sessiontest.Recv(t, lateRuns, wait, "the late function running")
+	// Close returns within milliseconds when it has nothing to wait for:
+	// give it a fifth of a second to show that it waits.
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a late function was still running")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(lateGate)
+	sessiontest.Recv(t, closed, wait, "Close, once the late function ended")
+	if _, err := session.Start(s, exists, nil); !errors.Is(err, session.ErrClosed) {
+		t.Fatalf("Start after Close: %v, want ErrClosed", err)
+	}
+	if _, err := session.Start(nil, exists, nil); !errors.Is(err, session.ErrBadOption) {
+		t.Fatalf("Start on a nil Session: %v, want ErrBadOption", err)
+	}
+	if _, err := session.Start[bool](s, nil, nil); !errors.Is(err, session.ErrBadOption) {
+		t.Fatalf("Start of a nil op: %v, want ErrBadOption", err)
 	}
 }
