@@ -32,11 +32,12 @@ type Driver interface {
 }
 
 // Monotone is an optional interface of a Driver. A driver is monotone when
-// its decision to hold depends only on the children sorted up to and
-// including ours, and survives their removal: if Decide says held for a
-// sorted snapshot, it also says held for that snapshot with any children
-// other than ours removed, or with the children after ours cut off. The ordered recipes are monotone (a
-// mutex, a semaphore, a leader latch, either side of a read-write lock hold
+// its decision (to hold, and which child to watch) depends only on the
+// children sorted up to and including ours, and holding survives their
+// removal: if Decide says held for a sorted snapshot, it also says held for
+// that snapshot with any children other than ours removed. The engine passes
+// a monotone driver only the children up to and including ours (ours last).
+// The ordered recipes are monotone (a mutex, a semaphore, a leader latch, either side of a read-write lock hold
 // when few enough, or no conflicting, children sort before theirs). For a
 // monotone driver the engine decides a handoff from the watch notification
 // itself (the watched child was deleted) without reading the children again,

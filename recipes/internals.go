@@ -330,7 +330,13 @@ func (a *attempt) decide() (self int, held bool, watch string, err error) {
 		clear((*buf)[:cap(*buf)]) // let the names go
 		childBufs.Put(buf)
 	}()
-	sorted := sortChildrenInto(*buf, a.kids, a.d.Markers())
+	var sorted []Child
+	if monotone(a.d) {
+		// A monotone driver decides on the children up to ours.
+		sorted = sortPrefixInto(*buf, a.kids, a.d.Markers(), a.name)
+	} else {
+		sorted = sortChildrenInto(*buf, a.kids, a.d.Markers())
+	}
 	*buf = sorted
 	a.kids, a.kidStat = nil, nil
 	self = indexOf(sorted, a.name)
@@ -387,6 +393,12 @@ func (a *attempt) heldWithout(gone string) bool {
 	return a.holdsWithout(gone)
 }
 
+// monotone reports whether d is a Monotone driver.
+func monotone(d Driver) bool {
+	m, ok := d.(Monotone)
+	return ok && m.Monotone()
+}
+
 // watchesFirst reports whether watch is the first child of the last
 // snapshot (we wait directly behind the holder).
 func (a *attempt) watchesFirst(watch string) bool {
@@ -397,8 +409,7 @@ func (a *attempt) watchesFirst(watch string) bool {
 // (its prefix up to ours, see keepPrefix) without the child gone: whether
 // gone's deletion alone would hand us the recipe. It reads nothing.
 func (a *attempt) holdsWithout(gone string) bool {
-	m, ok := a.d.(Monotone)
-	if !ok || !m.Monotone() || a.prev == nil || !settled(a.d, a.prev) {
+	if !monotone(a.d) || a.prev == nil || !settled(a.d, a.prev) {
 		return false
 	}
 	rest := make([]Child, 0, len(a.prev))

@@ -124,12 +124,35 @@ func sortChildrenInto(buf []Child, names []string, markers []string) []Child {
 			out = append(out, c)
 		}
 	}
-	slices.SortFunc(out, func(a, b Child) int {
-		if c := cmp.Compare(serialOrder(a.Seq), serialOrder(b.Seq)); c != 0 {
-			return c
+	slices.SortFunc(out, compareChildren)
+	return out
+}
+
+// compareChildren is SortChildren's order.
+func compareChildren(a, b Child) int {
+	if c := cmp.Compare(serialOrder(a.Seq), serialOrder(b.Seq)); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+// sortPrefixInto is sortChildrenInto cut after the child named self: the
+// children that sort before it, and it, in order (if self is not among
+// names, those that would sort before it). Only they are sorted, so a
+// waiter near the front of a long queue sorts a few children, not the
+// queue.
+func sortPrefixInto(buf []Child, names []string, markers []string, self string) []Child {
+	me, ok := parseChild(self, markers)
+	if !ok {
+		return sortChildrenInto(buf, names, markers)
+	}
+	out := buf[:0]
+	for _, n := range names {
+		if c, ok := parseChild(n, markers); ok && compareChildren(c, me) <= 0 {
+			out = append(out, c)
 		}
-		return strings.Compare(a.Name, b.Name)
-	})
+	}
+	slices.SortFunc(out, compareChildren)
 	return out
 }
 

@@ -2,6 +2,8 @@ package recipes
 
 import (
 	"errors"
+	"fmt"
+	"math/rand"
 	"reflect"
 	"regexp"
 	"testing"
@@ -230,6 +232,57 @@ func TestParseFixedData(t *testing.T) {
 		gu, gid := parseFixedData([]byte(tc.in))
 		if gu != tc.uuid || gid != tc.id {
 			t.Errorf("parseFixedData(%q) = %q, %q; want %q, %q", tc.in, gu, gid, tc.uuid, tc.id)
+		}
+	}
+}
+
+// TestSortPrefixInto: the prefix sort equals the full sort cut after our
+// node, on shuffled snapshots with foreign names, two markers, equal
+// sequences (a read-write lock's downgrade node beside its writer) and
+// sequences past 2^31 (negative, sorted last); with our node missing it
+// gives the children that would sort before it, and for a name that is no
+// recipe node the whole sort.
+func TestSortPrefixInto(t *testing.T) {
+	markers := []string{"__READ__", "__WRIT__"}
+	rng := rand.New(rand.NewSource(1))
+	name := func(i int, marker string, seq int64) string {
+		return fmt.Sprintf("_c_%08d-%s%010d", i, marker, seq)
+	}
+	for round := 0; round < 500; round++ {
+		var names []string
+		n := 1 + rng.Intn(40)
+		for i := 0; i < n; i++ {
+			seq := int64(rng.Intn(60))
+			if rng.Intn(8) == 0 {
+				seq = -int64(1 + rng.Intn(60))
+			}
+			switch rng.Intn(10) {
+			case 0:
+				names = append(names, fmt.Sprintf("foreign-%d", i))
+			case 1, 2, 3:
+				names = append(names, name(i, "__READ__", seq))
+			default:
+				names = append(names, name(i, "__WRIT__", seq))
+			}
+		}
+		self := names[rng.Intn(len(names))]
+		missing := rng.Intn(5) == 0
+		if missing {
+			self = name(n, "__READ__", int64(rng.Intn(60)))
+		}
+		var want []Child
+		me, ok := parseChild(self, markers)
+		for _, c := range SortChildren(names, markers) {
+			if !ok || compareChildren(c, me) <= 0 { // a foreign self: the whole sort
+				want = append(want, c)
+			}
+		}
+		got := sortPrefixInto(nil, names, markers, self)
+		if len(got) == 0 && len(want) == 0 {
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("round %d, self %s (missing %v):\n got %v\nwant %v", round, self, missing, got, want)
 		}
 	}
 }
