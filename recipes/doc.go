@@ -71,8 +71,11 @@
 // and returns only the path of a create, but the reply's header carries the
 // zxid of the create's transaction, which is the node's czxid: the session
 // reads it off the wire (session.Toolkit.CreatedZxid), so a plain create
-// gives the token with no other request, and the recipe directory is never
-// written. (Should the session not have it, the engine reads our node.)
+// gives the token with no other request, and an ordinary acquire does not
+// write the recipe directory. (Should the session not have it, the engine
+// reads our node.) The transactions of a placed node (a Placed driver: a
+// read-write lock's downgrade) and of counted leases (AcquireCounted) still
+// carry an empty setData on the directory, for the token and the count.
 // WithMultiCreate(true) restores the earlier way: a multi of the create and
 // a setData of empty data on the directory, whose Stat carries the same zxid.
 // An uncontended acquire and release is thus three requests in two round
