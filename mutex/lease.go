@@ -38,7 +38,6 @@ type Lease struct {
 	path  string
 	re    *recipes.GoroutineHolds // Reentrant: Unlock must come from owner
 	owner uint64
-	held  *holds // the lock value's count for Held
 
 	unlocked atomic.Bool
 	once     sync.Once
@@ -146,14 +145,7 @@ func (l *Lease) Unlock(ctx context.Context) error {
 			return nil
 		}
 	}
-	l.once.Do(func() {
-		if l.held != nil {
-			// Unlocked from now on; dropping it first also keeps its
-			// end-of-lease callback from running on a goroutine of its own.
-			l.held.drop(l.l)
-		}
-		l.err = l.l.Release(ctx)
-	})
+	l.once.Do(func() { l.err = l.l.Release(ctx) })
 	return l.err
 }
 

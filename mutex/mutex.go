@@ -45,7 +45,7 @@ type Mutex struct {
 	in   *recipes.Engine
 	path string
 	id   string
-	held holds
+	held recipes.HeldLeases
 }
 
 // New returns a fair, non-reentrant mutex on path (a recipe path, under the
@@ -89,8 +89,8 @@ func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.held.add(l)
-	return &Lease{l: l, path: m.path, held: &m.held}, nil
+	m.held.Add(l)
+	return &Lease{l: l, path: m.path}, nil
 }
 
 // TryLock takes the lock if no one holds it (this process included), else
@@ -107,14 +107,14 @@ func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.held.add(l)
-	return &Lease{l: l, path: m.path, held: &m.held}, nil
+	m.held.Add(l)
+	return &Lease{l: l, path: m.path}, nil
 }
 
 // Held reports whether this process holds the lock through this Mutex
 // (Curator's isAcquiredInThisProcess): a lease that has not been unlocked and
 // has not ended. It does no I/O.
-func (m *Mutex) Held() bool { return m.held.held() }
+func (m *Mutex) Held() bool { return m.held.Count() > 0 }
 
 // Participants returns the lock's contenders in queue order: the holder
 // first (Holds is true), then the waiters. It reads the lock directory (ctx

@@ -29,7 +29,7 @@ type NonFair struct {
 	in   *recipes.Engine
 	path string
 	id   string
-	held holds
+	held recipes.HeldLeases
 }
 
 // NewNonFair returns a non-fair lock on path. It validates its arguments and
@@ -55,8 +55,8 @@ func (m *NonFair) Lock(ctx context.Context) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.held.add(l)
-	return &Lease{l: l, path: m.path, held: &m.held}, nil
+	m.held.Add(l)
+	return &Lease{l: l, path: m.path}, nil
 }
 
 // TryLock takes the lock if it is free, else returns an error matching
@@ -72,13 +72,13 @@ func (m *NonFair) TryLock(ctx context.Context) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.held.add(l)
-	return &Lease{l: l, path: m.path, held: &m.held}, nil
+	m.held.Add(l)
+	return &Lease{l: l, path: m.path}, nil
 }
 
 // Held reports whether this process holds the lock through this NonFair: a
 // lease that has not been unlocked and has not ended. It does no I/O.
-func (m *NonFair) Held() bool { return m.held.held() }
+func (m *NonFair) Held() bool { return m.held.Count() > 0 }
 
 // Holder reads who holds the lock (its participant id, session and token):
 // ok is false when it is free. ctx bounds the read.

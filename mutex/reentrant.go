@@ -29,7 +29,7 @@ type Reentrant struct {
 	path string
 	id   string
 	re   recipes.GoroutineHolds
-	held holds
+	held recipes.HeldLeases
 }
 
 // NewReentrant returns a fair mutex on path (a recipe path, under the
@@ -87,7 +87,7 @@ func (m *Reentrant) lock(ctx context.Context, try bool) (*Lease, error) {
 		if err != nil {
 			return nil, recipes.NewError("mutex", m.path, err)
 		}
-		return &Lease{l: l, path: m.path, re: &m.re, owner: goid.ID(), held: &m.held}, nil
+		return &Lease{l: l, path: m.path, re: &m.re, owner: goid.ID()}, nil
 	}
 	var l *recipes.Lease
 	var err error
@@ -107,8 +107,8 @@ func (m *Reentrant) lock(ctx context.Context, try bool) (*Lease, error) {
 		_ = l.Release(context.WithoutCancel(ctx))
 		return nil, recipes.NewError("mutex", m.path, err)
 	}
-	m.held.add(l)
-	return &Lease{l: l, path: m.path, re: &m.re, owner: goid.ID(), held: &m.held}, nil
+	m.held.Add(l)
+	return &Lease{l: l, path: m.path, re: &m.re, owner: goid.ID()}, nil
 }
 
 // HeldByMe reports whether the calling goroutine holds the lock (Curator's
@@ -119,7 +119,7 @@ func (m *Reentrant) HeldByMe() bool { return m.re.Count() > 0 }
 // Held reports whether any goroutine of this process holds the lock through
 // this Reentrant (Curator's isAcquiredInThisProcess): a hold that has not
 // been unlocked and whose lease has not ended. It does no I/O.
-func (m *Reentrant) Held() bool { return m.held.held() }
+func (m *Reentrant) Held() bool { return m.held.Count() > 0 }
 
 // Participants returns the lock's contenders in queue order: the holder
 // first, then the waiters. It reads the lock directory (ctx bounds it);

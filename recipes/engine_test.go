@@ -463,10 +463,7 @@ func TestPlainCreateAndDirData(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				_, st, err := raw.Get(l.Path())
-				if err != nil || st.Czxid != l.Token() {
-					t.Fatalf("token %d, czxid %v %v", l.Token(), st, err)
-				}
+				checkToken(t, raw, l)
 				if i == 0 {
 					// Keep the directory (a container) from being reaped
 					// while it is empty between two acquires, which would
@@ -577,36 +574,24 @@ func TestUncontendedRequests(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var ops []string
-	p.OnRequest(func(r zktest.Request) zktest.Action {
-		if r.Op != zktest.OpPing {
-			mu.Lock()
-			ops = append(ops, zktest.OpName(r.Op))
-			mu.Unlock()
-		}
-		return zktest.Forward
-	})
+	log := sessiontest.LogRequests(p)
 	for i := 0; i < 5; i++ {
 		l, err := in.Acquire(ctx, lockDriver, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, st, err := raw.Get(l.Path())
-		if err != nil || st.Czxid != l.Token() {
-			t.Fatalf("token %d, our node's czxid %v (%v)", l.Token(), st, err)
-		}
+		checkToken(t, raw, l)
 		if err := l.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
-	p.OnRequest(nil)
-	mu.Lock()
-	got := append([]string(nil), ops...)
-	mu.Unlock()
+	var got []string
 	count := map[string]int{}
-	for _, op := range got {
-		count[op]++
+	for _, r := range log.Since(0) {
+		if r.Op != zktest.OpPing {
+			got = append(got, zktest.OpName(r.Op))
+			count[zktest.OpName(r.Op)]++
+		}
 	}
 	// The pipelined read may, rarely, reach the server before the create
 	// and miss our node: then the acquire reads again (documented).
@@ -615,5 +600,14 @@ func TestUncontendedRequests(t *testing.T) {
 	want := map[string]int{"create": 5, "delete": 5}
 	if !reflect.DeepEqual(count, want) || lists < 5 || lists > 10 {
 		t.Fatalf("requests of 5 uncontended cycles: %v and %d children reads, want %v and 5 (in order: %v)", count, lists, want, got)
+	}
+}
+
+// checkToken fails unless l's token is its node's czxid.
+func checkToken(t *testing.T, raw *zk.Conn, l *recipes.Lease) {
+	t.Helper()
+	_, st, err := raw.Get(l.Path())
+	if err != nil || st.Czxid != l.Token() {
+		t.Fatalf("token %d, our node's czxid %v (%v)", l.Token(), st, err)
 	}
 }

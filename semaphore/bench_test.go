@@ -20,6 +20,32 @@ import (
 //
 //	go test -run '^$' -bench Contended -benchtime 3000x ./semaphore/
 
+// The contended workload: sessions contending for max leases, each
+// holder keeping its lease hold (the ceiling is max/hold = 300 a second);
+// the benchmarks that compare take per leases a round with each side.
+const (
+	workSessions = 8
+	workMax      = 3
+	workHold     = 10 * time.Millisecond
+	workPer      = 600
+)
+
+// newSems returns n semaphores of maximum max on semPath, each on a session
+// of its own from connect, closed when b ends.
+func newSems(b testing.TB, n, max int, connect func() *session.Session, opts ...semaphore.Option) []*semaphore.Semaphore {
+	b.Helper()
+	var sems []*semaphore.Semaphore
+	for i := 0; i < n; i++ {
+		sem, err := semaphore.New(connect(), semPath, max, opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { sem.Close() })
+		sems = append(sems, sem)
+	}
+	return sems
+}
+
 func percentile(ds []time.Duration, p float64) time.Duration {
 	if len(ds) == 0 {
 		return 0
@@ -41,7 +67,7 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 func BenchmarkContended(b *testing.B) {
 	for _, watch := range []bool{true, false} {
 		b.Run(fmt.Sprintf("nodewatch=%v", watch), func(b *testing.B) {
-			benchContended(b, 8, 3, 10*time.Millisecond, watch)
+			benchContended(b, workSessions, workMax, workHold, watch)
 		})
 	}
 }
@@ -49,16 +75,9 @@ func BenchmarkContended(b *testing.B) {
 func benchContended(b *testing.B, sessions, max int, hold time.Duration, watch bool) {
 	ns := zktest.NewNamespace(b)
 	tap := zktest.NewTap()
-	var sems []*semaphore.Semaphore
-	for i := 0; i < sessions; i++ {
-		s := sessiontest.Connect(b, ns, session.WithDialer(tap.Dialer()), session.WithSessionTimeout(20*time.Second))
-		sem, err := semaphore.New(s, semPath, max, semaphore.WithNodeWatch(watch))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer sem.Close()
-		sems = append(sems, sem)
-	}
+	sems := newSems(b, sessions, max, func() *session.Session {
+		return sessiontest.Connect(b, ns, session.WithDialer(tap.Dialer()), session.WithSessionTimeout(20*time.Second))
+	}, semaphore.WithNodeWatch(watch))
 	ctx := context.Background()
 	// Warm up: the directories exist, every session has acquired once.
 	for _, sem := range sems {
@@ -171,12 +190,7 @@ func localCeiling(workers, max int, hold time.Duration, n int) float64 {
 // that machine load hits both alike. b.N is the number of rounds; each round
 // takes 600 leases with each.
 func BenchmarkVsCurator(b *testing.B) {
-	const (
-		sessions = 8
-		max      = 3
-		hold     = 10 * time.Millisecond
-		per      = 600
-	)
+	const sessions, max, hold, per = workSessions, workMax, workHold, workPer
 	ns := zktest.NewNamespace(b)
 	goProxy, javaProxy := ns.Proxy(b), ns.Proxy(b)
 	var goReqs, javaReqs atomic.Int64
@@ -190,16 +204,9 @@ func BenchmarkVsCurator(b *testing.B) {
 	}
 	goProxy.OnRequest(counter(&goReqs))
 	javaProxy.OnRequest(counter(&javaReqs))
-	var sems []*semaphore.Semaphore
-	for i := 0; i < sessions; i++ {
-		s := sessiontest.ConnectTo(b, goProxy.Servers(), ns.Root, session.WithSessionTimeout(20*time.Second))
-		sem, err := semaphore.New(s, semPath, max)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer sem.Close()
-		sems = append(sems, sem)
-	}
+	sems := newSems(b, sessions, max, func() *session.Session {
+		return sessiontest.ConnectTo(b, goProxy.Servers(), ns.Root, session.WithSessionTimeout(20*time.Second))
+	})
 	java := curatortest.StartSemaphore(b, javaProxy.Servers(), ns.Path(semPath+"-curator"), curatortest.ModeMax, fmt.Sprint(max))
 	ctx := context.Background()
 	var ours, theirs time.Duration

@@ -12,7 +12,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
-	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -32,26 +31,17 @@ import (
 // that the holds as measured allow (max/hold), the share of the workload's
 // ceiling that ZooKeeper leaves to any semaphore here.
 func BenchmarkVsFloor(b *testing.B) {
-	const (
-		sessions = 8
-		max      = 3
-		hold     = 10 * time.Millisecond
-		per      = 600
-	)
+	const sessions, max, hold, per = workSessions, workMax, workHold, workPer
 	ns := zktest.NewNamespace(b)
-	var sems []*semaphore.Semaphore
+	connect := func() *session.Session {
+		return sessiontest.Connect(b, ns, session.WithSessionTimeout(20*time.Second))
+	}
+	sems := newSems(b, sessions, max, connect)
 	var conns []*zk.Conn
 	for i := 0; i < sessions; i++ {
-		s := sessiontest.Connect(b, ns, session.WithSessionTimeout(20*time.Second))
-		sem, err := semaphore.New(s, semPath, max)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer sem.Close()
-		sems = append(sems, sem)
-		conns = append(conns, sessiontest.Connect(b, ns, session.WithSessionTimeout(20*time.Second)).Conn())
+		conns = append(conns, connect().Conn())
 	}
-	obs := sessiontest.Connect(b, ns, session.WithSessionTimeout(20*time.Second)).Conn()
+	obs := connect().Conn()
 	dir := ns.Path("/floor")
 	if _, err := obs.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		b.Fatal(err)

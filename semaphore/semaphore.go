@@ -70,9 +70,8 @@ type Semaphore struct {
 
 	mu        sync.Mutex
 	closed    bool
-	held      []*recipes.Lease // leases granted, pruned of ended ones (Held)
-	pruneAt   int
-	wg        sync.WaitGroup // acquires in progress
+	held      recipes.HeldLeases // leases granted (Held)
+	wg        sync.WaitGroup     // acquires in progress
 	closeOnce sync.Once
 }
 
@@ -200,35 +199,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 // Held returns how many leases this Semaphore value holds now (granted and
 // not ended), as far as it knows: Curator's isAcquiredInThisProcess, counted.
 // It does no I/O.
-func (s *Semaphore) Held() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pruneLocked()
-	return len(s.held)
-}
-
-// track records granted leases for Held.
-func (s *Semaphore) track(ls []*recipes.Lease) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.held = append(s.held, ls...)
-	if len(s.held) >= s.pruneAt {
-		s.pruneLocked()
-		s.pruneAt = max(16, 2*len(s.held))
-	}
-}
-
-// pruneLocked forgets ended leases. s.mu held.
-func (s *Semaphore) pruneLocked() {
-	kept := s.held[:0]
-	for _, l := range s.held {
-		if l.Err() == nil {
-			kept = append(kept, l)
-		}
-	}
-	clear(s.held[len(kept):])
-	s.held = kept
-}
+func (s *Semaphore) Held() int { return s.held.Count() }
 
 // Participants returns the lease nodes in sequence order, with the
 // participant id each stores: the current holders, plus, while a Curator
@@ -402,7 +373,7 @@ func (s *Semaphore) holding(ctx context.Context, ml *recipes.Lease, n int, try b
 			for i, l := range rs {
 				ls[i] = &Lease{l: l, path: s.path}
 			}
-			s.track(rs)
+			s.held.Add(rs...)
 			return ls, false, nil
 		}
 		if try {

@@ -2,7 +2,6 @@ package session_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -159,7 +158,7 @@ func hopLock(s *session.Session, dir string, call hopCaller, multi bool) (string
 			var err error
 			ok, _, ch, err = c.ExistsW(dir + "/" + kids[i-1])
 			return err
-		}); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		}); err != nil {
 			return "", err
 		}
 		if ok {

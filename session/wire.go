@@ -290,12 +290,6 @@ type createdNode struct {
 	zxid int64
 }
 
-// pendingCreate is a create request written and not yet answered.
-type pendingCreate struct {
-	xid  int32
-	path string
-}
-
 // recordCreated records a successful create of path at zxid.
 func (w *wire) recordCreated(path string, zxid int64) {
 	w.createdMu.Lock()
@@ -390,8 +384,6 @@ type wireConn struct {
 	// when the ConnectRequest was written.
 	sentMu      sync.Mutex
 	sent        []sentRequest
-	creates     []pendingCreate // create requests not yet answered (createBook)
-	ncreates    atomic.Int32    // len(creates)
 	connectSent atomic.Int64
 	// heardBy is the send time (unix nanoseconds) of the newest request
 	// answered on this connection.
@@ -414,70 +406,47 @@ func newWireConn(c net.Conn, w *wire, addr string) *wireConn {
 	return wc
 }
 
-// sentRequest is a request written on a connection: its xid and when.
+// sentRequest is a request written on a connection: its xid and when, and
+// for a create the path it asks for (createBook).
 type sentRequest struct {
-	xid int32
-	at  int64 // unix nanoseconds
+	xid    int32
+	at     int64 // unix nanoseconds
+	create string
 }
 
-// noteSent records a request written at at (by the writer, under wmu).
-func (c *wireConn) noteSent(xid int32, at int64) {
+// noteSent records a request written at at (by the writer, under wmu);
+// create is the path a create asks for, else "".
+func (c *wireConn) noteSent(xid int32, at int64, create string) {
 	c.sentMu.Lock()
-	c.sent = append(c.sent, sentRequest{xid, at})
+	c.sent = append(c.sent, sentRequest{xid, at, create})
 	c.sentMu.Unlock()
 }
 
-// noteCreate records a create request of path written as xid (createBook).
-func (c *wireConn) noteCreate(xid int32, path string) {
-	c.sentMu.Lock()
-	c.creates = append(c.creates, pendingCreate{xid, path})
-	c.ncreates.Store(int32(len(c.creates)))
-	c.sentMu.Unlock()
-}
-
-// answerCreate takes the reply to request xid (reply header zxid and err):
-// if xid was a create, a successful one is recorded with its zxid
-// (createBook). Creates written before it whose replies never came are
-// forgotten.
-func (c *wireConn) answerCreate(xid int32, zxid int64, errCode int32) {
-	if c.ncreates.Load() == 0 {
-		return
-	}
-	var path string
-	c.sentMu.Lock()
-	for i, r := range c.creates {
-		if r.xid == xid {
-			path = r.path
-			c.creates = c.creates[:copy(c.creates, c.creates[i+1:])]
-			break
-		}
-	}
-	c.ncreates.Store(int32(len(c.creates)))
-	c.sentMu.Unlock()
-	if path != "" && errCode == 0 && zxid > 0 {
-		c.w.recordCreated(path, zxid)
-	}
-}
-
-// noteAnswered takes the reply to request xid: that request, and those
-// written before it whose replies never came, are done, and the server
-// heard the request when it was sent or later. (A server answers a
-// session's requests in the order it received them.)
-func (c *wireConn) noteAnswered(xid int32) {
-	var at int64
+// noteAnswered takes the reply to request xid, with the zxid and error code
+// of its header: that request, and those written before it whose replies
+// never came, are done, and the server heard the request when it was sent
+// or later. (A server answers a session's requests in the order it received
+// them.) A successful create is recorded with its zxid (createBook).
+func (c *wireConn) noteAnswered(xid int32, zxid int64, errCode int32) {
+	var done sentRequest
 	c.sentMu.Lock()
 	for i, r := range c.sent {
 		if r.xid == xid {
-			at = r.at
+			done = r
 			// Few requests are in flight: moving the rest down keeps the
 			// array, so that recording requests allocates nothing.
-			c.sent = c.sent[:copy(c.sent, c.sent[i+1:])]
+			n := copy(c.sent, c.sent[i+1:])
+			clear(c.sent[n:])
+			c.sent = c.sent[:n]
 			break
 		}
 	}
 	c.sentMu.Unlock()
-	if at != 0 {
-		c.heard(at)
+	if done.at != 0 {
+		c.heard(done.at)
+	}
+	if done.create != "" && errCode == 0 && zxid > 0 {
+		c.w.recordCreated(done.create, zxid)
 	}
 }
 
@@ -670,21 +639,14 @@ func (c *wireConn) scanReplies(b []byte) {
 		if pos >= replyZxidAt && pos < replyZxidAt+zxidFieldLen {
 			b[i] = 0
 		}
-		if pos == replyHeaderEnd-1 && c.in.size >= replyHeaderEnd {
+		if pos == replyErrEnd-1 && c.in.size >= replyErrEnd {
 			xid := int32(binary.BigEndian.Uint32(h[replyXidAt:replyZxidAt]))
 			zxid := int64(binary.BigEndian.Uint64(h[replyZxidAt:replyHeaderEnd]))
 			if xid >= 0 && zxid > 0 {
 				c.w.lastZxid.Store(zxid)
 			}
 			if xid != xidNotification {
-				c.noteAnswered(xid)
-			}
-		}
-		if pos == replyErrEnd-1 && c.in.size >= replyErrEnd {
-			xid := int32(binary.BigEndian.Uint32(h[replyXidAt:replyZxidAt]))
-			if xid >= 0 {
-				zxid := int64(binary.BigEndian.Uint64(h[replyZxidAt:replyHeaderEnd]))
-				c.answerCreate(xid, zxid, int32(binary.BigEndian.Uint32(h[replyHeaderEnd:replyErrEnd])))
+				c.noteAnswered(xid, zxid, int32(binary.BigEndian.Uint32(h[replyHeaderEnd:replyErrEnd])))
 			}
 		}
 	})
@@ -695,11 +657,12 @@ func (c *wireConn) scanReplies(b []byte) {
 func (c *wireConn) Write(p []byte) (int, error) {
 	now := time.Now().UnixNano()
 	c.wmu.Lock()
+	var create string
 	if !c.out.first && c.out.pos == 0 && len(p) >= requestPathAt+4 &&
 		int32(binary.BigEndian.Uint32(p[8:requestOpcodeEnd])) == opCreate {
 		// A create, whole in p as go-zookeeper writes it (createBook).
 		if n := int(int32(binary.BigEndian.Uint32(p[requestPathAt : requestPathAt+4]))); n > 0 && n <= maxCreatedPath && requestPathAt+4+n <= len(p) {
-			c.noteCreate(int32(binary.BigEndian.Uint32(p[framePrefixLength:requestXidEnd])), string(p[requestPathAt+4:requestPathAt+4+n]))
+			create = string(p[requestPathAt+4 : requestPathAt+4+n])
 		}
 	}
 	var out []byte // a patched copy of p, if any byte changes
@@ -719,7 +682,8 @@ func (c *wireConn) Write(p []byte) (int, error) {
 			c.outZxid = c.w.lastZxid.Load()
 			c.connectSent.Store(now)
 		case !c.out.first && pos == requestXidEnd-1:
-			c.noteSent(int32(binary.BigEndian.Uint32(h[framePrefixLength:requestXidEnd])), now)
+			c.noteSent(int32(binary.BigEndian.Uint32(h[framePrefixLength:requestXidEnd])), now, create)
+			create = "" // a later packet in p is not this create
 		case c.out.first && pos >= connectReqZxidAt && pos < connectReqZxidAt+zxidFieldLen:
 			put(i, zxidByte(c.outZxid, pos-connectReqZxidAt))
 		case !c.out.first && pos >= setWatchesZxidAt && pos < setWatchesZxidAt+zxidFieldLen &&
