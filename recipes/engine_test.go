@@ -557,9 +557,9 @@ func TestHandoffRequests(t *testing.T) {
 
 // TestUncontendedRequests: an uncontended acquire and release sends a plain
 // create, the pipelined children read (again if that read overtook the
-// create) and the delete, nothing else: the
-// token comes from the create's reply (no multi, no setData on the
-// directory, no read of our node), and it is our node's czxid.
+// create) and the delete, nothing else: the token comes from the create's
+// reply (no multi, no setData on the directory, no read of our node), and it
+// is our node's czxid.
 func TestUncontendedRequests(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	raw := ns.Conn(t)
