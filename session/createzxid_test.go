@@ -104,3 +104,40 @@ func checkCreatedZxid(t *testing.T, connect func(i int) *session.Session, raw *z
 		t.Error(err)
 	}
 }
+
+// TestCreatedZxidKeepsTheLast64: the Session keeps the last 64 creates; an
+// older one not asked for is forgotten (0), the newest still known.
+func TestCreatedZxidKeepsTheLast64(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	s := sessiontest.Connect(t, ns)
+	c, tk := s.Conn(), s.Toolkit()
+	dir := ns.Path("/kept")
+	if _, err := c.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	var nodes []string
+	for i := 0; i < 65; i++ {
+		node, err := c.Create(fmt.Sprintf("%s/n%d", dir, i), nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, node)
+	}
+	if z := tk.CreatedZxid(nodes[0]); z != 0 {
+		t.Fatalf("the 65th create before: CreatedZxid %#x, want 0 (forgotten)", z)
+	}
+	_, st, err := c.Get(nodes[64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z := tk.CreatedZxid(nodes[64]); z != st.Czxid {
+		t.Fatalf("the newest create: CreatedZxid %#x, czxid %#x", z, st.Czxid)
+	}
+	_, st, err = c.Get(nodes[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z := tk.CreatedZxid(nodes[1]); z != st.Czxid {
+		t.Fatalf("the 64th create before the newest: CreatedZxid %#x, czxid %#x", z, st.Czxid)
+	}
+}
