@@ -29,6 +29,7 @@ var (
 	vsWork     = flag.String("vs-workloads", "uncontended,contended,herd", "(-vs-zk) run only these workloads (comma-separated)")
 	vsByOp     = flag.Bool("vs-byop", false, "(-vs-zk) also print the requests per op by type")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	memProfile = flag.String("memprofile", "", "(-vs-zk) write an allocation profile of the whole run to this file")
 )
 
 // vsVariant is one lock implementation of the comparison.
@@ -145,6 +146,20 @@ func (b *bench) vsCompare(ctx context.Context) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		defer func() {
+			runtime.GC() // the profile is as of the last collection
+			f, err := os.Create(*memProfile)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "memprofile:", err)
+				return
+			}
+			defer f.Close()
+			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+				fmt.Fprintln(os.Stderr, "memprofile:", err)
+			}
+		}()
 	}
 	variants := vsVariants()
 	if *vsOnly != "" {
