@@ -206,8 +206,10 @@ func WithLossPolicy(p LossPolicy) Option {
 }
 
 // WithRetry sets the factory of the backoff used by Retry, EnsureContainers
-// and the guaranteed-delete queue (default DefaultBackOff). It is called once
-// per operation; returning backoff.Stop from NextBackOff ends the retries.
+// and the guaranteed-delete queue (default DefaultBackOff). Retry calls it
+// once per operation, at the operation's first retryable failure (an
+// operation that succeeds at once needs no backoff); returning backoff.Stop
+// from NextBackOff ends the retries.
 // A nil factory, or one that returns nil when Connect calls it once to check
 // it, is an error; should it return nil later, DefaultBackOff is used for
 // that operation.

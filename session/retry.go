@@ -78,8 +78,8 @@ func (s *Session) retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) e
 	if err := s.checkEpoch(ep); err != nil {
 		return err
 	}
-	b := s.cfg.retry()
-	var last error // the last attempt's error, wrapped when ctx stops us
+	var b backoff.BackOff // made at the first failure: most operations succeed at once
+	var last error        // the last attempt's error, wrapped when ctx stops us
 	for attempt := 1; ; attempt++ {
 		if err := s.waitUp(ctx, ep); err != nil {
 			return retryStopped(err, last)
@@ -116,6 +116,9 @@ func (s *Session) retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) e
 		}
 		if e := s.checkEpoch(ep); e != nil {
 			return retryStopped(e, err)
+		}
+		if b == nil {
+			b = s.cfg.retry()
 		}
 		d := b.NextBackOff()
 		if d == backoff.Stop {
