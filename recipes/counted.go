@@ -470,6 +470,7 @@ func (c *counted) fail(err error) error {
 func (l *Lease) forget() {
 	l.relOnce.Do(func() {
 		defer close(l.relDone)
+		l.skipMonitor()
 		l.cancel(l.in.errf(ErrReleased))
 	})
 }

@@ -82,6 +82,16 @@ type Lease struct {
 	fixedGaveUp bool
 
 	monitorDone chan struct{}
+
+	// The deferred start of the monitor (see deferMonitor): claimed once,
+	// by the first of Release, the delay, the end of the lease context and
+	// Close; the claimer stops the others.
+	deferred       bool // set by grant, before the lease is handed out
+	monitorClaimed atomic.Bool
+	deferMu        sync.Mutex // a trigger may fire before deferMonitor has set the others
+	delayTimer     *time.Timer
+	stopOnEnd      func() bool
+	stopOnClose    func() bool
 }
 
 // grant turns a winning attempt into a lease and starts its monitor.
@@ -106,7 +116,11 @@ func (in *Engine) grant(a *attempt) (*Lease, error) {
 	in.wg.Add(1)
 	in.mu.Unlock()
 	a.node = "" // owned by the lease now
-	go l.monitor(a.self)
+	if l.fixed == nil && a.self == nil {
+		l.deferMonitor(a.lctx)
+	} else {
+		go l.monitor(a.self)
+	}
 	if ce := in.lg.Check(zap.DebugLevel, "acquired"); ce != nil {
 		ce.Write(zap.String("node", l.name), zap.Int64("token", l.token))
 	}
@@ -232,6 +246,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.relOnce.Do(func() {
 		defer close(l.relDone)
 		mine := l.in.errf(ErrReleased)
+		l.skipMonitor()
 		l.cancel(mine)
 		close(l.released)
 		if cause := context.Cause(l.ctx); cause != mine {
@@ -295,7 +310,61 @@ func (in *Engine) release(ctx context.Context, ep *session.Epoch, node string) e
 	return in.errf(err)
 }
 
-// monitor is the one goroutine of a held lease. It ends the lease on Close
+// deferMonitor arranges for the monitor of a sequential lease without a
+// watch on its node to start only when there is something to do: after
+// nodeWatchDelay (WithNodeWatch: to set the watch), when the lease context
+// lctx ends (a suspension or loss: the node is to be deleted), or at Close.
+// A lease released before any of these (the common short hold) then costs
+// no goroutine at all: Release claims the start (skipMonitor) and stops the
+// others. Until then nothing but lctx, Close and Release can end the lease.
+func (l *Lease) deferMonitor(lctx context.Context) {
+	l.deferred = true
+	l.deferMu.Lock()
+	defer l.deferMu.Unlock()
+	start := func() {
+		if l.monitorClaimed.CompareAndSwap(false, true) {
+			l.stopDeferred()
+			l.watchNode(nil)
+		}
+	}
+	if l.in.cfg.nodeWatch {
+		l.delayTimer = time.AfterFunc(nodeWatchDelay, start)
+	}
+	l.stopOnEnd = context.AfterFunc(lctx, start)
+	l.stopOnClose = context.AfterFunc(l.in.ctx, start)
+}
+
+// stopDeferred stops the triggers of a deferred monitor start that have not
+// fired.
+func (l *Lease) stopDeferred() {
+	l.deferMu.Lock()
+	defer l.deferMu.Unlock()
+	if l.delayTimer != nil {
+		l.delayTimer.Stop()
+	}
+	if l.stopOnEnd != nil {
+		l.stopOnEnd()
+	}
+	if l.stopOnClose != nil {
+		l.stopOnClose()
+	}
+}
+
+// skipMonitor is Release's (or forget's) claim on a deferred monitor start,
+// just before it ends the lease: if the monitor has not started, it never
+// will, and its part in the Engine's wait group is done here.
+func (l *Lease) skipMonitor() {
+	if !l.deferred || !l.monitorClaimed.CompareAndSwap(false, true) {
+		return // a monitor goroutine of its own, or started already
+	}
+	l.stopDeferred()
+	close(l.monitorDone)
+	l.in.wg.Done()
+}
+
+// monitor is the goroutine of a held lease: started with the lease when
+// the lease has a fixed node or inherits a watch on its node, otherwise
+// only once there is something to do (deferMonitor). It ends the lease on Close
 // and, with the node watch, when a third party deletes our node; it then
 // deletes the node unless Release or the third party did. With
 // WithKeepNodeUntilRelease it waits for Release or Close first, and leaves a

@@ -3,7 +3,9 @@ package recipes_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -90,4 +92,85 @@ func TestLossCausePartition(t *testing.T) {
 	rec.Wait(t, wait, session.Lost)
 	checkLostCause(t, l)
 	t.Logf("Err after a partition past the timeout: %v", l.Err())
+}
+
+// TestShortHoldEnds: a lease whose monitor has not started yet (it starts
+// only when there is something to do: the node-watch delay, the end of the
+// lease context or Close) is still ended and cleaned up by each of them, with
+// the node watch on and off (off, no delay ever starts it). A suspension
+// right after the acquire ends it and, once reconnected, its node is deleted;
+// Close right after the acquire ends it with ErrClosed and deletes the node;
+// released leases leave nothing running (goleak, see TestMain).
+func TestShortHoldEnds(t *testing.T) {
+	for _, watch := range []bool{true, false} {
+		opt := recipes.WithNodeWatch(watch)
+		t.Run(fmt.Sprintf("suspension/watch=%v", watch), func(t *testing.T) {
+			ns := zktest.NewNamespace(t)
+			raw := ns.Conn(t)
+			s, p := sessiontest.ConnectProxy(t, ns)
+			in := newInternals(t, s, opt)
+			l, err := in.Acquire(ctxT(t), lockDriver, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Cut()
+			select {
+			case <-l.Done():
+			case <-time.After(wait):
+				t.Fatal("the lease did not end at the suspension")
+			}
+			if !errors.Is(l.Err(), session.ErrSuspended) {
+				t.Fatalf("Err = %v, want session.ErrSuspended", l.Err())
+			}
+			waitChildren(t, raw, ns, 0)
+			if err := l.Release(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+		})
+		t.Run(fmt.Sprintf("close/watch=%v", watch), func(t *testing.T) {
+			ns := zktest.NewNamespace(t)
+			raw := ns.Conn(t)
+			in := newInternals(t, sessiontest.Connect(t, ns), opt)
+			l, err := in.Acquire(ctxT(t), lockDriver, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			closed := make(chan error, 1)
+			go func() { closed <- in.Close() }()
+			select {
+			case err := <-closed:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(wait):
+				t.Fatal("Close did not return")
+			}
+			ended(t, l)
+			if !errors.Is(l.Err(), recipes.ErrClosed) {
+				t.Fatalf("Err = %v, want ErrClosed", l.Err())
+			}
+			waitChildren(t, raw, ns, 0)
+		})
+		t.Run(fmt.Sprintf("release/watch=%v", watch), func(t *testing.T) {
+			ns := zktest.NewNamespace(t)
+			raw := ns.Conn(t)
+			in := newInternals(t, sessiontest.Connect(t, ns), opt)
+			for i := 0; i < 20; i++ {
+				l, err := in.Acquire(ctxT(t), lockDriver, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Release(ctxT(t)); err != nil {
+					t.Fatal(err)
+				}
+				if !errors.Is(l.Err(), recipes.ErrReleased) {
+					t.Fatalf("Err = %v, want ErrReleased", l.Err())
+				}
+			}
+			waitChildren(t, raw, ns, 0)
+			if err := in.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }
