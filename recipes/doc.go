@@ -86,13 +86,16 @@
 // A lease is derived from the session's lease context: under the standard
 // loss policy it ends at the first suspension of the connection
 // (session.ErrSuspended), under the session-only policy at the loss of the
-// session (session.ErrLost). One goroutine per held lease also ends it on
-// Close (ErrClosed) and, with WithNodeWatch (default on), when our node is
-// deleted by someone else (ErrLockLost): it keeps a data watch on our own
-// node, set 100 ms after the acquire returned (or inherited from a waiter
+// session (session.ErrLost). A goroutine of the lease (its monitor) also
+// ends it on Close (ErrClosed) and, with WithNodeWatch (default on), when our
+// node is deleted by someone else (ErrLockLost): it keeps a data watch on our
+// own node, set 100 ms after the acquire returned (or inherited from a waiter
 // that waited next in line for longer than 100 ms), so a hold shorter than
 // that costs nothing; a longer one costs a request and an extra watch
-// notification at release. A waiter next in line likewise watches its own
+// notification at release. A sequential lease without an inherited watch
+// starts that goroutine only when it has something to do (the 100 ms have
+// passed, the lease context ended, or Close): a shorter hold released before
+// costs a timer and two context callbacks, no goroutine. A waiter next in line likewise watches its own
 // node only once it has waited 100 ms: a handoff within that time costs the
 // predecessor's delete and one notification, with no read (see
 // WithNodeWatch for the bound this gives on a third party's delete). When a
