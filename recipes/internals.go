@@ -70,7 +70,7 @@ func NewEngine(sess *session.Session, path string, opts ...Option) (*Engine, err
 	}
 	lg = lg.With(zap.String("path", full))
 	in := &Engine{sess: sess, path: full, userPath: path, cfg: cfg, lg: lg}
-	in.noMulti.Store(cfg.plainCreate)
+	in.noMulti.Store(cfg.create == createPlain)
 	in.ctx, in.cancel = context.WithCancelCause(context.Background())
 	return in, nil
 }
@@ -564,7 +564,7 @@ func (in *Engine) checkDirData(st *zk.Stat) {
 // that mode falls back to a plain create.
 func (in *Engine) createNode(conn *zk.Conn, p string, data []byte, flags int32) (string, int64, error) {
 	acl := in.sess.ACL()
-	if in.cfg.multiCreate && !in.noMulti.Load() {
+	if in.cfg.create == createMulti && !in.noMulti.Load() {
 		ops := []any{
 			&zk.CreateRequest{Path: p, Data: data, Acl: acl, Flags: flags},
 			&zk.SetDataRequest{Path: in.path, Data: nil, Version: -1},

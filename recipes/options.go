@@ -12,8 +12,7 @@ type Option func(*config) error
 
 type config struct {
 	nodeWatch      bool
-	plainCreate    bool
-	multiCreate    bool
+	create         createMode
 	keepNode       bool
 	lg             *zap.Logger
 	name           string
@@ -96,6 +95,20 @@ func WithCleanupTimeout(d time.Duration) Option {
 	}
 }
 
+// createMode is how the engine creates contender nodes (WithMultiCreate).
+type createMode uint8
+
+const (
+	// createDefault: a plain create for contender nodes; placed nodes and
+	// counted leases carry a setData on the directory (for their token and
+	// count) unless that is refused.
+	createDefault createMode = iota
+	// createMulti: WithMultiCreate(true), every node with the setData.
+	createMulti
+	// createPlain: WithMultiCreate(false), never a setData.
+	createPlain
+)
+
 // WithMultiCreate(true) creates contender nodes with a multi of the create
 // and an empty setData on the recipe directory, whose Stat returns the
 // fencing token (our czxid), as this package did before it read the token
@@ -106,5 +119,11 @@ func WithCleanupTimeout(d time.Duration) Option {
 // lock's downgrade places and a semaphore's leases never write the
 // directory either (they then cost one more read).
 func WithMultiCreate(on bool) Option {
-	return func(c *config) error { c.multiCreate, c.plainCreate = on, !on; return nil }
+	return func(c *config) error {
+		c.create = createPlain
+		if on {
+			c.create = createMulti
+		}
+		return nil
+	}
 }
