@@ -470,7 +470,9 @@ func (c *counted) fail(err error) error {
 func (l *Lease) forget() {
 	l.relOnce.Do(func() {
 		defer close(l.relDone)
-		l.skipMonitor()
-		l.cancel(l.in.errf(ErrReleased))
+		mine := l.in.errf(ErrReleased)
+		claimed := l.claimMonitor()
+		l.cancel(mine)
+		l.settleMonitor(claimed, mine)
 	})
 }

@@ -246,8 +246,9 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.relOnce.Do(func() {
 		defer close(l.relDone)
 		mine := l.in.errf(ErrReleased)
-		l.skipMonitor()
+		claimed := l.claimMonitor()
 		l.cancel(mine)
+		l.settleMonitor(claimed, mine)
 		close(l.released)
 		if cause := context.Cause(l.ctx); cause != mine {
 			if !l.in.cfg.keepNode || errors.Is(cause, ErrLockLost) {
@@ -315,8 +316,9 @@ func (in *Engine) release(ctx context.Context, ep *session.Epoch, node string) e
 // nodeWatchDelay (WithNodeWatch: to set the watch), when the lease context
 // lctx ends (a suspension or loss: the node is to be deleted), or at Close.
 // A lease released before any of these (the common short hold) then costs
-// no goroutine at all: Release claims the start (skipMonitor) and stops the
-// others. Until then nothing but lctx, Close and Release can end the lease.
+// no goroutine at all: Release claims the start (claimMonitor, settleMonitor)
+// and stops the triggers. Until then nothing but lctx, Close and Release can
+// end the lease.
 func (l *Lease) deferMonitor(lctx context.Context) {
 	l.deferred = true
 	l.deferMu.Lock()
@@ -350,16 +352,33 @@ func (l *Lease) stopDeferred() {
 	}
 }
 
-// skipMonitor is Release's (or forget's) claim on a deferred monitor start,
-// just before it ends the lease: if the monitor has not started, it never
-// will, and its part in the Engine's wait group is done here.
-func (l *Lease) skipMonitor() {
+// claimMonitor is Release's (or forget's) claim on a deferred monitor
+// start, just before its cancel ends the lease: it reports whether the
+// monitor had not started (nor will now); settleMonitor then finishes.
+func (l *Lease) claimMonitor() bool {
 	if !l.deferred || !l.monitorClaimed.CompareAndSwap(false, true) {
-		return // a monitor goroutine of its own, or started already
+		return false // a monitor goroutine of its own, or started already
 	}
 	l.stopDeferred()
-	close(l.monitorDone)
-	l.in.wg.Done()
+	return true
+}
+
+// settleMonitor follows the cancel that claimMonitor preceded: if that
+// cancel (cause mine) ended the lease, no monitor is needed and its part in
+// the Engine's wait group is done here; if the lease had ended for another
+// reason first (a suspension or loss whose trigger had not started the
+// monitor yet: a holder that releases as soon as it is told), the monitor
+// starts now, as that trigger would have started it, and deletes the node.
+func (l *Lease) settleMonitor(claimed bool, mine error) {
+	if !claimed {
+		return
+	}
+	if context.Cause(l.ctx) == mine {
+		close(l.monitorDone)
+		l.in.wg.Done()
+		return
+	}
+	go l.watchNode(nil)
 }
 
 // monitor is the goroutine of a held lease: started with the lease when
