@@ -95,7 +95,8 @@
 // notification at release. A sequential lease without an inherited watch
 // starts that goroutine only when it has something to do (the 100 ms have
 // passed, the lease context ended, or Close): a shorter hold released before
-// costs a timer and two context callbacks, no goroutine. A waiter next in line likewise watches its own
+// costs two context callbacks and a timer (with the node watch), no
+// goroutine. A waiter next in line likewise watches its own
 // node only once it has waited 100 ms: a handoff within that time costs the
 // predecessor's delete and one notification, with no read (see
 // WithNodeWatch for the bound this gives on a third party's delete). When a

@@ -94,7 +94,8 @@ type Lease struct {
 	stopOnClose    func() bool
 }
 
-// grant turns a winning attempt into a lease and starts its monitor.
+// grant turns a winning attempt into a lease and starts its monitor, or
+// arranges for it to start when needed (deferMonitor).
 func (in *Engine) grant(a *attempt) (*Lease, error) {
 	l := &Lease{
 		in: in, ep: a.ep, node: a.node, name: a.name, id: string(a.data), token: a.czxid, seq: a.seq,
@@ -317,8 +318,8 @@ func (in *Engine) release(ctx context.Context, ep *session.Epoch, node string) e
 // lctx ends (a suspension or loss: the node is to be deleted), or at Close.
 // A lease released before any of these (the common short hold) then costs
 // no goroutine at all: Release claims the start (claimMonitor, settleMonitor)
-// and stops the triggers. Until then nothing but lctx, Close and Release can
-// end the lease.
+// and stops the triggers. Until then nothing but lctx, Close, Release and
+// forget (a counted lease) can end the lease.
 func (l *Lease) deferMonitor(lctx context.Context) {
 	l.deferred = true
 	l.deferMu.Lock()
@@ -391,23 +392,17 @@ func (l *Lease) settleMonitor(claimed bool, mine error) {
 // from the wait, or nil.
 func (l *Lease) monitor(self *session.Watch) {
 	if l.in.cfg.nodeWatch && self == nil {
-		// Returns early when the lease ends or at Close. A short hold
-		// released meanwhile ends the monitor here, before the larger part
-		// below runs: the common case costs it a timer and the goroutine's
-		// first stack, which it never has to grow.
+		// A fixed node: set the watch only after the delay (armDelay
+		// returns early when the lease ends or at Close).
 		l.armDelay()
-		if l.fixed == nil && l.ctx.Err() != nil && errors.Is(context.Cause(l.ctx), ErrReleased) {
-			close(l.monitorDone)
-			l.in.wg.Done()
-			return
-		}
 	}
 	l.watchNode(self)
 }
 
-// watchNode is the monitor after the delay (see monitor): it ends the
-// lease on Close and, with the node watch, when a third party deletes our
-// node, and then deletes the node unless Release or the third party did.
+// watchNode is the monitor once the delay has passed or the lease has
+// ended (see monitor and deferMonitor): it ends the lease on Close and, with
+// the node watch, when a third party deletes our node, and then deletes the
+// node unless Release or the third party did.
 //
 //go:noinline
 func (l *Lease) watchNode(self *session.Watch) {
