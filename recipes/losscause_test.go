@@ -98,22 +98,27 @@ func TestLossCausePartition(t *testing.T) {
 // only when there is something to do: the node-watch delay, the end of the
 // lease context or Close) is still ended and cleaned up by each of them, with
 // the node watch on and off (off, no delay ever starts it). A suspension
-// right after the acquire ends it and, once reconnected, its node is deleted,
-// also when the holder releases the lease as soon as it is told;
-// Close right after the acquire ends it with ErrClosed and deletes the node;
-// released leases leave nothing running (goleak, see TestMain).
+// right after the acquire ends it and, once reconnected, its node is
+// deleted, also when the holder releases the lease as soon as it is told;
+// Close right after the acquire ends it with ErrClosed and deletes the
+// node; released leases leave nothing running (goleak, see TestMain).
 func TestShortHoldEnds(t *testing.T) {
 	for _, watch := range []bool{true, false} {
 		opt := recipes.WithNodeWatch(watch)
-		t.Run(fmt.Sprintf("suspension/watch=%v", watch), func(t *testing.T) {
-			ns := zktest.NewNamespace(t)
-			raw := ns.Conn(t)
-			s, p := sessiontest.ConnectProxy(t, ns)
+		acquired := func(t *testing.T, s *session.Session) (*recipes.Engine, *recipes.Lease) {
+			t.Helper()
 			in := newInternals(t, s, opt)
 			l, err := in.Acquire(ctxT(t), lockDriver, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
+			return in, l
+		}
+		t.Run(fmt.Sprintf("suspension/watch=%v", watch), func(t *testing.T) {
+			ns := zktest.NewNamespace(t)
+			raw := ns.Conn(t)
+			s, p := sessiontest.ConnectProxy(t, ns)
+			_, l := acquired(t, s)
 			p.Cut()
 			select {
 			case <-l.Done():
@@ -133,11 +138,7 @@ func TestShortHoldEnds(t *testing.T) {
 		t.Run(fmt.Sprintf("close/watch=%v", watch), func(t *testing.T) {
 			ns := zktest.NewNamespace(t)
 			raw := ns.Conn(t)
-			in := newInternals(t, sessiontest.Connect(t, ns), opt)
-			l, err := in.Acquire(ctxT(t), lockDriver, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			in, l := acquired(t, sessiontest.Connect(t, ns))
 			closed := make(chan error, 1)
 			go func() { closed <- in.Close() }()
 			select {
