@@ -54,7 +54,7 @@
 // tap, not the server) and, uncontended, heap allocations per cycle (the
 // whole process: go-zookeeper and the tap included). -vs-workloads runs only
 // some of the workloads (uncontended, contended, herd); -cpuprofile writes a
-// CPU profile of the run.
+// CPU profile of the run, -memprofile an allocation profile of it.
 //
 // Flags change the counts and durations (-rounds, -cycle-time, -sessions,
 // -handoff-time, -waiters, -big-sessions, -per-session) and select sections
