@@ -118,14 +118,7 @@ func SortChildren(names []string, markers []string) []Child {
 // sortChildrenInto is SortChildren writing into buf's array when it is large
 // enough (the engine takes one from childBufs for each decision).
 func sortChildrenInto(buf []Child, names []string, markers []string) []Child {
-	out := buf[:0]
-	for _, n := range names {
-		if c, ok := parseChild(n, markers); ok {
-			out = append(out, c)
-		}
-	}
-	slices.SortFunc(out, compareChildren)
-	return out
+	return sortUpTo(buf, names, markers, nil)
 }
 
 // compareChildren is SortChildren's order.
@@ -140,15 +133,20 @@ func compareChildren(a, b Child) int {
 // children that sort before it, and it, in order (if self is not among
 // names, those that would sort before it). Only they are sorted, so a
 // waiter near the front of a long queue sorts a few children, not the
-// queue.
+// queue. A self that matches no marker cuts nothing.
 func sortPrefixInto(buf []Child, names []string, markers []string, self string) []Child {
-	me, ok := parseChild(self, markers)
-	if !ok {
-		return sortChildrenInto(buf, names, markers)
+	if me, ok := parseChild(self, markers); ok {
+		return sortUpTo(buf, names, markers, &me)
 	}
+	return sortUpTo(buf, names, markers, nil)
+}
+
+// sortUpTo parses names into buf's array, keeping those that sort at or
+// before last (all of them if last is nil), and sorts them.
+func sortUpTo(buf []Child, names []string, markers []string, last *Child) []Child {
 	out := buf[:0]
 	for _, n := range names {
-		if c, ok := parseChild(n, markers); ok && compareChildren(c, me) <= 0 {
+		if c, ok := parseChild(n, markers); ok && (last == nil || compareChildren(c, *last) <= 0) {
 			out = append(out, c)
 		}
 	}
