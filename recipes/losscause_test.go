@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -177,4 +178,51 @@ func TestShortHoldEnds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHeldLeaseStartsNoGoroutine: a held sequential lease starts its monitor
+// goroutine only when it has something to do. With the node watch off (no
+// 100 ms delay), 50 held leases add no goroutine of the engine while they are
+// held; ending them (a suspension) starts the monitors, which delete the
+// nodes. (With the node watch on, the same holds for the first 100 ms; that
+// is timing, so this test takes the deterministic case.)
+func TestHeldLeaseStartsNoGoroutine(t *testing.T) {
+	const leases = 50
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	s, p := sessiontest.ConnectProxy(t, ns)
+	in := newInternals(t, s, recipes.WithNodeWatch(false))
+	sem := recipes.StandardDriver{Name: "lease-", MaxLeases: leases}
+	// One acquire first, so that workers and the directory exist before
+	// the count.
+	l0, err := in.Acquire(ctxT(t), sem, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l0.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+	var ls []*recipes.Lease
+	for i := 0; i < leases; i++ {
+		l, err := in.Acquire(ctxT(t), sem, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+	}
+	// The session's idle workers (a few) may remain; a goroutine per lease
+	// would add 50.
+	if grown := runtime.NumGoroutine() - before; grown >= leases/5 {
+		t.Fatalf("%d held leases added %d goroutines, want none of their own", leases, grown)
+	}
+	p.Cut()
+	for _, l := range ls {
+		select {
+		case <-l.Done():
+		case <-time.After(wait):
+			t.Fatal("a lease did not end at the suspension")
+		}
+	}
+	waitChildren(t, raw, ns, 0)
 }

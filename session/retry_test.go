@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
@@ -87,5 +88,46 @@ func TestRetrySessionChangedUnderOp(t *testing.T) {
 	}
 	if ran.Load() {
 		t.Fatal("op ran on a lost epoch")
+	}
+}
+
+// TestRetryBackoffMadeAtFirstFailure: WithRetry's factory is called by Retry
+// once per operation, at its first retryable failure: an operation that
+// succeeds, or fails for good, at once makes no backoff; one that fails
+// twice and then succeeds makes one.
+func TestRetryBackoffMadeAtFirstFailure(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	var made atomic.Int32
+	s := sessiontest.Connect(t, ns, session.WithRetry(func() backoff.BackOff {
+		made.Add(1)
+		return backoff.NewConstantBackOff(5 * time.Millisecond)
+	}))
+	ctx := ctxT(t, 10*time.Second)
+	made.Store(0) // Connect calls the factory once to check it
+	for i := 0; i < 5; i++ {
+		if err := s.Toolkit().Retry(ctx, s.Epoch(), func(c *zk.Conn) error {
+			_, _, err := c.Exists("/")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Toolkit().Retry(ctx, s.Epoch(), func(*zk.Conn) error { return zk.ErrNoNode }); !errors.Is(err, zk.ErrNoNode) {
+		t.Fatalf("permanent error: %v", err)
+	}
+	if n := made.Load(); n != 0 {
+		t.Fatalf("%d backoffs made for operations that did not retry, want 0", n)
+	}
+	calls := 0
+	if err := s.Toolkit().Retry(ctx, s.Epoch(), func(*zk.Conn) error {
+		if calls++; calls < 3 {
+			return zk.ErrConnectionClosed
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := made.Load(); n != 1 {
+		t.Fatalf("%d backoffs made for one operation retried twice, want 1", n)
 	}
 }
