@@ -32,8 +32,18 @@
 //
 // A fair Lock creates its node and, pipelined on the same connection, lists
 // the directory; the node first in sequence order holds the lock; every other
-// node sets a data watch on its immediate predecessor only, so a release
-// wakes exactly one waiter (no herd effect). An uncontended Lock and Unlock
+// node sets one data watch. The second in line watches the holder. With the
+// node watch (the default), a waiter further back watches the node two
+// places ahead of its own: when that node goes, the waiter's predecessor
+// holds, and the waiter reads the directory once and watches its
+// predecessor, so that its own turn comes on a deletion notice with no read
+// in between (one round trip less per handoff than Curator and
+// go-zookeeper's lock, which read the directory after the notice). A release
+// thus wakes at most two waiters, whatever the length of the queue (no herd
+// effect): the next in line, which takes over, and the one behind it, which
+// reads the directory. Without the node watch every waiter watches its
+// immediate predecessor, a release wakes exactly one waiter, and it reads
+// the directory before it holds. An uncontended Lock and Unlock
 // cost three requests in two round trips: the create (sent as a multi that
 // also returns the fencing token, see package recipes), the children read
 // pipelined behind it, and the delete. With the node watch (WithNodeWatch,

@@ -13,7 +13,7 @@ import (
 // Curator's InterProcessMutex.
 const Marker = "lock-"
 
-var driver = recipes.StandardDriver{Name: Marker, MaxLeases: 1}
+var driver = recipes.StandardDriver{Name: Marker, MaxLeases: 1, LookAhead: true}
 
 // Participant is one contender of a lock, as Participants and Holder read it.
 type Participant = recipes.Participant

@@ -87,9 +87,13 @@ func WithID(id string) Option {
 // next in line for longer than 100 ms; so a deletion, before or after Lock
 // returned, ends the lease at once, or at the latest 100 ms (and a round
 // trip) after Lock returned. It costs one request and one watch notification
-// per hold (or wait next in line) longer than 100 ms, none for a shorter one. Without
-// it, the holder learns of such a deletion only when its session ends, while
-// the next waiter already holds the lock.
+// per hold (or wait next in line) longer than 100 ms, none for a shorter one.
+// It is also what lets a fair waiter take over on its predecessor's deletion
+// notice without reading the children, and so look ahead (see Algorithm in
+// the package doc): a Lock that queues behind two or more others costs one
+// more data watch, and its handoff one round trip less. Without it, the
+// holder learns of such a deletion only when its session ends, while the
+// next waiter already holds the lock, and every handoff reads the children.
 func WithNodeWatch(on bool) Option {
 	return func(c *config) error {
 		c.nodeWatch = on

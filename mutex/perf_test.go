@@ -195,9 +195,10 @@ func TestPerfNextInLineEarlyDelete(t *testing.T) {
 }
 
 // TestPerfDeepWaiterNoOwnWatch: a waiter third in line does not watch its own
-// node while it waits (the next decision reads the children anyway), still
-// gets the lock in order once both before it are gone, and a third party's
-// delete of its node while it waits still ends its Lock with ErrLockLost.
+// node while it waits (the next decision reads the children anyway); it
+// watches the holder, two places ahead (see recipes.LooksAhead), still gets
+// the lock in order once both before it are gone, and a third party's delete
+// of its node while it waits still ends its Lock with ErrLockLost.
 func TestPerfDeepWaiterNoOwnWatch(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	raw := ns.Conn(t)
@@ -225,8 +226,8 @@ func TestPerfDeepWaiterNoOwnWatch(t *testing.T) {
 	var names []string
 	zktest.Eventually(t, wait, func() bool {
 		names = lockKids(t, raw, ns)
-		return len(names) == 3 && perfWatched(tap, dir+names[1])
-	}, "B watches A's node")
+		return len(names) == 3 && perfWatched(tap, dir+names[0])
+	}, "B watches H's node")
 	// B decided before it set that watch (see attempt.wait).
 	if perfWatched(tap, dir+names[2]) {
 		t.Fatalf("the third waiter watches its own node (watches %v)", tap.Watches())
@@ -260,7 +261,7 @@ func TestPerfDeepWaiterNoOwnWatch(t *testing.T) {
 	}
 
 	// A third party deletes a deep waiter's node: its Lock fails with
-	// ErrLockLost once the waiter before it goes (the read finds it gone).
+	// ErrLockLost once the holder goes (the read finds it gone).
 	hl, err = hm.Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +271,7 @@ func TestPerfDeepWaiterNoOwnWatch(t *testing.T) {
 	bGot = perfLockAsync(ctx, bm)
 	zktest.Eventually(t, wait, func() bool {
 		names = lockKids(t, raw, ns)
-		return len(names) == 3 && perfWatched(tap, dir+names[1])
+		return len(names) == 3 && perfWatched(tap, dir+names[0])
 	}, "B queued again")
 	if err := raw.Delete(dir+names[2], -1); err != nil {
 		t.Fatal(err)

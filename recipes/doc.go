@@ -45,7 +45,17 @@
 // normally reads the directory again; with a Monotone driver and the node
 // watch, a waiter whose last snapshot showed only the deleted child before it
 // takes over on the deletion notice alone (children sorting before ours were
-// all created before ours, so none can have appeared since). Such a waiter
+// all created before ours, so none can have appeared since), or on the reply
+// that finds that child gone when it sets the watch. With a LooksAhead driver
+// (the fair mutex) and the node watch, a waiter with two or more children
+// before its own watches the one two places ahead instead: when that child
+// goes, its predecessor holds (in a queue left in order), and the waiter
+// reads the directory with a data watch on the predecessor sent beside the
+// read, so that by its turn it is next in line and takes over on the notice.
+// The read then happens while the predecessor holds, not between its
+// release and ours: a handoff costs the delete and one notification. A
+// release wakes at most two waiters then, the next in line and the one after
+// it, whatever the queue's length. Such a waiter
 // (next in line) is the only one that watches its own node while it waits,
 // and only once it has waited 100 ms: that watch, or a notice within the
 // 100 ms followed by the lease's own watch 100 ms after the acquire, is what

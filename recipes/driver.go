@@ -48,6 +48,32 @@ type Monotone interface {
 	Monotone() bool
 }
 
+// LooksAhead is an optional interface of a Monotone driver that holds only
+// once every child sorting before its own is gone (a mutex) and watches its
+// predecessor meanwhile. When LooksAhead returns true, a waiter with two or
+// more children before its own watches the child two places before it
+// instead, and reads the children again when that child goes. In a queue
+// that is left in order its predecessor holds by then, so the waiter, now
+// next in line, watches the holder, and the handoff is decided on the
+// deletion notice alone (see Monotone): the read leaves the handoff and is
+// made while the predecessor holds. It costs one more data watch per
+// acquire (a request and, at that child's delete, a notification). The
+// engine looks ahead only with the node watch on (WithNodeWatch): without
+// it a handoff always reads the children (see heldWithout). Safety
+// does not depend on it: a waiter still holds only on a snapshot that shows
+// it first, or on the notice that its predecessor, first in that snapshot,
+// is gone.
+type LooksAhead interface {
+	LooksAhead() bool
+}
+
+// looksAhead reports whether d is a LooksAhead driver that says so, and does
+// not trust handoffs (a trusted handoff would hold on the wrong notice).
+func looksAhead(d Driver) bool {
+	l, ok := d.(LooksAhead)
+	return ok && l.LooksAhead() && monotone(d) && !trustsHandoff(d)
+}
+
 // StandardDriver is Curator's StandardLockInternalsDriver: a node holds the
 // recipe when fewer than MaxLeases nodes sort before it; otherwise it watches
 // the node MaxLeases places before it. StandardDriver{Name: "lock-",
@@ -58,6 +84,10 @@ type StandardDriver struct {
 	Name string
 	// MaxLeases is how many nodes hold at once; 0 means 1.
 	MaxLeases int
+	// LookAhead, with MaxLeases 1, makes a waiter two or more places back
+	// watch the child two places before its own instead of its predecessor
+	// (see LooksAhead).
+	LookAhead bool
 }
 
 // Marker returns d.Name.
@@ -68,6 +98,10 @@ func (d StandardDriver) Markers() []string { return []string{d.Name} }
 
 // Monotone returns true: fewer children before ours never stop us holding.
 func (d StandardDriver) Monotone() bool { return true }
+
+// LooksAhead implements LooksAhead: d.LookAhead, for a mutex (MaxLeases 0
+// or 1) only.
+func (d StandardDriver) LooksAhead() bool { return d.LookAhead && d.MaxLeases <= 1 }
 
 // Decide implements Driver: held when self < MaxLeases, else watch
 // sorted[self-MaxLeases].

@@ -261,6 +261,19 @@ type attempt struct {
 	prev    []Child // the last snapshot decided on, up to ours (see keepPrefix)
 	gone    string  // the watched child, reported deleted by its watch
 	quick   bool    // gone went within nodeWatchDelay of the wait, unwatched (see wait)
+
+	// Looking ahead (see LooksAhead): while we watch the child ahead, two
+	// places before ours, pred is our predecessor; once ahead is gone, the
+	// read that follows carries a data watch on pred along (spec).
+	ahead, pred string
+	spec        *specWatch
+}
+
+// specWatch is a data watch on the child name, sent beside a read of the
+// children before the read's decision says whether it is the one to watch.
+type specWatch struct {
+	name string
+	p    *session.Pending[*session.Watch]
 }
 
 func (a *attempt) run() (*Lease, error) {
@@ -284,6 +297,11 @@ func (a *attempt) run() (*Lease, error) {
 					return l, err
 				}
 			}
+			if gone == a.ahead && a.pred != "" {
+				// In a queue left in order our predecessor holds now, and
+				// the read below will show it first: watch it already.
+				a.spec = &specWatch{name: a.pred}
+			}
 		}
 		if a.kids == nil {
 			if err := a.readChildren(); err != nil {
@@ -302,6 +320,7 @@ func (a *attempt) run() (*Lease, error) {
 			return nil, a.fail(err)
 		}
 		if held {
+			a.spec = nil
 			l, retry, err := a.won()
 			if !retry {
 				return l, err
@@ -345,6 +364,11 @@ func (a *attempt) decide() (self int, held bool, watch string, err error) {
 		return self, false, "", nil
 	}
 	held, watch, err = a.d.Decide(sorted, self)
+	a.ahead, a.pred = "", ""
+	if err == nil && !held && self >= 2 && a.in.cfg.nodeWatch && watch == sorted[self-1].Name && looksAhead(a.d) {
+		a.ahead, a.pred = sorted[self-2].Name, watch
+		watch = a.ahead
+	}
 	return self, held, watch, err
 }
 
@@ -793,12 +817,26 @@ func contains(names []string, name string) bool {
 	return false
 }
 
-// readChildren captures the lease context, then reads the directory.
+// readChildren captures the lease context, then reads the directory; a
+// speculative watch (a.spec) is sent right before the read.
 func (a *attempt) readChildren() error {
 	if err := a.recapture(); err != nil {
 		return err
 	}
 	in := a.in
+	if sp := a.spec; sp != nil && sp.p == nil {
+		p, ep, tk := in.path+"/"+sp.name, a.ep, in.sess.Toolkit()
+		sp.p, _ = session.Start(in.sess, func(*zk.Conn) (*session.Watch, error) {
+			if err := ep.Err(); err != nil {
+				return nil, err
+			}
+			_, _, w, err := tk.GetW(p)
+			return w, err
+		}, nil)
+		if sp.p == nil {
+			a.spec = nil
+		}
+	}
 	var kids []string
 	var st *zk.Stat
 	err := in.sess.Toolkit().Retry(a.ctx, a.ep, func(c *zk.Conn) error {
@@ -895,11 +933,13 @@ func (a *attempt) wait(watch string) error {
 	// steps down, then costs neither the request nor the notification
 	// that our own delete would fire at our release, and a notice within
 	// the delay still grants without a read (a.quick, see heldWithout).
+	// A waiter that looks ahead (see LooksAhead) is not next in line: the
+	// read that follows the deletion it waits for finds a delete of ours.
 	// The lease then sets the watch nodeWatchDelay after the acquire, so a
 	// third party's delete of our node, before or after the acquire, ends
 	// the lease at the latest nodeWatchDelay (and a round trip) after the
 	// acquire returned, as WithNodeWatch promises.
-	next := in.cfg.nodeWatch && a.self == nil && (a.holdsWithout(watch) || a.watchesFirst(watch))
+	next := in.cfg.nodeWatch && a.self == nil && watch != a.ahead && (a.holdsWithout(watch) || a.watchesFirst(watch))
 	a.quick = false
 	if a.czxid == 0 {
 		// Learn our token while we wait anyway.
@@ -907,17 +947,21 @@ func (a *attempt) wait(watch string) error {
 			return err
 		}
 	}
-	var w *session.Watch
-	err := in.sess.Toolkit().Retry(a.ctx, a.ep, func(*zk.Conn) error {
-		var err error
-		p := in.path + "/" + watch
-		_, _, w, err = in.sess.Toolkit().GetW(p)
-		return session.Refused("watch", p, err)
-	})
+	w, err := a.specResult(watch)
+	if w == nil && !errors.Is(err, zk.ErrNoNode) {
+		err = in.sess.Toolkit().Retry(a.ctx, a.ep, func(*zk.Conn) error {
+			var err error
+			p := in.path + "/" + watch
+			_, _, w, err = in.sess.Toolkit().GetW(p)
+			return session.Refused("watch", p, err)
+		})
+	}
 	if errors.Is(err, zk.ErrNoNode) {
-		if trustsHandoff(a.d) {
-			a.gone = watch // as good as its deletion notice
-		}
+		// As good as its deletion notice, and as quick as one can be: it
+		// was in the snapshot, and is gone.
+		a.gone = watch
+		a.quick = a.self == nil && next
+		a.selfChanged()
 		return nil
 	}
 	if err != nil {
@@ -944,15 +988,7 @@ func (a *attempt) wait(watch string) error {
 				// Deleted within the delay: grant without our own watch.
 				a.quick = a.self == nil && next
 			}
-			// Events come in order on the connection: if our own node
-			// changed before the predecessor went, its event is already
-			// queued.
-			select {
-			case ev, ok := <-selfEvents:
-				a.self.Event(ev, ok)
-				a.self, a.gone, a.quick = nil, "", false
-			default:
-			}
+			a.selfChanged()
 		case <-arm:
 			// Still waiting after the delay: watch our node (a missing
 			// node ends the wait with ErrLockLost).
@@ -978,6 +1014,46 @@ func (a *attempt) wait(watch string) error {
 		}
 		return nil
 	}
+}
+
+// selfChanged forgets a gone notice if the watch on our own node has fired:
+// events and replies come in order on the connection, so if our node changed
+// before the notice (or the reply that found the watched child missing), its
+// event is queued already, and the next read finds out what happened.
+func (a *attempt) selfChanged() {
+	if a.self == nil {
+		return
+	}
+	select {
+	case ev, ok := <-a.self.Events():
+		a.self.Event(ev, ok)
+		a.self, a.gone, a.quick = nil, "", false
+	default:
+	}
+}
+
+// specResult takes the speculative watch (a.spec) if it is on the child
+// watch, and returns its outcome once in: a watch, zk.ErrNoNode (the child is
+// gone), or nil and the error of a watch to be set again. A speculative watch
+// on another child is dropped: it stays registered until that child changes
+// (see session.Watch), and our predecessor's deletion is not far.
+func (a *attempt) specResult(watch string) (*session.Watch, error) {
+	sp := a.spec
+	a.spec = nil
+	if sp == nil || sp.name != watch {
+		return nil, nil
+	}
+	select {
+	case <-sp.p.Done():
+	case <-a.ctx.Done():
+		sp.p.Abandon()
+		return nil, nil // the Retry that follows returns ctx's error
+	}
+	w, err := sp.p.Result()
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	return w, err
 }
 
 // fail cleans up after a failed attempt and returns the error to report.
