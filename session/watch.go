@@ -29,16 +29,78 @@ type watchKey struct {
 	kind watchKind
 }
 
-// watchEntry is one registration in go-zookeeper.
+// watchEntry is one registration in go-zookeeper. A thousand waiters on one
+// lock are a thousand entries, so an entry has no lock or channel of its
+// own: its state is guarded by the registry's state lock, and waits for it
+// (rare and short: a registration in flight, an event being stored) use the
+// registry's condition variable.
 type watchEntry struct {
-	s     *Session
-	key   watchKey
-	ready chan struct{}   // closed once ch or err is set
-	ch    <-chan zk.Event // go-zookeeper's channel: one event, then closed
-	err   error           // the registering request failed: no watch
-	once  sync.Once
-	fired chan struct{} // closed once ev is stored
-	ev    zk.Event
+	s   *Session
+	key watchKey
+	ch  <-chan zk.Event // go-zookeeper's channel: one event, then closed (set before ready)
+	err error           // the registering request failed: no watch (set before ready)
+
+	ready bool // ch or err is set (state lock)
+	fired bool // the event is stored (state lock)
+	// The event, less its Path (key.path) and Server (not set for node
+	// events).
+	evType  zk.EventType
+	evState zk.State
+	evErr   error
+}
+
+// event returns the stored event. State lock held.
+func (e *watchEntry) event() zk.Event {
+	return zk.Event{Type: e.evType, State: e.evState, Path: e.key.path, Err: e.evErr}
+}
+
+// newWatchEntry returns an entry of s being registered (not ready). r.mu
+// held.
+func (r *watchRegistry) newWatchEntry(s *Session, key watchKey) *watchEntry {
+	if r.state.L == nil {
+		r.state.L = &r.stateMu
+	}
+	return &watchEntry{s: s, key: key}
+}
+
+// setReady records the outcome of the registering request.
+func (e *watchEntry) setReady(ch <-chan zk.Event, err error) {
+	r := &e.s.watches
+	r.stateMu.Lock()
+	e.ch, e.err, e.ready = ch, err, true
+	r.state.Broadcast()
+	r.stateMu.Unlock()
+}
+
+// isReady reports whether the registering request is done, without
+// waiting.
+func (e *watchEntry) isReady() bool {
+	r := &e.s.watches
+	r.stateMu.Lock()
+	defer r.stateMu.Unlock()
+	return e.ready
+}
+
+// awaitReady blocks until the registering request is done (go-zookeeper
+// bounds it).
+func (e *watchEntry) awaitReady() {
+	r := &e.s.watches
+	r.stateMu.Lock()
+	for !e.ready {
+		r.state.Wait()
+	}
+	r.stateMu.Unlock()
+}
+
+// store records the event of a fired watch, once.
+func (e *watchEntry) store(ev zk.Event) {
+	r := &e.s.watches
+	r.stateMu.Lock()
+	if !e.fired {
+		e.evType, e.evState, e.evErr, e.fired = ev.Type, ev.State, ev.Err, true
+		r.state.Broadcast()
+	}
+	r.stateMu.Unlock()
 }
 
 // Watch is a subscription to a shared watch (see Session.GetW). It fires
@@ -61,35 +123,37 @@ func (w *Watch) Event(ev zk.Event, ok bool) zk.Event { return w.e.settle(ev, ok)
 // the channel closed wait for it (it is stored right after the receive).
 func (e *watchEntry) settle(ev zk.Event, ok bool) zk.Event {
 	if ok {
-		e.once.Do(func() {
-			e.ev = ev
-			close(e.fired)
-		})
+		e.store(ev)
 		e.s.forgetWatch(e)
 	}
-	<-e.fired
-	return e.ev
+	r := &e.s.watches
+	r.stateMu.Lock()
+	defer r.stateMu.Unlock()
+	for !e.fired {
+		r.state.Wait()
+	}
+	return e.event()
 }
 
 // takeIfFired reports whether the registration has fired, storing its
-// event if this call is the one that receives it. It never blocks and never
-// takes the registry's lock, so it may run under it. A channel found closed
-// before the subscriber that received the event has stored it counts as
-// fired (that subscriber stores it in Event; settle waits for it, this does
-// not). Only for entries whose ready is closed and err is nil.
+// event if this call is the one that receives it. It never waits (it takes
+// only the state lock, briefly) and never takes the registry's lock, so it
+// may run under it. A channel found closed before the subscriber that
+// received the event has stored it counts as fired (that subscriber stores it
+// in Event; settle waits for it, this does not). Only for entries that are
+// ready with no err.
 func (e *watchEntry) takeIfFired() bool {
-	select {
-	case <-e.fired:
+	r := &e.s.watches
+	r.stateMu.Lock()
+	fired := e.fired
+	r.stateMu.Unlock()
+	if fired {
 		return true
-	default:
 	}
 	select {
 	case ev, ok := <-e.ch:
 		if ok {
-			e.once.Do(func() {
-				e.ev = ev
-				close(e.fired)
-			})
+			e.store(ev)
 		}
 		return true
 	default:
@@ -102,6 +166,11 @@ type watchRegistry struct {
 	mu        sync.Mutex
 	entries   map[watchKey]*watchEntry
 	pruneSize int // prune when the map grows past this
+
+	// The entries' state (ready, fired, ev) and waits for it. Lock order:
+	// mu, then stateMu.
+	stateMu sync.Mutex
+	state   sync.Cond // L is &stateMu (set with the first entry)
 }
 
 func (s *Session) forgetWatch(e *watchEntry) {
@@ -121,9 +190,7 @@ func (r *watchRegistry) pruneLocked() {
 		return
 	}
 	for k, e := range r.entries {
-		select {
-		case <-e.ready:
-		default:
+		if !e.isReady() {
 			continue // being registered
 		}
 		if e.err != nil {
@@ -144,12 +211,7 @@ func (s *Session) watchCount() int {
 	defer r.mu.Unlock()
 	n := 0
 	for _, e := range r.entries {
-		select {
-		case <-e.ready:
-			if e.err == nil && !e.takeIfFired() {
-				n++
-			}
-		default:
+		if !e.isReady() || e.err == nil && !e.takeIfFired() {
 			n++
 		}
 	}
@@ -205,23 +267,20 @@ func (s *Session) shared(key watchKey, register func(*zk.Conn) (<-chan zk.Event,
 		}
 		e := r.entries[key]
 		if e == nil {
-			e = &watchEntry{s: s, key: key, ready: make(chan struct{}), fired: make(chan struct{})}
+			e = r.newWatchEntry(s, key)
 			r.entries[key] = e
 			r.pruneLocked()
 			r.mu.Unlock()
 			ch, err := register(s.conn)
+			e.setReady(ch, err)
 			if err != nil {
-				e.err = err
-				close(e.ready)
 				s.forgetWatch(e)
 				return nil, err
 			}
-			e.ch = ch
-			close(e.ready)
 			return &Watch{e}, nil
 		}
 		r.mu.Unlock()
-		<-e.ready // the registering request is bounded by go-zookeeper
+		e.awaitReady() // the registering request is bounded by go-zookeeper
 		if e.err != nil || e.takeIfFired() {
 			// No watch came of it, or it has fired already: register anew.
 			s.forgetWatch(e)
@@ -250,5 +309,5 @@ func (s *Session) shared(key watchKey, register func(*zk.Conn) (<-chan zk.Event,
 // NeverFires returns a Watch that never fires: for a caller that cannot
 // watch (e.g. zk.ErrNoAuth) and must not re-arm in a loop.
 func NeverFires() *Watch {
-	return &Watch{&watchEntry{ready: closedChan, fired: make(chan struct{})}}
+	return &Watch{&watchEntry{ready: true}} // no session: never settled
 }

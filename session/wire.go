@@ -406,6 +406,10 @@ func newWireConn(c net.Conn, w *wire, addr string) *wireConn {
 	return wc
 }
 
+// maxKeptSent is the most requests in flight whose array a connection keeps
+// once none is left in flight.
+const maxKeptSent = 64
+
 // sentRequest is a request written on a connection: its xid and when, and
 // for a create the path it asks for (createBook).
 type sentRequest struct {
@@ -438,6 +442,11 @@ func (c *wireConn) noteAnswered(xid int32, zxid int64, errCode int32) {
 			n := copy(c.sent, c.sent[i+1:])
 			clear(c.sent[n:])
 			c.sent = c.sent[:n]
+			if n == 0 && cap(c.sent) > maxKeptSent {
+				// A burst (a thousand waiters setting their watches at
+				// once) is over: do not keep its array for good.
+				c.sent = nil
+			}
 			break
 		}
 	}
