@@ -13,7 +13,8 @@ import (
 // Curator's InterProcessMutex.
 const Marker = "lock-"
 
-var driver = recipes.StandardDriver{Name: Marker, MaxLeases: 1, LookAhead: true}
+// driver is boxed in its interface once, not at every Lock.
+var driver recipes.Driver = recipes.StandardDriver{Name: Marker, MaxLeases: 1, LookAhead: true}
 
 // Participant is one contender of a lock, as Participants and Holder read it.
 type Participant = recipes.Participant
@@ -45,6 +46,7 @@ type Mutex struct {
 	in   *recipes.Engine
 	path string
 	id   string
+	data []byte // id, the data of our nodes (one copy for every Lock; never written)
 	held recipes.HeldLeases
 }
 
@@ -56,7 +58,7 @@ func New(sess *session.Session, path string, opts ...Option) (*Mutex, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Mutex{in: in, path: path, id: c.id}, nil
+	return &Mutex{in: in, path: path, id: c.id, data: []byte(c.id)}, nil
 }
 
 // Path returns the lock's path as given to New.
@@ -85,7 +87,7 @@ func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
 	if ctx == nil {
 		return nil, errNilContext(m.path)
 	}
-	l, err := m.in.Acquire(ctx, driver, []byte(m.id))
+	l, err := m.in.Acquire(ctx, driver, m.data)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +102,7 @@ func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
 	if ctx == nil {
 		return nil, errNilContext(m.path)
 	}
-	l, err := m.in.TryAcquire(ctx, driver, []byte(m.id))
+	l, err := m.in.TryAcquire(ctx, driver, m.data)
 	if errors.Is(err, recipes.ErrWouldBlock) {
 		return nil, recipes.NewError("mutex", m.path, ErrLocked)
 	}

@@ -28,6 +28,7 @@ type Reentrant struct {
 	in   *recipes.Engine
 	path string
 	id   string
+	data []byte // id, the data of our nodes (one copy for every Lock; never written)
 	re   recipes.GoroutineHolds
 	held recipes.HeldLeases
 }
@@ -41,7 +42,7 @@ func NewReentrant(sess *session.Session, path string, opts ...Option) (*Reentran
 	if err != nil {
 		return nil, err
 	}
-	return &Reentrant{in: in, path: path, id: c.id}, nil
+	return &Reentrant{in: in, path: path, id: c.id, data: []byte(c.id)}, nil
 }
 
 // Path returns the lock's path as given to NewReentrant.
@@ -92,12 +93,12 @@ func (m *Reentrant) lock(ctx context.Context, try bool) (*Lease, error) {
 	var l *recipes.Lease
 	var err error
 	if try {
-		l, err = m.in.TryAcquire(ctx, driver, []byte(m.id))
+		l, err = m.in.TryAcquire(ctx, driver, m.data)
 		if errors.Is(err, recipes.ErrWouldBlock) {
 			return nil, recipes.NewError("mutex", m.path, ErrLocked)
 		}
 	} else {
-		l, err = m.in.Acquire(ctx, driver, []byte(m.id))
+		l, err = m.in.Acquire(ctx, driver, m.data)
 	}
 	if err != nil {
 		return nil, err

@@ -102,23 +102,22 @@ func (in *Engine) AcquireCounted(ctx context.Context, spec CountedSpec) ([]*Leas
 	if g := spec.Guard; g != nil && g.in.sess != in.sess {
 		return nil, in.errf(fmt.Errorf("%w: guard of another session", ErrBadOption))
 	}
-	actx, end, err := in.begin(ctx)
-	if err != nil {
+	c := &counted{in: in, spec: spec, d: d, user: ctx}
+	if err := in.begin(ctx, &c.scope); err != nil {
 		return nil, err
 	}
-	defer end()
-	c := &counted{in: in, spec: spec, d: d, ctx: actx, user: ctx}
+	defer in.end(&c.scope)
 	return c.run()
 }
 
 // counted is one AcquireCounted in progress: one attempt per node, sharing
 // the epoch, the lease context and the ctx.
 type counted struct {
-	in   *Engine
-	spec CountedSpec
-	d    StandardDriver
-	ctx  context.Context // user's ctx merged with Close
-	user context.Context
+	scope // ctx: the user's ctx merged with Close
+	in    *Engine
+	spec  CountedSpec
+	d     StandardDriver
+	user  context.Context
 
 	ep     *session.Epoch
 	lctx   context.Context
@@ -130,7 +129,7 @@ func (c *counted) run() ([]*Lease, error) {
 	in := c.in
 	c.as = make([]*attempt, c.spec.N)
 	for i := range c.as {
-		c.as[i] = &attempt{in: in, d: c.d, data: c.spec.Data, ctx: c.ctx, user: c.user, try: true, uuid: NewUUID()}
+		c.as[i] = &attempt{scope: scope{ctx: c.ctx}, in: in, d: c.d, data: c.spec.Data, user: c.user, try: true, uuid: NewUUID()}
 	}
 	if err := c.as[0].connect(); err != nil {
 		return nil, c.fail(err)

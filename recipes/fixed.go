@@ -101,12 +101,11 @@ func (in *Engine) acquireFixed(ctx context.Context, name, id string, try bool) (
 	if err := checkFixedName(name); err != nil {
 		return nil, in.errf(err)
 	}
-	actx, end, err := in.begin(ctx)
-	if err != nil {
+	a := &attempt{in: in, user: ctx, try: try, uuid: NewUUID()}
+	if err := in.begin(ctx, &a.scope); err != nil {
 		return nil, err
 	}
-	defer end()
-	a := &attempt{in: in, ctx: actx, user: ctx, try: try, uuid: NewUUID()}
+	defer in.end(&a.scope)
 	a.fixed = in.path + "/" + name
 	a.data = []byte(a.uuid + " " + id)
 	l, err := a.runFixed(name, id)

@@ -126,7 +126,7 @@ func TestStatSelfFixedData(t *testing.T) {
 	}
 	for _, watch := range []bool{false, true} {
 		u := NewUUID()
-		a := &attempt{in: in, ctx: ctx, user: ctx, uuid: u, ep: ep, lctx: lctx,
+		a := &attempt{scope: scope{ctx: ctx}, in: in, user: ctx, uuid: u, ep: ep, lctx: lctx,
 			fixed: node, node: node, name: "n", data: []byte(u + " me")}
 		if err := a.statSelf(watch); !errors.Is(err, ErrLockLost) || a.node != "" || a.czxid != 0 {
 			t.Fatalf("watch=%v: statSelf = %v (node %q, token %d), want ErrLockLost and no node", watch, err, a.node, a.czxid)
@@ -141,7 +141,7 @@ func TestStatSelfFixedData(t *testing.T) {
 	if _, err := c.Set(node, data, -1); err != nil {
 		t.Fatal(err)
 	}
-	a := &attempt{in: in, ctx: ctx, user: ctx, uuid: u, ep: ep, lctx: lctx, fixed: node, node: node, name: "n", data: data}
+	a := &attempt{scope: scope{ctx: ctx}, in: in, user: ctx, uuid: u, ep: ep, lctx: lctx, fixed: node, node: node, name: "n", data: data}
 	if err := a.statSelf(false); err != nil || a.czxid == 0 {
 		t.Fatalf("our node: statSelf = %v, token %d", err, a.czxid)
 	}

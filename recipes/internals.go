@@ -37,6 +37,7 @@ type Engine struct {
 
 	mu       sync.Mutex
 	closed   bool
+	scopes   *scope                       // acquires in progress (see begin)
 	cleanups map[<-chan struct{}]struct{} // deletes queued by failed acquires, not yet seen done
 
 	closeOnce sync.Once
@@ -106,8 +107,15 @@ func (in *Engine) CloseWithin(ctx context.Context) error {
 	in.closeOnce.Do(func() {
 		in.mu.Lock()
 		in.closed = true
+		var cancels []context.CancelCauseFunc
+		for s := in.scopes; s != nil; s = s.next {
+			cancels = append(cancels, s.cancel)
+		}
 		in.mu.Unlock()
 		in.cancel(in.closedErr())
+		for _, cancel := range cancels {
+			cancel(in.closedErr())
+		}
 		in.wg.Wait()
 		in.awaitCleanups(ctx)
 	})
@@ -211,62 +219,93 @@ func (in *Engine) acquire(ctx context.Context, d Driver, data []byte, try bool) 
 	if err := checkDriver(d); err != nil {
 		return nil, in.errf(err)
 	}
-	actx, end, err := in.begin(ctx)
-	if err != nil {
+	a := &attempt{in: in, d: d, data: data, user: ctx, try: try}
+	if err := in.begin(ctx, &a.scope); err != nil {
 		return nil, err
 	}
-	defer end()
-	a := &attempt{in: in, d: d, data: data, ctx: actx, user: ctx, try: try}
+	defer in.end(&a.scope)
 	return a.run()
 }
 
-// begin registers an acquire with the Engine (so Close waits for it) and
-// returns its context, canceled by Close with the closed error; end must be
-// called when the acquire returns. It fails once the Engine is closed.
-func (in *Engine) begin(ctx context.Context) (context.Context, func(), error) {
-	if !in.enter() {
-		return nil, nil, in.closedErr()
+// scope is the context of an acquire in progress: the caller's ctx, which
+// Close also cancels (with the closed error). The Engine links the scopes in
+// progress, which costs less than a callback on its own context each (a
+// thousand waiting acquires are a thousand scopes).
+type scope struct {
+	ctx        context.Context // the caller's ctx, also canceled by Close
+	cancel     context.CancelCauseFunc
+	prev, next *scope
+}
+
+// begin registers an acquire, s, with the Engine: Close waits for it and
+// cancels s.ctx, which begin derives from ctx. end must be called when the
+// acquire returns. It fails once the Engine is closed.
+func (in *Engine) begin(ctx context.Context, s *scope) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closed {
+		return in.closedErr()
 	}
-	actx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(in.ctx, func() { cancel(in.closedErr()) })
-	return actx, func() {
-		stop()
-		cancel(nil)
-		in.wg.Done()
-	}, nil
+	in.wg.Add(1)
+	s.ctx, s.cancel = context.WithCancelCause(ctx)
+	s.prev, s.next = nil, in.scopes
+	if in.scopes != nil {
+		in.scopes.prev = s
+	}
+	in.scopes = s
+	return nil
+}
+
+// end unregisters the acquire s and releases its context.
+func (in *Engine) end(s *scope) {
+	in.mu.Lock()
+	if s.prev != nil {
+		s.prev.next = s.next
+	} else {
+		in.scopes = s.next
+	}
+	if s.next != nil {
+		s.next.prev = s.prev
+	}
+	s.prev, s.next = nil, nil
+	in.mu.Unlock()
+	s.cancel(nil)
+	in.wg.Done()
 }
 
 // attempt is one acquire in progress.
 type attempt struct {
-	in   *Engine
-	d    Driver
-	data []byte
-	ctx  context.Context // user's ctx merged with Close
-	user context.Context
-	try  bool
+	scope // ctx: the user's ctx merged with Close
+	in    *Engine
+	d     Driver
+	data  []byte
+	user  context.Context
 
-	uuid   string
-	ep     *session.Epoch
-	lctx   context.Context // lease context captured before the deciding read
-	node   string          // full path of our node once known
-	name   string          // its name
-	seq    int64
-	czxid  int64  // 0 until known
-	ghosts bool   // a create failed at connection level: a ghost may exist
-	fixed  string // full path of the fixed node (fixed-node locks only)
+	uuid  string
+	ep    *session.Epoch
+	lctx  context.Context // lease context captured before the deciding read
+	node  string          // full path of our node once known
+	name  string          // its name
+	seq   int64
+	czxid int64  // 0 until known
+	fixed string // full path of the fixed node (fixed-node locks only)
 
-	self    *session.Watch // data watch on our own node, if armed
-	kids    []string       // snapshot to decide on, nil to read again
-	kidStat *zk.Stat
-	prev    []Child // the last snapshot decided on, up to ours (see keepPrefix)
-	gone    string  // the watched child, reported deleted by its watch
-	quick   bool    // gone went within nodeWatchDelay of the wait, unwatched (see wait)
+	self *session.Watch // data watch on our own node, if armed
+	kids []string       // snapshot to decide on, nil to read again
+	prev []Child        // the last snapshot decided on, up to ours (see keepPrefix)
+	gone string         // the watched child, reported deleted by its watch
 
-	// Looking ahead (see LooksAhead): while we watch the child ahead, two
-	// places before ours, pred is our predecessor; once ahead is gone, the
-	// read that follows carries a data watch on pred along (spec).
-	ahead, pred string
-	spec        *specWatch
+	// Looking ahead (see LooksAhead): while we watch the child two places
+	// before ours (looking), pred is our predecessor; once that child is
+	// gone, the read that follows carries a data watch on pred along (spec).
+	pred string
+	spec *specWatch
+
+	// (The flags last, packed: a thousand waiters are a thousand attempts.)
+	try     bool
+	ghosts  bool // a create failed at connection level: a ghost may exist
+	quick   bool // gone went within nodeWatchDelay of the wait, unwatched (see wait)
+	looking bool // the child watched is two places ahead (see pred)
 }
 
 // specWatch is a data watch on the child name, sent beside a read of the
@@ -297,7 +336,7 @@ func (a *attempt) run() (*Lease, error) {
 					return l, err
 				}
 			}
-			if gone == a.ahead && a.pred != "" {
+			if a.looking && a.pred != "" {
 				// In a queue left in order our predecessor holds now, and
 				// the read below will show it first: watch it already.
 				a.spec = &specWatch{name: a.pred}
@@ -357,17 +396,17 @@ func (a *attempt) decide() (self int, held bool, watch string, err error) {
 		sorted = sortChildrenInto(*buf, a.kids, a.d.Markers())
 	}
 	*buf = sorted
-	a.kids, a.kidStat = nil, nil
+	a.kids = nil
 	self = indexOf(sorted, a.name)
 	a.keepPrefix(sorted, self)
 	if self < 0 {
 		return self, false, "", nil
 	}
 	held, watch, err = a.d.Decide(sorted, self)
-	a.ahead, a.pred = "", ""
+	a.looking, a.pred = false, ""
 	if err == nil && !held && self >= 2 && a.in.cfg.nodeWatch && watch == sorted[self-1].Name && looksAhead(a.d) {
-		a.ahead, a.pred = sorted[self-2].Name, watch
-		watch = a.ahead
+		a.looking, a.pred = true, watch
+		watch = sorted[self-2].Name
 	}
 	return self, held, watch, err
 }
@@ -660,7 +699,7 @@ func (a *attempt) createAndList() error {
 				select {
 				case <-listed.Done():
 					if r, err := listed.Result(); err == nil && contains(r.kids, a.name) {
-						a.kids, a.kidStat = r.kids, r.stat
+						a.kids = r.kids
 						in.checkDirData(r.stat)
 					}
 				case <-a.ctx.Done():
@@ -738,6 +777,10 @@ func (a *attempt) ownCreate(created string) error {
 		return errSessionChanged(a.ep)
 	}
 	a.node, a.name, a.seq = created, name, c.Seq
+	if p := ProtectedPrefix(a.uuid); strings.HasPrefix(name, p) {
+		// Share the node name's copy of the UUID: a waiter keeps less.
+		a.uuid = name[len(p)-len(a.uuid)-1 : len(p)-1]
+	}
 	return nil
 }
 
@@ -748,10 +791,9 @@ func (a *attempt) findGhost() (bool, error) {
 	in := a.in
 	prefix := ProtectedPrefix(a.uuid)
 	var kids []string
-	var st *zk.Stat
 	err := in.sess.Toolkit().Retry(a.ctx, a.ep, func(c *zk.Conn) error {
 		var err error
-		kids, st, err = c.Children(in.path)
+		kids, _, err = c.Children(in.path)
 		return session.Refused("list", in.path, err)
 	})
 	if errors.Is(err, zk.ErrNoNode) {
@@ -784,7 +826,7 @@ func (a *attempt) findGhost() (bool, error) {
 				continue
 			}
 			a.node, a.name, a.seq, a.czxid = p, k, c.Seq, ks.Czxid
-			a.kids, a.kidStat = kids, st
+			a.kids = kids
 			in.lg.Debug("adopted node after a lost create reply", zap.String("node", k))
 			return true, nil
 		}
@@ -838,20 +880,19 @@ func (a *attempt) readChildren() error {
 		}
 	}
 	var kids []string
-	var st *zk.Stat
 	err := in.sess.Toolkit().Retry(a.ctx, a.ep, func(c *zk.Conn) error {
 		var err error
-		kids, st, err = c.Children(in.path)
+		kids, _, err = c.Children(in.path)
 		return session.Refused("list", in.path, err)
 	})
 	if errors.Is(err, zk.ErrNoNode) {
-		a.kids, a.kidStat = []string{}, nil // directory gone: so is our node
+		a.kids = []string{} // directory gone: so is our node
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	a.kids, a.kidStat = kids, st
+	a.kids = kids
 	return nil
 }
 
@@ -939,7 +980,7 @@ func (a *attempt) wait(watch string) error {
 	// third party's delete of our node, before or after the acquire, ends
 	// the lease at the latest nodeWatchDelay (and a round trip) after the
 	// acquire returned, as WithNodeWatch promises.
-	next := in.cfg.nodeWatch && a.self == nil && watch != a.ahead && (a.holdsWithout(watch) || a.watchesFirst(watch))
+	next := in.cfg.nodeWatch && a.self == nil && !a.looking && (a.holdsWithout(watch) || a.watchesFirst(watch))
 	a.quick = false
 	if a.czxid == 0 {
 		// Learn our token while we wait anyway.
@@ -949,9 +990,12 @@ func (a *attempt) wait(watch string) error {
 	}
 	w, err := a.specResult(watch)
 	if w == nil && !errors.Is(err, zk.ErrNoNode) {
+		p := in.path + "/" + watch
+		// Keep the name as part of the path (which the watch keeps
+		// anyway), not the snapshot's string: a waiter holds less.
+		watch = p[len(in.path)+1:]
 		err = in.sess.Toolkit().Retry(a.ctx, a.ep, func(*zk.Conn) error {
 			var err error
-			p := in.path + "/" + watch
 			_, _, w, err = in.sess.Toolkit().GetW(p)
 			return session.Refused("watch", p, err)
 		})
@@ -1048,6 +1092,9 @@ func (a *attempt) specResult(watch string) (*session.Watch, error) {
 	case <-a.ctx.Done():
 		sp.p.Abandon()
 		return nil, nil // the Retry that follows returns ctx's error
+	case <-a.ep.Lost():
+		sp.p.Abandon()
+		return nil, nil // and this one the epoch's
 	}
 	w, err := sp.p.Result()
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
