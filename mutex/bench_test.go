@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/curatortest"
 	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/session"
@@ -486,4 +487,87 @@ func rawLock(c *zk.Conn, d string) (string, error) {
 		}
 		<-ch
 	}
+}
+
+// BenchmarkUncontendedVsCurator: Lock + Unlock of a free lock, the default
+// mutex.New on one session against Curator 5.4's InterProcessMutex on one
+// client (after a warm-up of each, the JIT's included), on the same server,
+// in alternating runs of 300 cycles each so that the machine's noise hits
+// both alike. It reports both rates (total cycles over total time of each
+// side), their ratio, and the median of the per-run ratios (issue 13 asks
+// for at least 1.5×). A third side in the same alternation is the floor of
+// any lock through go-zookeeper: its bare create and delete of an ephemeral
+// sequential node, two round trips, nothing else. Run with -benchtime 9x or
+// so.
+func BenchmarkUncontendedVsCurator(b *testing.B) {
+	const cycles = 300
+	ns := zktest.NewNamespace(b)
+	java := curatortest.StartMutex(b, ns.Servers(), ns.Path("/curator"))
+	raw := ns.Conn(b)
+	rawDir := ns.Path("/raw")
+	acl := zk.WorldACL(zk.PermAll)
+	if _, err := raw.Create(rawDir, nil, 0, acl); err != nil {
+		b.Fatal(err)
+	}
+	floorRun := func(n int) time.Duration {
+		t0 := time.Now()
+		for i := 0; i < n; i++ {
+			p, err := raw.Create(rawDir+"/lock-", nil, zk.FlagEphemeralSequential, acl)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := raw.Delete(p, -1); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(t0)
+	}
+	s := sessiontest.Connect(b, ns, session.WithSessionTimeout(20*time.Second))
+	m, err := mutex.New(s, lockPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	goRun := func(n int) time.Duration {
+		t0 := time.Now()
+		for i := 0; i < n; i++ {
+			l, err := m.Lock(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Unlock(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(t0)
+	}
+	if _, err := java.Bench(ctx, 2000); err != nil { // JIT warm-up
+		b.Fatal(err)
+	}
+	goRun(cycles)
+	floorRun(cycles)
+	var goTime, javaTime, floorTime time.Duration
+	var ratios []float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		g := goRun(cycles)
+		j, err := java.Bench(ctx, cycles)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f := floorRun(cycles)
+		goTime, javaTime, floorTime = goTime+g, javaTime+j, floorTime+f
+		ratios = append(ratios, j.Seconds()/g.Seconds())
+	}
+	b.StopTimer()
+	sort.Float64s(ratios)
+	rate := func(d time.Duration) float64 { return float64(b.N*cycles) / d.Seconds() }
+	b.ReportMetric(rate(goTime), "go-ops/s")
+	b.ReportMetric(rate(javaTime), "curator-ops/s")
+	b.ReportMetric(rate(floorTime), "floor-ops/s")
+	b.ReportMetric(rate(goTime)/rate(javaTime), "x-curator")
+	b.ReportMetric(ratios[len(ratios)/2], "x-curator-median")
+	b.ReportMetric(rate(floorTime)/rate(javaTime), "floor-x-curator")
+	b.ReportMetric(0, "ns/op")
 }

@@ -128,6 +128,24 @@ func (m *Mutex) WaitCycles(ctx context.Context) error {
 	return err
 }
 
+// Bench runs n rounds of acquire and release of the (free) lock on the Java
+// side and returns how long they took together.
+func (m *Mutex) Bench(ctx context.Context, n int) (time.Duration, error) {
+	line, err := m.Call(ctx, fmt.Sprintf("bench %d", n), "BENCH")
+	if err != nil {
+		return 0, err
+	}
+	f := line.Fields()
+	if len(f) != 3 {
+		return 0, fmt.Errorf("curatortest: %s: bad line %q", m.name, line.Text)
+	}
+	ns, err := strconv.ParseInt(f[2], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("curatortest: %s: bad line %q: %w", m.name, line.Text, err)
+	}
+	return time.Duration(ns), nil
+}
+
 // CloseClient closes the Curator client: its session ends and a held lock's
 // node goes with it.
 func (m *Mutex) CloseClient(ctx context.Context) error {

@@ -13,6 +13,8 @@
 //                           answered at once, also while an acquire waits)
 //   cycles <n> <counter> -> COUNT <n>   after n rounds of acquire, read counter,
 //                           write counter+1 (version -1, no check), release
+//   bench <n>            -> BENCH <n> <nanoseconds>   after n rounds of acquire,
+//                           release, timed together
 //   close                -> CLOSED                         (closes the Curator client)
 //   quit or end of input -> the process exits
 //
@@ -119,6 +121,15 @@ public final class CuratorMutex {
                         break;
                     case "cycles":
                         Proto.print("COUNT " + cycles(client, lock, Integer.parseInt(f[1]), f[2]));
+                        break;
+                    case "bench":
+                        int n = Integer.parseInt(f[1]);
+                        long t0 = System.nanoTime();
+                        for (int i = 0; i < n; i++) {
+                            lock.acquire();
+                            lock.release();
+                        }
+                        Proto.print("BENCH " + n + " " + (System.nanoTime() - t0));
                         break;
                     case "close":
                         client.close();
