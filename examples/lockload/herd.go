@@ -44,8 +44,9 @@ func (b *bench) herd(ctx context.Context) error {
 	}
 	b.table(rows)
 	b.out.Plain("    (notifications: deltas of the server's zk_sum_node_*_watch_count, watchers fired, over the %d releases", *nWaiters+1)
-	b.out.Plain("     of a chain of %d handoffs; sum/cnt: watchers fired / events that had watchers. Waiters watch only their", *nWaiters)
-	b.out.Plain("     predecessor: 1 per handoff; the node watch adds the holder's own watch on its node, fired by its delete)")
+	b.out.Plain("     of a chain of %d handoffs; sum/cnt: watchers fired / events that had watchers. Without the node watch a", *nWaiters)
+	b.out.Plain("     waiter watches only its predecessor: 1 per handoff. With it, the waiter two places back is woken too, to")
+	b.out.Plain("     read the directory before its turn (look-ahead): up to 2, plus the holder's own watch on its node)")
 	return nil
 }
 
@@ -87,12 +88,14 @@ func (b *bench) herdRun(ctx context.Context, sessions []*session.Session, path s
 	defer cancel()
 
 	// Every waiter must have its watch set before the releases begin (else it
-	// finds its predecessor gone and fires nothing): wait for the server's
-	// watch gauge. Waiters watch their predecessor, and with the node watch
-	// also their own node, as the holder does.
+	// finds the node it waits on gone and fires nothing): wait for the
+	// server's watch gauge. Every waiter watches one node (its predecessor;
+	// with the node watch, the node two places ahead from the third on), and
+	// with the node watch the holder and the first waiter also watch their
+	// own node once they have held or waited 100 ms.
 	want := float64(*nWaiters)
 	if watch {
-		want = float64(2**nWaiters + 1)
+		want = float64(*nWaiters + 2)
 	}
 	if err := b.waitServer(ctx, func(m map[string]float64) bool { return m["zk_watch_count"]-w0 >= want }, errs,
 		fmt.Sprintf("%.0f watches set on the server", want)); err != nil {
