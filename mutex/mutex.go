@@ -72,7 +72,8 @@ func (m *Mutex) ServerPath() string { return m.in.Path() }
 func (m *Mutex) ID() string { return m.id }
 
 // Lock blocks until the lock is held and returns its lease. It queues a node
-// and waits for its predecessor (only), within ctx, the only timeout: on
+// and waits with one data watch (see Algorithm in the package doc), within
+// ctx, the only timeout: on
 // ctx's end it returns ctx's error (matching context.Canceled or
 // DeadlineExceeded) within a few milliseconds whatever the network does, also
 // when the lock was won just as ctx ended (it is released), and its node is

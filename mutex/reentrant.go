@@ -58,8 +58,8 @@ func (m *Reentrant) ID() string { return m.id }
 // Lock blocks until the calling goroutine holds the lock and returns its
 // lease. If the goroutine already holds it, Lock returns at once with a new
 // handle (hold count + 1), or with an error wrapping the cause if that hold
-// was lost meanwhile. Otherwise it queues a node and waits for its
-// predecessor (only), within ctx: on ctx's end it returns ctx's error
+// was lost meanwhile. Otherwise it queues a node and waits with one data
+// watch, as Mutex.Lock does, within ctx: on ctx's end it returns ctx's error
 // (matching context.Canceled or DeadlineExceeded) within a few milliseconds,
 // also when the lock was won just as ctx ended (it is released), and its
 // node is deleted as Mutex.Lock says. While the

@@ -40,7 +40,8 @@
 // no extra round trip (the list is read again when the read overtook the
 // create). The Driver decides on the sorted snapshot: held, or the name of
 // the child to wait for. A waiter sets a data watch (GetW) on that child only,
-// never on the directory, so a release wakes one waiter. The wait wakes on the
+// never on the directory, so a release wakes one waiter (two with a
+// LooksAhead driver, below), never a herd. The wait wakes on the
 // watch, on the end of the session epoch, on ctx and on Close. A woken waiter
 // normally reads the directory again; with a Monotone driver and the node
 // watch, a waiter whose last snapshot showed only the deleted child before it
