@@ -66,6 +66,16 @@ func (q *lookAheadQueue) last() int { return len(q.names) - 1 }
 // watches reports whether the tapped waiter watches node names[i].
 func (q *lookAheadQueue) watches(i int) bool { return perfWatched(q.tap, q.dir+q.names[i]) }
 
+// awaitWatch waits until the tapped waiter watches node names[i], failing at
+// once if waiter w (index into q.got) returns from Lock meanwhile.
+func (q *lookAheadQueue) awaitWatch(t *testing.T, i, w int, why string) {
+	t.Helper()
+	zktest.Eventually(t, wait, func() bool {
+		q.notYet(t, w, "before "+why)
+		return q.watches(i)
+	}, why)
+}
+
 // notYet fails if waiter w (index into q.got) has returned from Lock.
 func (q *lookAheadQueue) notYet(t *testing.T, w int, why string) {
 	t.Helper()
@@ -128,7 +138,7 @@ func TestLookAheadWatchedNodeGivesUp(t *testing.T) {
 	if r := <-q.got[0]; !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("A after its ctx ended: %+v, want context.Canceled", r)
 	}
-	zktest.Eventually(t, wait, func() bool { return q.watches(0) }, "B watches H's node")
+	q.awaitWatch(t, 0, 2, "B watches H's node")
 	q.notYet(t, 2, "while H holds, after A gave up")
 	if err := q.hl.Unlock(ctx); err != nil {
 		t.Fatal(err)
@@ -137,7 +147,7 @@ func TestLookAheadWatchedNodeGivesUp(t *testing.T) {
 	if c.err != nil {
 		t.Fatalf("C: %v", c.err)
 	}
-	zktest.Eventually(t, wait, func() bool { return q.watches(2) }, "B watches C's node")
+	q.awaitWatch(t, 2, 2, "B watches C's node")
 	q.notYet(t, 2, "while C holds")
 	if err := c.l.Unlock(ctx); err != nil {
 		t.Fatal(err)
