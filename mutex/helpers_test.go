@@ -155,3 +155,15 @@ func notes(t testing.TB, tap *zktest.Tap) []zktest.Notification {
 	}
 	return n
 }
+
+// mutexOnOwnSession connects a session of its own (with opts) and returns a
+// mutex.New on lockPath on it, closed when the test ends.
+func mutexOnOwnSession(t testing.TB, ns *zktest.Namespace, opts ...session.Option) *mutex.Mutex {
+	t.Helper()
+	m, err := mutex.New(connect(t, ns, opts...), lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}

@@ -33,14 +33,7 @@ func newLookAheadQueue(t *testing.T, waiters int) *lookAheadQueue {
 	q := &lookAheadQueue{ns: ns, tap: zktest.NewTap(), dir: ns.Path(lockPath) + "/"}
 	raw := ns.Conn(t)
 	ctx := ctxT(t)
-	newM := func(opts ...session.Option) *mutex.Mutex {
-		m, err := mutex.New(connect(t, ns, opts...), lockPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close() })
-		return m
-	}
+	newM := func(opts ...session.Option) *mutex.Mutex { return mutexOnOwnSession(t, ns, opts...) }
 	var err error
 	if q.hl, err = newM().Lock(ctx); err != nil {
 		t.Fatal(err)
@@ -74,6 +67,22 @@ func (q *lookAheadQueue) awaitWatch(t *testing.T, i, w int, why string) {
 		q.notYet(t, w, "before "+why)
 		return q.watches(i)
 	}, why)
+}
+
+// holds receives waiter w's Lock result, checks that it holds on its own
+// node, names[w+1], and unlocks (which reads no children).
+func (q *lookAheadQueue) holds(t *testing.T, w int, who string) {
+	t.Helper()
+	r := <-q.got[w]
+	if r.err != nil {
+		t.Fatalf("%s: %v", who, r.err)
+	}
+	if r.l.Node() != q.names[w+1] {
+		t.Errorf("%s's lease node %q, want %q", who, r.l.Node(), q.names[w+1])
+	}
+	if err := r.l.Unlock(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // notYet fails if waiter w (index into q.got) has returned from Lock.
@@ -112,18 +121,9 @@ func TestLookAheadHandoffNeedsNoRead(t *testing.T) {
 	if err := a.l.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	b := <-q.got[1]
-	if b.err != nil {
-		t.Fatalf("B: %v", b.err)
-	}
+	q.holds(t, 1, "B")
 	if n := q.tap.Requests()[zktest.OpGetChildren2] - kids; n != 0 {
 		t.Errorf("B's handoff read the children %d times, want 0", n)
-	}
-	if b.l.Node() != q.names[2] {
-		t.Errorf("B's lease node %q, want %q", b.l.Node(), q.names[2])
-	}
-	if err := b.l.Unlock(ctx); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -152,16 +152,7 @@ func TestLookAheadWatchedNodeGivesUp(t *testing.T) {
 	if err := c.l.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	b := <-q.got[2]
-	if b.err != nil {
-		t.Fatalf("B: %v", b.err)
-	}
-	if b.l.Node() != q.names[3] {
-		t.Errorf("B's lease node %q, want %q", b.l.Node(), q.names[3])
-	}
-	if err := b.l.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	q.holds(t, 2, "B")
 }
 
 // TestLookAheadPredecessorGivesUp: with H holding and A and B queued, B
@@ -181,14 +172,5 @@ func TestLookAheadPredecessorGivesUp(t *testing.T) {
 	if err := q.hl.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	b := <-q.got[1]
-	if b.err != nil {
-		t.Fatalf("B: %v", b.err)
-	}
-	if b.l.Node() != q.names[2] {
-		t.Errorf("B's lease node %q, want %q", b.l.Node(), q.names[2])
-	}
-	if err := b.l.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	q.holds(t, 1, "B")
 }

@@ -203,14 +203,7 @@ func TestPerfDeepWaiterNoOwnWatch(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	raw := ns.Conn(t)
 	ctx := ctxT(t)
-	newM := func(opts ...session.Option) *mutex.Mutex {
-		m, err := mutex.New(connect(t, ns, opts...), lockPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close() })
-		return m
-	}
+	newM := func(opts ...session.Option) *mutex.Mutex { return mutexOnOwnSession(t, ns, opts...) }
 	hm, am := newM(), newM()
 	tap := zktest.NewTap()
 	bm := newM(session.WithDialer(tap.Dialer()))
