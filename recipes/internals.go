@@ -1001,6 +1001,11 @@ func (a *attempt) wait(watch string) error {
 		})
 	}
 	if errors.Is(err, zk.ErrNoNode) {
+		if in.sess.Conn().SessionID() != a.ep.SessionID() {
+			// The reply may have come on a new session, on which our node
+			// is gone too: read again (the read checks the epoch).
+			return nil
+		}
 		// As good as its deletion notice, and as quick as one can be: it
 		// was in the snapshot, and is gone.
 		a.gone = watch
