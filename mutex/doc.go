@@ -44,8 +44,8 @@
 // reads the directory. Without the node watch every waiter watches its
 // immediate predecessor, a release wakes exactly one waiter, and it reads
 // the directory before it holds. An uncontended Lock and Unlock
-// cost three requests in two round trips: the create (sent as a multi that
-// also returns the fencing token, see package recipes), the children read
+// cost three requests in two round trips: the create (a plain create, whose
+// reply carries the fencing token, see package recipes), the children read
 // pipelined behind it, and the delete. With the node watch (WithNodeWatch,
 // default on) a lease held longer than 100 ms, or a waiter that waited next
 // in line for longer than that, also sets a data watch on its own node: one
