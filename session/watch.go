@@ -115,7 +115,9 @@ type Watch struct{ e *watchEntry }
 func (w *Watch) Events() <-chan zk.Event { return w.e.ch }
 
 // Event returns the event the watch fired with, given what a receive from
-// Events returned (ev, ok). Call it only after such a receive.
+// Events returned (ev, ok): its Type, State, Path and Err (not its Server,
+// which go-zookeeper sets only for connection events). Call it only after
+// such a receive.
 func (w *Watch) Event(ev zk.Event, ok bool) zk.Event { return w.e.settle(ev, ok) }
 
 // settle records the event of a fired watch and forgets the registration:
