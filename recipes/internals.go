@@ -777,9 +777,10 @@ func (a *attempt) ownCreate(created string) error {
 		return errSessionChanged(a.ep)
 	}
 	a.node, a.name, a.seq = created, name, c.Seq
-	if p := ProtectedPrefix(a.uuid); strings.HasPrefix(name, p) {
+	if u := len(protectedMarker); len(name) > u+len(a.uuid) && name[:u] == protectedMarker &&
+		name[u:u+len(a.uuid)] == a.uuid && name[u+len(a.uuid)] == '-' {
 		// Share the node name's copy of the UUID: a waiter keeps less.
-		a.uuid = name[len(p)-len(a.uuid)-1 : len(p)-1]
+		a.uuid = name[u : u+len(a.uuid)]
 	}
 	return nil
 }

@@ -39,9 +39,10 @@ type lockDriver struct{ recipes.StandardDriver }
 
 func (lockDriver) TrustHandoff() bool { return true }
 
+// The drivers are boxed in their interface once, not at every acquire.
 var (
-	guardDriver = lockDriver{recipes.StandardDriver{Name: LockMarker, MaxLeases: 1}}
-	leaseDriver = recipes.StandardDriver{Name: LeaseMarker}
+	guardDriver recipes.Driver = lockDriver{recipes.StandardDriver{Name: LockMarker, MaxLeases: 1}}
+	leaseDriver recipes.Driver = recipes.StandardDriver{Name: LeaseMarker}
 )
 
 // Semaphore is a distributed counting semaphore, wire-compatible with Apache
