@@ -40,14 +40,20 @@ func TestNilInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sel.Close() })
-	// A started latch that does not lead: Await would have to wait.
-	first := startLatch(t, s, "first")
+	// A started latch that does not lead: Await would have to wait. The
+	// leader is on a session of its own, so that the test can tell when its
+	// lease has started the goroutine that watches its node (100 ms into
+	// the hold): the leak check of each case below would see a goroutine
+	// started during the call.
+	s1 := sessiontest.Connect(t, ns)
+	first := startLatch(t, s1, "first")
 	await(t, first)
 	second := startLatch(t, s, "second")
 	zktest.Eventually(t, wait, func() bool {
 		ps, err := leader.Participants(ctx, s, electionPath)
 		return err == nil && len(ps) == 2
 	}, "second latch not in the election")
+	awaitNodeWatch(t, ns, s1)
 
 	sessiontest.CheckNilCases(t, raw, ns.Root, []sessiontest.NilCase{
 		{Name: "Observe nil ctx", Call: func(t *testing.T) error {
@@ -153,6 +159,7 @@ func TestNilChanges(t *testing.T) {
 	s := sessiontest.Connect(t, ns)
 	l := startLatch(t, s, "a")
 	await(t, l)
+	awaitNodeWatch(t, ns, s) // the lease's goroutine has started
 	running := goleak.IgnoreCurrent()
 	var ch <-chan leader.Event
 	if p, _ := sessiontest.CatchPanic(func() error { ch = l.Changes(nilCtx); return nil }); p != nil {
@@ -200,4 +207,21 @@ func TestNilTerm(t *testing.T) {
 	if p != nil {
 		t.Fatalf("panic: %v", p)
 	}
+}
+
+// awaitNodeWatch waits until session s, on which the only latch leads,
+// watches a node in the election directory: the lease of its term has
+// started the goroutine that watches its own node (100 ms into the hold).
+// Leak checks must not begin before, or they see that goroutine start.
+func awaitNodeWatch(t *testing.T, ns *zktest.Namespace, s *session.Session) {
+	t.Helper()
+	dir := ns.Path(electionPath) + "/"
+	zktest.Eventually(t, wait, func() bool {
+		for p := range sessiontest.Watches(t, ns.Server.Addr(), s.Epoch().SessionID()) {
+			if strings.HasPrefix(p, dir) {
+				return true
+			}
+		}
+		return false
+	}, "the leader's lease does not watch its node")
 }
