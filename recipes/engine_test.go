@@ -611,3 +611,42 @@ func checkToken(t *testing.T, raw *zk.Conn, l *recipes.Lease) {
 		t.Fatalf("token %d, our node's czxid %v (%v)", l.Token(), st, err)
 	}
 }
+
+// TestCloseWaitsForLateCreate: Close, racing with an acquire whose create
+// has reached the server but whose reply has not reached the client, returns
+// only once that node is gone (on a healthy, if slow, connection): the
+// acquire left the create behind, and the sweep of its late success is one
+// of the cleanups Close waits for. A leader's Close in
+// TestCloseDeletesQueuedNode (package leader) once returned with such a node
+// still there.
+func TestCloseWaitsForLateCreate(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	ctx := ctxT(t)
+	s, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(10*time.Second))
+	in := newInternals(t, s)
+	l, err := in.Acquire(ctx, lockDriver, []byte("x")) // the directory exists from now on
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitChildren(t, raw, ns, 0)
+	p.SetLatency(300 * time.Millisecond)
+	got := make(chan error, 1)
+	go func() {
+		_, err := in.Acquire(ctx, lockDriver, []byte("y"))
+		got <- err
+	}()
+	waitChildren(t, raw, ns, 1) // created on the server; the reply is on its way
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ks := children(t, raw, ns); len(ks) != 0 {
+		t.Fatalf("nodes right after Close: %q", ks)
+	}
+	if err := <-got; !errors.Is(err, recipes.ErrClosed) {
+		t.Fatalf("Acquire during Close = %v, want ErrClosed", err)
+	}
+}

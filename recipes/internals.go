@@ -301,6 +301,8 @@ type attempt struct {
 	pred string
 	spec *specWatch
 
+	lateCreate <-chan struct{} // see create
+
 	// (The flags last, packed: a thousand waiters are a thousand attempts.)
 	try     bool
 	ghosts  bool // a create failed at connection level: a ghost may exist
@@ -744,18 +746,33 @@ type created struct {
 // ctx, the only bound (session.Call). If ctx ends first, the request goes on
 // without us, and once it has completed the session's queue sweeps the
 // directory for our UUID, whatever the outcome: a late success leaves a node
-// nobody waits on, and a connection error may have left a ghost.
+// nobody waits on, and a connection error may have left a ghost. The attempt
+// then keeps a channel (lateCreate) closed once that is settled, which fail
+// waits for as for its own deletes, and so does Close: a node that a Close
+// raced with the create's reply is gone when Close returns.
 func (a *attempt) create(base string) (string, int64, error) {
 	in := a.in
 	ep, prefix := a.ep, ProtectedPrefix(a.uuid)
+	settled := make(chan struct{})
 	r, err := session.Call(a.ctx, in.sess, func(c *zk.Conn) (created, error) {
 		p, z, err := a.createOn(c, base)
 		return created{p, z}, err
 	}, func(_ created, err error) {
 		if err == nil || session.IsConnectionError(err) || errors.Is(err, zk.ErrSessionExpired) {
-			in.sess.Toolkit().GuaranteedSweep(ep, in.path, prefix)
+			swept := in.sess.Toolkit().GuaranteedSweep(ep, in.path, prefix)
+			go func() {
+				<-swept
+				close(settled)
+			}()
+			return
 		}
+		close(settled)
 	})
+	if ce := a.ctx.Err(); ce != nil && err == ce {
+		// Call left the request behind (an answer it had would have been
+		// returned instead): the late function runs.
+		a.lateCreate = settled
+	}
 	return r.path, r.czxid, err
 }
 
@@ -1135,9 +1152,11 @@ func (a *attempt) fail(err error) error {
 	case a.node != "":
 		done = tk.GuaranteedDelete(a.ep, a.node, -1)
 	}
-	if done != nil {
-		in.awaitCleanup(a.user, done)
-		in.trackCleanup(done)
+	for _, d := range []<-chan struct{}{done, a.lateCreate} {
+		if d != nil {
+			in.awaitCleanup(a.user, d)
+			in.trackCleanup(d)
+		}
 	}
 	a.node = ""
 	// Report the caller's ctx error rather than a wrapped one from below.
