@@ -22,6 +22,11 @@ const (
 // classify) rather than a violation.
 const servingKillRace = time.Second
 
+// deletedWaiterBound is how long a lease granted to a waiter whose node a
+// third party had deleted may last: the node watch's 100 ms, and a round
+// trip and the scheduling of a busy two-core machine.
+const deletedWaiterBound = time.Second
+
 // classify says why holder a (the earlier one) could still hold when b
 // acquired: "" when nothing excuses it (a violation).
 func classify(a, b Interval, faults []FaultEvent) string {
@@ -31,6 +36,13 @@ func classify(a, b Interval, faults []FaultEvent) string {
 		}
 		switch {
 		case f.Kind == FaultDelete && f.Node == a.Node:
+			return ReasonDelete
+		case f.Kind == FaultDelete && f.Node == b.Node && b.Lost && b.Cause == "node deleted" &&
+			b.End-b.Start <= deletedWaiterBound:
+			// B's own node was deleted while B waited, and B was granted
+			// all the same, on its predecessor's deletion notice: the
+			// node watch documents that such a lease ends within 100 ms
+			// and a round trip of the acquire (recipes.WithNodeWatch).
 			return ReasonDelete
 		case f.Kind == FaultKillBlind && f.SessionID == a.SessionID:
 			return ReasonBlindKill

@@ -161,7 +161,12 @@
 //   - unknowable: third-party delete. Someone deleted A's node: the next in
 //     line acquires on the deletion, and A learns of it from its own node
 //     watch, a notification that races with B's. Classified when the fault
-//     deleted A's node before B acquired.
+//     deleted A's node before B acquired. Or someone deleted B's node while
+//     B waited next in line, before B watched it, and B was granted on its
+//     predecessor's deletion notice all the same: the library bounds such a
+//     lease (recipes.WithNodeWatch: it ends within 100 ms and a round trip
+//     of the acquire). Classified when the fault deleted B's node before B
+//     acquired and B's hold ended with "node deleted" within a second.
 //   - session-only policy window. A's session uses session.SessionOnly, and
 //     A's hold ended by a loss, or a fault that disconnects or expires
 //     sessions (every kind but a third-party delete) hit A's session between
