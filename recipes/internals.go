@@ -778,16 +778,15 @@ func (a *attempt) create(base string) (string, int64, error) {
 
 // ownCreate checks that a successful create ran on our epoch's session:
 // requests queued while disconnected may be sent on a NEW session after the
-// old one expired (see HAZARDS). The connection's session id can only move
-// forward, so if it still equals our epoch's id after the reply, the create
-// ran on our session. Otherwise the node is deleted and the attempt fails.
+// old one expired (see HAZARDS; answeredOnOurSession). Otherwise the node is
+// deleted and the attempt fails.
 func (a *attempt) ownCreate(created string) error {
 	name := created[strings.LastIndexByte(created, '/')+1:]
 	c, ok := parseChild(name, []string{a.d.Marker()})
 	if !ok {
 		return fmt.Errorf("create returned unexpected name %q", created)
 	}
-	if a.in.sess.Conn().SessionID() != a.ep.SessionID() || a.ep.Err() != nil {
+	if !a.answeredOnOurSession() || a.ep.Err() != nil {
 		// It landed on another session: the sweep (see fail) deletes it,
 		// on whichever session is current.
 		a.ghosts = true
@@ -800,6 +799,13 @@ func (a *attempt) ownCreate(created string) error {
 		a.uuid = name[u : u+len(a.uuid)]
 	}
 	return nil
+}
+
+// answeredOnOurSession reports, right after a reply, whether it came on the
+// attempt's session: the connection's session id can only move forward, so
+// if it still equals the epoch's after the reply, the request ran on it.
+func (a *attempt) answeredOnOurSession() bool {
+	return a.in.sess.Conn().SessionID() == a.ep.SessionID()
 }
 
 // findGhost looks for our node after a create whose outcome is unknown. It
@@ -1019,7 +1025,7 @@ func (a *attempt) wait(watch string) error {
 		})
 	}
 	if errors.Is(err, zk.ErrNoNode) {
-		if in.sess.Conn().SessionID() != a.ep.SessionID() {
+		if !a.answeredOnOurSession() {
 			// The reply may have come on a new session, on which our node
 			// is gone too: read again (the read checks the epoch).
 			return nil

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
@@ -47,6 +49,16 @@ func ended(t *testing.T, l *recipes.Lease) {
 	default:
 		t.Fatal("the lease has not ended")
 	}
+}
+
+// endedWithNodeGone checks that l's Err matches want and waits until the
+// recipe directory is empty.
+func endedWithNodeGone(t *testing.T, l *recipes.Lease, want error, raw *zk.Conn, ns *zktest.Namespace) {
+	t.Helper()
+	if !errors.Is(l.Err(), want) {
+		t.Fatalf("Err = %v, want %v", l.Err(), want)
+	}
+	waitChildren(t, raw, ns, 0)
 }
 
 // TestLossCauseInstantExpiry: standard policy; the holder's session is
@@ -131,10 +143,7 @@ func TestShortHoldEnds(t *testing.T) {
 			if err := l.Release(ctxT(t)); err != nil {
 				t.Fatal(err)
 			}
-			if !errors.Is(l.Err(), session.ErrSuspended) {
-				t.Fatalf("Err = %v, want session.ErrSuspended", l.Err())
-			}
-			waitChildren(t, raw, ns, 0)
+			endedWithNodeGone(t, l, session.ErrSuspended, raw, ns)
 		})
 		t.Run(fmt.Sprintf("close/watch=%v", watch), func(t *testing.T) {
 			ns := zktest.NewNamespace(t)
@@ -151,10 +160,7 @@ func TestShortHoldEnds(t *testing.T) {
 				t.Fatal("Close did not return")
 			}
 			ended(t, l)
-			if !errors.Is(l.Err(), recipes.ErrClosed) {
-				t.Fatalf("Err = %v, want ErrClosed", l.Err())
-			}
-			waitChildren(t, raw, ns, 0)
+			endedWithNodeGone(t, l, recipes.ErrClosed, raw, ns)
 		})
 		t.Run(fmt.Sprintf("release/watch=%v", watch), func(t *testing.T) {
 			ns := zktest.NewNamespace(t)
