@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -16,10 +18,13 @@ import (
 // over on that predecessor's deletion notice with no read.
 
 // lookAheadQueue is a lock held by H, with waiters queued behind it in the
-// order given, one session each; the last waiter's session is tapped.
+// order given, one session each; the last waiter's session is tapped and
+// goes through a fault proxy.
 type lookAheadQueue struct {
 	ns    *zktest.Namespace
 	tap   *zktest.Tap
+	proxy *zktest.Proxy
+	sess  *session.Session // the last waiter's
 	dir   string
 	hl    *mutex.Lease
 	lctx  []context.CancelFunc    // cancels each waiter's Lock
@@ -29,8 +34,15 @@ type lookAheadQueue struct {
 
 func newLookAheadQueue(t *testing.T, waiters int) *lookAheadQueue {
 	t.Helper()
+	return newLookAheadQueueCtx(t, waiters, ctxT(t))
+}
+
+// newLookAheadQueueCtx is newLookAheadQueue with lastCtx for the last
+// waiter's Lock.
+func newLookAheadQueueCtx(t *testing.T, waiters int, lastCtx context.Context) *lookAheadQueue {
+	t.Helper()
 	ns := zktest.NewNamespace(t)
-	q := &lookAheadQueue{ns: ns, tap: zktest.NewTap(), dir: ns.Path(lockPath) + "/"}
+	q := &lookAheadQueue{ns: ns, dir: ns.Path(lockPath) + "/"}
 	raw := ns.Conn(t)
 	ctx := ctxT(t)
 	newM := func(opts ...session.Option) *mutex.Mutex { return mutexOnOwnSession(t, ns, opts...) }
@@ -41,11 +53,20 @@ func newLookAheadQueue(t *testing.T, waiters int) *lookAheadQueue {
 	for i := 0; i < waiters; i++ {
 		var m *mutex.Mutex
 		if i == waiters-1 {
-			m = newM(session.WithDialer(q.tap.Dialer()))
+			// A session timeout well past the partition test's ctx.
+			q.sess, q.proxy, q.tap = sessiontest.ConnectProxyTap(t, ns, session.WithSessionTimeout(10*time.Second))
+			if m, err = mutex.New(q.sess, lockPath); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { m.Close() })
 		} else {
 			m = newM()
 		}
-		wctx, cancel := context.WithCancel(ctx)
+		parent := ctx
+		if i == waiters-1 {
+			parent = lastCtx
+		}
+		wctx, cancel := context.WithCancel(parent)
 		q.lctx = append(q.lctx, cancel)
 		q.got = append(q.got, perfLockAsync(wctx, m))
 		q.names = waitKids(t, raw, ns, i+2)
@@ -173,4 +194,81 @@ func TestLookAheadPredecessorGivesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	q.holds(t, 1, "B")
+}
+
+// TestLookAheadShortDisconnect: the waiter two places back loses its
+// connection while it looks ahead and reconnects to the same session: it
+// keeps its place, never holds while H or A does, and holds on its own node
+// after both.
+func TestLookAheadShortDisconnect(t *testing.T) {
+	ctx := ctxT(t)
+	q := newLookAheadQueue(t, 2) // A, B
+	zktest.Eventually(t, wait, func() bool { return q.watches(0) }, "B watches H's node")
+	dials := q.tap.Dials()
+	q.proxy.Cut()
+	zktest.Eventually(t, wait, func() bool {
+		return q.tap.Dials() > dials && q.sess.State() == session.Reconnected
+	}, "B's session did not reconnect")
+	if id := q.sess.Epoch().SessionID(); q.sess.Epoch().Err() != nil {
+		t.Fatalf("B's session 0x%x ended at a short disconnect", id)
+	}
+	q.notYet(t, 1, "while H holds, after the disconnect")
+	if err := q.hl.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a := <-q.got[0]
+	if a.err != nil {
+		t.Fatalf("A: %v", a.err)
+	}
+	q.awaitWatch(t, 1, 1, "B watches A's node")
+	q.notYet(t, 1, "while A holds")
+	if err := a.l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	q.holds(t, 1, "B")
+}
+
+// TestLookAheadPartitionShortCtx: partitioned while it looks ahead, the
+// waiter two places back returns within its short ctx (with ctx's error),
+// and once the partition heals its node is gone.
+func TestLookAheadPartitionShortCtx(t *testing.T) {
+	ctx := ctxT(t)
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	q := newLookAheadQueueCtx(t, 2, short) // A, B (B's Lock within short)
+	zktest.Eventually(t, wait, func() bool { return q.watches(0) }, "B watches H's node")
+	q.proxy.Partition()
+	deadline, _ := short.Deadline()
+	r := <-q.got[1]
+	if !errors.Is(r.err, context.DeadlineExceeded) {
+		t.Fatalf("Lock while partitioned = %v (at %v, deadline %v), want context.DeadlineExceeded", r.err, r.at, deadline)
+	}
+	if late := r.at.Sub(deadline); late > 100*time.Millisecond {
+		t.Errorf("Lock returned %v after its ctx ended, want within 100 ms", late)
+	}
+	q.proxy.Heal()
+	waitKids(t, q.ns.Conn(t), q.ns, 2) // H's and A's: B's went once healed
+	if err := q.hl.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	q.holds(t, 0, "A")
+}
+
+// TestLookAheadSessionExpires: the session of the waiter two places back
+// expires while it looks ahead: its Lock returns session.ErrLost, its node
+// goes with the session, and A behind H still gets the lock in order.
+func TestLookAheadSessionExpires(t *testing.T) {
+	ctx := ctxT(t)
+	q := newLookAheadQueue(t, 2) // A, B
+	zktest.Eventually(t, wait, func() bool { return q.watches(0) }, "B watches H's node")
+	sessiontest.Expire(t, q.sess, q.tap)
+	r := <-q.got[1]
+	if !errors.Is(r.err, session.ErrLost) {
+		t.Fatalf("B's Lock after its session expired = %+v, want session.ErrLost", r)
+	}
+	waitKids(t, q.ns.Conn(t), q.ns, 2) // H's and A's
+	if err := q.hl.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	q.holds(t, 0, "A")
 }
