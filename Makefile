@@ -26,13 +26,13 @@ all: test
 test: ensure-test-deps
 	$(GO) vet ./...
 	$(GO) test $(GOTESTFLAGS) ./...
-	$(GO) test -count=1 -timeout 10m ./internal/chaos/
+	$(GO) test -count=1 -timeout 10m ./internal/testkit/chaos/
 
 demo: ensure-zookeeper
 	$(GO) run $(DEMO)
 
 chaos: ensure-zookeeper
-	$(GO) run ./internal/chaos/cmd/chaos -rounds $(ROUNDS) -seed $(SEED)
+	$(GO) run ./internal/testkit/chaos/cmd/chaos -rounds $(ROUNDS) -seed $(SEED)
 
 vet:
 	$(GO) vet ./...

@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -82,7 +82,7 @@ func TestACLLeaderNodes(t *testing.T) {
 			latches++
 		}
 	}
-	for _, p := range []string{app, app + electionPath, term.Path(), app + "/sel", selTerm.Path(), app + "/run", runTerm.Path()} {
+	for _, p := range []string{app, app + electionPath, leader.TermPath(term), app + "/sel", leader.TermPath(selTerm), app + "/run", leader.TermPath(runTerm)} {
 		if !containsStr(nodes, p) {
 			t.Errorf("%s was not among the nodes read: %v", p, nodes)
 		}
@@ -172,7 +172,7 @@ func TestACLLeaderIntruder(t *testing.T) {
 					t.Errorf("%s: refused %s %s, want a create in %s", c.name, oe.Op, oe.Path, dir)
 				}
 			}
-			if err := s.Conn().Delete(term.Path(), -1); !errors.Is(err, zk.ErrNoAuth) {
+			if err := s.Conn().Delete(leader.TermPath(term), -1); !errors.Is(err, zk.ErrNoAuth) {
 				t.Errorf("delete of the leader's node without alice's credentials = %v, want zk.ErrNoAuth", err)
 			}
 			k, _, err := admin.Children(dir)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -136,7 +136,7 @@ func TestElectionNoAuth(t *testing.T) {
 			t.Errorf("Err while leading = %v", err)
 		}
 		l.Close()
-		if err := l.Err(); !errors.Is(err, leader.ErrClosed) {
+		if err := l.Err(); !errors.Is(err, session.ErrClosed) {
 			t.Errorf("Err after Close = %v, want ErrClosed", err)
 		}
 	})

@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -149,22 +149,23 @@ func TestCtxBoundsLeader(t *testing.T) {
 		}, sessiontest.IsDeadline)
 		r.p.Heal()
 	})
+	// Participants and Leader on the session of a latch in the election.
 	t.Run("Latch.Participants", func(t *testing.T) {
 		r := newRig(t)
-		l := latch(t, r)
+		latch(t, r)
 		r.p.Partition()
-		sessiontest.MeasureBound(t, "Latch.Participants", r.p.Heal, func(ctx context.Context) error {
-			_, err := l.Participants(ctx)
+		sessiontest.MeasureBound(t, "leader.Participants (latch)", r.p.Heal, func(ctx context.Context) error {
+			_, err := leader.Participants(ctx, r.s, electionPath)
 			return err
 		}, sessiontest.IsDeadline)
 		r.p.Heal()
 	})
 	t.Run("Latch.Leader", func(t *testing.T) {
 		r := newRig(t)
-		l := latch(t, r)
+		latch(t, r)
 		r.p.Partition()
-		sessiontest.MeasureBound(t, "Latch.Leader", r.p.Heal, func(ctx context.Context) error {
-			_, _, err := l.Leader(ctx)
+		sessiontest.MeasureBound(t, "leader.Leader (latch)", r.p.Heal, func(ctx context.Context) error {
+			_, _, err := leader.Leader(ctx, r.s, electionPath)
 			return err
 		}, sessiontest.IsDeadline)
 		r.p.Heal()
@@ -191,22 +192,23 @@ func TestCtxBoundsLeader(t *testing.T) {
 		sessiontest.Recv(t, leading, wait, "the selector's callback")
 		return sel
 	}
+	// Participants and Leader on the session of a leading selector.
 	t.Run("Selector.Participants", func(t *testing.T) {
 		r := newRig(t)
-		sel := selector(t, r)
+		selector(t, r)
 		r.p.Partition()
-		sessiontest.MeasureBound(t, "Selector.Participants", r.p.Heal, func(ctx context.Context) error {
-			_, err := sel.Participants(ctx)
+		sessiontest.MeasureBound(t, "leader.Participants (selector)", r.p.Heal, func(ctx context.Context) error {
+			_, err := leader.Participants(ctx, r.s, selectorPath)
 			return err
 		}, sessiontest.IsDeadline)
 		r.p.Heal()
 	})
 	t.Run("Selector.Leader", func(t *testing.T) {
 		r := newRig(t)
-		sel := selector(t, r)
+		selector(t, r)
 		r.p.Partition()
-		sessiontest.MeasureBound(t, "Selector.Leader", r.p.Heal, func(ctx context.Context) error {
-			_, _, err := sel.Leader(ctx)
+		sessiontest.MeasureBound(t, "leader.Leader (selector)", r.p.Heal, func(ctx context.Context) error {
+			_, _, err := leader.Leader(ctx, r.s, selectorPath)
 			return err
 		}, sessiontest.IsDeadline)
 		r.p.Heal()

@@ -10,6 +10,8 @@ import (
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zksession"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 )
@@ -38,34 +40,37 @@ const cleanupTimeout = 5 * time.Second
 // election path, the driver for the node layout and the participant id.
 type elector struct {
 	sess *session.Session
+	zs   *zksession.Session
 	path string // as the caller gave it
-	in   *recipes.Engine
-	drv  recipes.Driver
+	in   *engine.Engine
+	drv  *engine.Driver
 	data []byte
 	id   string
 	lg   *zap.Logger
 }
 
 func newElector(sess *session.Session, path, marker string, cfg config) (*elector, error) {
-	if sess == nil {
-		return nil, recipes.NewError("leader", path, fmt.Errorf("%w: nil session", ErrBadArgument))
+	zs, err := zksession.Of(sess)
+	if err != nil {
+		return nil, engine.NewError("leader", path, err)
 	}
 	lg := cfg.logger
 	if lg == nil {
-		lg = sess.Logger()
+		lg = zs.Logger()
 	}
 	lg = lg.Named("leader")
-	in, err := recipes.NewEngine(sess, path,
-		recipes.WithName("leader"), recipes.WithLogger(lg),
-		recipes.WithKeepNodeUntilRelease(true))
+	in, err := engine.New(sess, path,
+		engine.WithName("leader"), engine.WithLogger(lg),
+		engine.WithKeepNodeUntilRelease(true))
 	if err != nil {
-		return nil, recipes.NewError("leader", path, err)
+		return nil, engine.NewError("leader", path, err)
 	}
 	return &elector{
 		sess: sess,
+		zs:   zs,
 		path: path,
 		in:   in,
-		drv:  recipes.StandardDriver{Name: marker, MaxLeases: 1},
+		drv:  engine.Standard(marker, 1),
 		data: []byte(cfg.id),
 		id:   cfg.id,
 		lg:   lg.With(zap.String("path", in.Path())),
@@ -78,10 +83,10 @@ func newElector(sess *session.Session, path, marker string, cfg config) (*electo
 // returns an error only when ctx ends (an error matching ctx's), the session
 // or the engine is closed, or ZooKeeper refuses the election for good (see
 // permanent). Its errors name the election path.
-func (e *elector) campaign(ctx context.Context) (*recipes.Lease, error) {
+func (e *elector) campaign(ctx context.Context) (*engine.Lease, error) {
 	var bo backoff.BackOff
 	for attempt := 1; ; attempt++ {
-		if _, err := e.sess.WaitConnected(ctx); err != nil {
+		if _, err := e.zs.WaitConnected(ctx); err != nil {
 			return nil, e.errf(err)
 		}
 		lease, err := e.in.Acquire(ctx, e.drv, e.data)
@@ -121,7 +126,7 @@ func (e *elector) campaign(ctx context.Context) (*recipes.Lease, error) {
 // fatal reports errors after which campaigning cannot go on: the session or
 // the engine is closed, or the error is permanent.
 func fatal(err error) bool {
-	return errors.Is(err, session.ErrClosed) || errors.Is(err, recipes.ErrClosed) || permanent(err)
+	return errors.Is(err, session.ErrClosed) || permanent(err)
 }
 
 // permanent reports errors that entering the election again cannot cure:
@@ -143,13 +148,8 @@ func permanent(err error) bool {
 		zk.ErrNoChildrenForEphemerals,
 		zk.ErrShortBuffer,
 		// Programming errors caught by the layers below.
-		recipes.ErrBadDriver,
-		recipes.ErrBadPath,
-		recipes.ErrBadOption,
-		recipes.ErrNilSession,
-		session.ErrBadPath,
-		session.ErrBadOption,
-		session.ErrBadEpoch,
+		session.ErrBadArgument,
+		zksession.ErrBadEpoch,
 	} {
 		if errors.Is(err, p) {
 			return true
@@ -162,8 +162,8 @@ func permanent(err error) bool {
 // disconnect or a session loss: not worth a warning.
 func sessionTrouble(err error) bool {
 	return errors.Is(err, session.ErrSuspended) || errors.Is(err, session.ErrLost) ||
-		errors.Is(err, session.ErrSessionChanged) || session.IsConnectionError(err) ||
-		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, recipes.ErrLockLost)
+		errors.Is(err, zksession.ErrSessionChanged) || zksession.IsConnectionError(err) ||
+		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, recipes.ErrNodeDeleted)
 }
 
 // sleep waits for d, ctx or the session's Close.
@@ -185,7 +185,7 @@ func sleep(ctx context.Context, sess *session.Session, d time.Duration) error {
 // is down, ctx ends (at once if ctx has already ended: then release does not
 // block) or the lease's epoch is over (the same session id may come back
 // after a local-timer Lost, with the node still on the server).
-func (e *elector) release(ctx context.Context, l *recipes.Lease) {
+func (e *elector) release(ctx context.Context, l *engine.Lease) {
 	ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 	defer cancel()
 	if err := l.Release(ctx); err != nil {
@@ -195,7 +195,7 @@ func (e *elector) release(ctx context.Context, l *recipes.Lease) {
 	}
 }
 
-func (e *elector) participants(ctx context.Context) ([]Participant, error) {
+func (e *elector) participants(ctx context.Context) ([]recipes.Participant, error) {
 	ps, err := participants(ctx, e.in, e.drv)
 	if err != nil {
 		return nil, e.errf(err)
@@ -203,23 +203,23 @@ func (e *elector) participants(ctx context.Context) ([]Participant, error) {
 	return ps, nil
 }
 
-func (e *elector) leader(ctx context.Context) (Participant, bool, error) {
+func (e *elector) leader(ctx context.Context) (recipes.Participant, bool, error) {
 	ps, err := e.participants(ctx)
 	if err != nil || len(ps) == 0 {
-		return Participant{}, false, err
+		return recipes.Participant{}, false, err
 	}
 	return ps[0], true, nil
 }
 
 // errf wraps err with the election path as the caller gave it.
-func (e *elector) errf(err error) error { return recipes.NewError("leader", e.path, err) }
+func (e *elector) errf(err error) error { return engine.NewError("leader", e.path, err) }
 
 // errNilContext is the cause of a call given a nil ctx.
-var errNilContext = fmt.Errorf("%w: nil context", ErrBadArgument)
+var errNilContext = fmt.Errorf("%w: nil context", session.ErrBadArgument)
 
 // participants lists the contenders in election order; the first leads
 // (Holds). A missing election path means no participants.
-func participants(ctx context.Context, in *recipes.Engine, drv recipes.Driver) ([]Participant, error) {
+func participants(ctx context.Context, in *engine.Engine, drv *engine.Driver) ([]recipes.Participant, error) {
 	ps, err := in.Participants(ctx, drv)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil

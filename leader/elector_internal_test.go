@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zksession"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 )
@@ -29,23 +31,23 @@ func TestFatal(t *testing.T) {
 		{wrap(zk.ErrInvalidPath), true},
 		{wrap(zk.ErrNoChildrenForEphemerals), true},
 		{wrap(zk.ErrShortBuffer), true},
-		{wrap(recipes.ErrBadDriver), true},
-		{wrap(recipes.ErrBadPath), true},
-		{wrap(recipes.ErrBadOption), true},
-		{wrap(session.ErrBadPath), true},
+		{wrap(engine.ErrBadDriver), true},
+		{wrap(session.ErrBadArgument), true},
+		{wrap(session.ErrBadArgument), true},
+		{wrap(session.ErrBadArgument), true},
 		{wrap(session.ErrClosed), true},
-		{wrap(recipes.ErrClosed), true},
+		{wrap(session.ErrClosed), true},
 		{wrap(errors.Join(session.ErrLost, zk.ErrNoAuth)), true},
 
 		{wrap(session.ErrSuspended), false},
 		{wrap(session.ErrLost), false},
-		{wrap(session.ErrSessionChanged), false},
+		{wrap(zksession.ErrSessionChanged), false},
 		{wrap(zk.ErrConnectionClosed), false},
 		{wrap(zk.ErrNoServer), false},
 		{wrap(zk.ErrSessionExpired), false},
 		{wrap(zk.ErrNoNode), false},
 		{wrap(zk.ErrNodeExists), false},
-		{wrap(recipes.ErrLockLost), false},
+		{wrap(recipes.ErrNodeDeleted), false},
 		{wrap(context.DeadlineExceeded), false},
 		{errors.New("something transient"), false},
 	} {

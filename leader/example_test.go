@@ -29,8 +29,10 @@ func ExampleRun() {
 
 	ctx, shutdown := context.WithCancel(context.Background())
 	err = leader.Run(ctx, sess, "/leaders/compactor", func(ctx context.Context) error {
-		term, _ := leader.TermFromContext(ctx)
-		fmt.Println("leading as", term.ID())
+		// Our node is the first of the election: Leader reads our id back.
+		if p, _, err := leader.Leader(ctx, sess, "/leaders/compactor"); err == nil {
+			fmt.Println("leading as", p.ID)
+		}
 		shutdown() // for the example: stop after the first term
 		<-ctx.Done()
 		// Stop touching the resource: leadership is lost or we shut down.
@@ -69,11 +71,16 @@ func ExampleLatch() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("leader:", term.ID(), l.IsLeader())
+	p, _, err := leader.Leader(ctx, sess, "/leaders/scheduler")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("leader:", p.ID, l.IsLeader())
 
 	l.Close()     // for the example: step down (a lost session would do the same)
 	<-term.Done() // leadership over: stop leading work here
-	fmt.Println("term ended:", errors.Is(term.Err(), leader.ErrClosed))
+	fmt.Println("term ended:", errors.Is(term.Err(), session.ErrClosed))
 	// Output:
 	// leader: node-a true
 	// term ended: true

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/curatortest"
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/curatortest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -48,9 +48,9 @@ func TestCuratorLatchInterop(t *testing.T) {
 	if err := java.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	interopWaitIDs(t, ctx, g1, "go-1", "java-1")
+	interopWaitIDs(t, ctx, s1, "go-1", "java-1")
 	g2 := interopNewLatch(t, rec, s2, "go-2")
-	interopWaitIDs(t, ctx, g1, "go-1", "java-1", "go-2")
+	interopWaitIDs(t, ctx, s1, "go-1", "java-1", "go-2")
 
 	// Both sides' nodes have Curator's name format.
 	kids, _, err := conn.Children(full)
@@ -73,7 +73,7 @@ func TestCuratorLatchInterop(t *testing.T) {
 	if err := g1.Close(); err != nil {
 		t.Fatalf("go-1 Close: %v", err)
 	}
-	if !errors.Is(term1.Err(), leader.ErrClosed) {
+	if !errors.Is(term1.Err(), session.ErrClosed) {
 		t.Errorf("go-1's term ended with %v, want ErrClosed", term1.Err())
 	}
 	javaLeader, err := java.WaitLeader(ctx)
@@ -82,7 +82,7 @@ func TestCuratorLatchInterop(t *testing.T) {
 	}
 	javaTerm := interopInterval{start: javaLeader.At}
 	interopOneLeader(t, ctx, java, "java-1", g2)
-	interopGoSees(t, ctx, g2, "java-1", "java-1", "go-2")
+	interopGoSees(t, ctx, s2, "java-1", "java-1", "go-2")
 	interopJavaSees(t, ctx, java, "java-1", "java-1", "go-2")
 
 	// Java -> Go: java-1 closes its latch, go-2 leads.
@@ -99,7 +99,7 @@ func TestCuratorLatchInterop(t *testing.T) {
 			term2.Started().Format("15:04:05.000000"), javaTerm.end.Format("15:04:05.000000"))
 	}
 	interopOneLeader(t, ctx, java, "go-2", g2)
-	interopGoSees(t, ctx, g2, "go-2", "go-2")
+	interopGoSees(t, ctx, s2, "go-2", "go-2")
 	interopJavaSees(t, ctx, java, "go-2", "go-2")
 
 	if tr := java.Transitions(); len(tr) != 2 || tr[0].Word() != "LEADER" || tr[1].Word() != "NOTLEADER" {
@@ -128,10 +128,10 @@ func TestCuratorLatchInteropJavaDies(t *testing.T) {
 	javaTerm := interopInterval{start: line.At}
 	s1, s2 := sessiontest.Connect(t, ns), sessiontest.Connect(t, ns)
 	g1 := interopNewLatch(t, rec, s1, "go-1")
-	interopWaitIDs(t, ctx, g1, "java-1", "go-1")
+	interopWaitIDs(t, ctx, s1, "java-1", "go-1")
 	g2 := interopNewLatch(t, rec, s2, "go-2")
-	interopWaitIDs(t, ctx, g1, "java-1", "go-1", "go-2")
-	interopGoSees(t, ctx, g2, "java-1", "java-1", "go-1", "go-2")
+	interopWaitIDs(t, ctx, s1, "java-1", "go-1", "go-2")
+	interopGoSees(t, ctx, s2, "java-1", "java-1", "go-1", "go-2")
 	interopJavaSees(t, ctx, java, "java-1", "java-1", "go-1", "go-2")
 	interopOneLeader(t, ctx, java, "java-1", g1, g2)
 
@@ -145,7 +145,7 @@ func TestCuratorLatchInteropJavaDies(t *testing.T) {
 	if g2.IsLeader() {
 		t.Errorf("go-2 leads together with go-1")
 	}
-	interopGoSees(t, ctx, g2, "go-1", "go-1", "go-2")
+	interopGoSees(t, ctx, s2, "go-1", "go-1", "go-2")
 	rec.settle(t, term)
 	rec.check(t, javaTerm)
 }
@@ -180,17 +180,18 @@ func interopAwait(t *testing.T, ctx context.Context, l *leader.Latch) *leader.Te
 	t.Helper()
 	term, err := l.Await(ctx)
 	if err != nil {
-		t.Fatalf("%s: Await: %v", l.ID(), err)
+		t.Fatalf("%s: Await: %v", leader.LatchID(l), err)
 	}
 	return term
 }
 
-// interopWaitIDs waits until the Go side reads the participants ids, in order.
-func interopWaitIDs(t *testing.T, ctx context.Context, l *leader.Latch, ids ...string) {
+// interopWaitIDs waits until the Go side (a Go latch's session s) reads the
+// participants ids, in order.
+func interopWaitIDs(t *testing.T, ctx context.Context, s *session.Session, ids ...string) {
 	t.Helper()
 	var got []string
 	zktest.Eventually(t, 15*time.Second, func() bool {
-		ps, err := l.Participants(ctx)
+		ps, err := leader.Participants(ctx, s, interopPath)
 		if err != nil {
 			return false
 		}
@@ -202,10 +203,11 @@ func interopWaitIDs(t *testing.T, ctx context.Context, l *leader.Latch, ids ...s
 	}, "participants %v, want %v", &got, ids)
 }
 
-// interopGoSees checks the Go side's participants (in order) and leader.
-func interopGoSees(t *testing.T, ctx context.Context, l *leader.Latch, leaderID string, ids ...string) {
+// interopGoSees checks the Go side's participants (in order) and leader, as
+// a Go latch's session s reads them.
+func interopGoSees(t *testing.T, ctx context.Context, s *session.Session, leaderID string, ids ...string) {
 	t.Helper()
-	ps, err := l.Participants(ctx)
+	ps, err := leader.Participants(ctx, s, interopPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +221,7 @@ func interopGoSees(t *testing.T, ctx context.Context, l *leader.Latch, leaderID 
 	if strings.Join(got, " ") != strings.Join(ids, " ") {
 		t.Errorf("Go participants %v, want %v", got, ids)
 	}
-	p, _, err := l.Leader(ctx)
+	p, _, err := leader.Leader(ctx, s, interopPath)
 	if err != nil || p.ID != leaderID {
 		t.Errorf("Go Leader = %+v, %v; want %s", p, err, leaderID)
 	}
@@ -251,7 +253,7 @@ func interopOneLeader(t *testing.T, ctx context.Context, java *curatortest.Latch
 	}
 	for _, g := range gos {
 		if g.IsLeader() {
-			leaders = append(leaders, g.ID())
+			leaders = append(leaders, leader.LatchID(g))
 		}
 	}
 	if len(leaders) != 1 || leaders[0] != want {
@@ -299,7 +301,7 @@ func (r *interopRecorder) follow(t *testing.T, l *leader.Latch) {
 			}
 			r.mu.Lock()
 			if ev.Leader {
-				r.terms = append(r.terms, &interopTerm{id: l.ID(), term: ev.Term, start: ev.Term.Started()})
+				r.terms = append(r.terms, &interopTerm{id: leader.LatchID(l), term: ev.Term, start: ev.Term.Started()})
 			} else {
 				for _, rt := range r.terms {
 					if rt.term == ev.Term {

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 )
@@ -92,10 +93,10 @@ type Event struct {
 func NewLatch(sess *session.Session, path string, opts ...Option) (*Latch, error) {
 	cfg, err := buildConfig(opts)
 	if err != nil {
-		return nil, recipes.NewError("leader", path, err)
+		return nil, engine.NewError("leader", path, err)
 	}
 	if cfg.requeueSet {
-		return nil, recipes.NewError("leader", path, fmt.Errorf("%w: WithRequeue does not apply to a Latch", ErrBadOption))
+		return nil, engine.NewError("leader", path, fmt.Errorf("%w: WithRequeue does not apply to a Latch", session.ErrBadArgument))
 	}
 	e, err := newElector(sess, path, latchMarker, cfg)
 	if err != nil {
@@ -114,7 +115,7 @@ func NewLatch(sess *session.Session, path string, opts ...Option) (*Latch, error
 
 // Start enters the election: it starts a goroutine that creates this
 // participant's node and keeps campaigning until Close. It does not block.
-// It returns ErrStarted when called twice and ErrClosed after Close.
+// It returns ErrStarted when called twice and session.ErrClosed after Close.
 func (l *Latch) Start() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -122,7 +123,7 @@ func (l *Latch) Start() error {
 	case started:
 		return l.e.errf(ErrStarted)
 	case closed:
-		return l.e.errf(recipes.Closed())
+		return l.e.errf(engine.Closed())
 	}
 	l.state = started
 	l.wg.Add(1)
@@ -151,7 +152,7 @@ func (l *Latch) run() {
 			}
 			return
 		}
-		t := newTerm(lease, l.e.errf(ErrResigned))
+		t := newTerm(lease, l.e.errf(recipes.ErrReleased))
 		l.e.lg.Info("leadership gained", zap.String("node", t.Node()), zap.Int64("token", t.Token()))
 		l.mu.Lock()
 		l.term = t
@@ -161,7 +162,7 @@ func (l *Latch) run() {
 		select {
 		case <-t.Done():
 		case <-l.ctx.Done():
-			t.end(l.e.errf(recipes.Closed()))
+			t.end(l.e.errf(engine.Closed()))
 		}
 		l.mu.Lock()
 		l.term = nil
@@ -260,11 +261,11 @@ func (l *Latch) pump(sub *latchSub) {
 
 // Await blocks until this latch leads and returns the current term, at once
 // if it leads already. It returns an error matching ctx's when ctx ends first,
-// ErrNotStarted before Start, ErrClosed after Close, and the error that
+// ErrNotStarted before Start, session.ErrClosed after Close, and the error that
 // stopped the election (see Err): one matching session.ErrClosed if the
 // session was closed, or a permanent ZooKeeper error such as zk.ErrNoAuth.
 // The term may end at any moment after Await returns: watch its Done. A nil
-// ctx gives ErrBadArgument. Safe to call concurrently.
+// ctx gives session.ErrBadArgument. Safe to call concurrently.
 func (l *Latch) Await(ctx context.Context) (*Term, error) {
 	if ctx == nil {
 		return nil, l.e.errf(errNilContext)
@@ -277,7 +278,7 @@ func (l *Latch) Await(ctx context.Context) (*Term, error) {
 			return nil, l.e.errf(ErrNotStarted)
 		case l.state == closed:
 			l.mu.Unlock()
-			return nil, l.e.errf(recipes.Closed())
+			return nil, l.e.errf(engine.Closed())
 		case l.err != nil:
 			err := l.err
 			l.mu.Unlock()
@@ -298,7 +299,7 @@ func (l *Latch) Await(ctx context.Context) (*Term, error) {
 }
 
 // Err returns nil while the latch has not been started or is in the
-// election, and afterwards why it left: ErrClosed after Close, or the error
+// election, and afterwards why it left: session.ErrClosed after Close, or the error
 // that stopped its election before Close. The election stops only for errors
 // that entering it again cannot cure: the session was closed (an error
 // matching session.ErrClosed), or ZooKeeper refuses this participant for good
@@ -316,7 +317,7 @@ func (l *Latch) Err() error {
 	case l.err != nil:
 		return l.err
 	case l.state == closed:
-		return l.e.errf(recipes.Closed())
+		return l.e.errf(engine.Closed())
 	}
 	return nil
 }
@@ -339,15 +340,15 @@ func (l *Latch) Term() *Term {
 func (l *Latch) IsLeader() bool { return l.Term() != nil }
 
 // Resign gives up the current term without closing the latch, as etcd's
-// Resign: the term ends with a cause matching ErrResigned (its Done closes,
+// Resign: the term ends with a cause matching recipes.ErrReleased (its Done closes,
 // Changes reports it), this participant's node is deleted, so another
 // participant can lead, and the latch enters the election again at the back
 // at once (alone in the election, it leads again with a new term). Resign
 // returns once the node is deleted (or its deletion queued, when the
 // connection is down), or with an error matching ctx's when ctx ends first
 // (the term has ended all the same, and the node goes soon after). It returns
-// nil at once when the latch does not lead, ErrClosed after Close and
-// ErrBadArgument for a nil ctx.
+// nil at once when the latch does not lead, session.ErrClosed after Close and
+// session.ErrBadArgument for a nil ctx.
 func (l *Latch) Resign(ctx context.Context) error {
 	if ctx == nil {
 		return l.e.errf(errNilContext)
@@ -356,7 +357,7 @@ func (l *Latch) Resign(ctx context.Context) error {
 	closed, t := l.state == closed, l.term
 	l.mu.Unlock()
 	if closed {
-		return l.e.errf(recipes.Closed())
+		return l.e.errf(engine.Closed())
 	}
 	if t == nil || t.Err() != nil {
 		return nil
@@ -414,47 +415,17 @@ func (l *Latch) Changes(ctx context.Context) <-chan Event {
 	return sub.c
 }
 
-// ID returns this participant's id.
-func (l *Latch) ID() string { return l.e.id }
-
-// Participants reads the election's participants from ZooKeeper, in election
-// order; the first one leads. ctx bounds the reads.
-func (l *Latch) Participants(ctx context.Context) ([]Participant, error) {
-	if ctx == nil {
-		return nil, l.e.errf(errNilContext)
-	}
-	if err := l.checkOpen(); err != nil {
-		return nil, err
-	}
-	return l.e.participants(ctx)
-}
-
-// Leader reads the current leader from ZooKeeper: the participant whose node
-// sorts first. It returns ErrNoLeader when there is none. Note that under the
-// standard policy a participant whose connection is suspended has already
-// stopped leading, while its node stays first until its session ends or its
-// connection is back.
-func (l *Latch) Leader(ctx context.Context) (p Participant, ok bool, err error) {
-	if ctx == nil {
-		return Participant{}, false, l.e.errf(errNilContext)
-	}
-	if err := l.checkOpen(); err != nil {
-		return Participant{}, false, err
-	}
-	return l.e.leader(ctx)
-}
-
 func (l *Latch) checkOpen() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.state == closed {
-		return l.e.errf(recipes.Closed())
+		return l.e.errf(engine.Closed())
 	}
 	return nil
 }
 
 // Close leaves the election: a live term ends at once (its Done closes with
-// ErrClosed), then this participant's node is deleted so another participant
+// session.ErrClosed), then this participant's node is deleted so another participant
 // can lead, and Close returns after every goroutine of the latch has exited.
 // Channels from Changes are closed. Close is idempotent; later calls return
 // the first call's result.
@@ -463,7 +434,7 @@ func (l *Latch) Close() error {
 		l.mu.Lock()
 		l.state = closed
 		l.mu.Unlock()
-		l.cancel(ErrClosed)
+		l.cancel(session.ErrClosed)
 		l.wg.Wait()
 		if err := l.e.in.Close(); err != nil {
 			l.closeErr = l.e.errf(err)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
@@ -31,8 +31,8 @@ func TestLatchSingle(t *testing.T) {
 	if !latchNode.MatchString(term.Node()) {
 		t.Errorf("node name %q is not Curator's LeaderLatch layout", term.Node())
 	}
-	if want := ns.Root + electionPath + "/" + term.Node(); term.Path() != want {
-		t.Errorf("Path %q, want %q", term.Path(), want)
+	if want := ns.Root + electionPath + "/" + term.Node(); leader.TermPath(term) != want {
+		t.Errorf("Path %q, want %q", leader.TermPath(term), want)
 	}
 	checkTermNode(t, conn, s, term)
 	if got, ok := leader.TermFromContext(term.Context()); !ok || got != term {
@@ -44,7 +44,7 @@ func TestLatchSingle(t *testing.T) {
 	if !ended(term) {
 		t.Fatal("term not ended when Close returned")
 	}
-	if !errors.Is(term.Err(), leader.ErrClosed) || !errors.Is(context.Cause(term.Context()), leader.ErrClosed) {
+	if !errors.Is(term.Err(), session.ErrClosed) || !errors.Is(context.Cause(term.Context()), session.ErrClosed) {
 		t.Fatalf("term Err %v, want ErrClosed", term.Err())
 	}
 	if l.IsLeader() || l.Term() != nil {
@@ -83,7 +83,7 @@ func TestLatchFailoverOnClose(t *testing.T) {
 		if !ended(old) {
 			t.Fatal("old term's Done not closed when Close returned")
 		}
-		if !errors.Is(old.Err(), leader.ErrClosed) {
+		if !errors.Is(old.Err(), session.ErrClosed) {
 			t.Errorf("old term Err %v, want ErrClosed", old.Err())
 		}
 		alive = append(alive[:i], alive[i+1:]...)
@@ -104,7 +104,7 @@ func TestLatchFailoverOnClose(t *testing.T) {
 		if kids := children(t, conn, ns); len(kids) != len(alive) || slices.Contains(kids, old.Node()) {
 			t.Errorf("%d children for %d participants (closed node %s): %v", len(kids), len(alive), old.Node(), kids)
 		}
-		t.Logf("%s closed, %s leads %v after the old term ended", old.ID(), nt.ID(), rn.start.Sub(ro.end))
+		t.Logf("%s closed, %s leads %v after the old term ended", leader.TermID(old), leader.TermID(nt), rn.start.Sub(ro.end))
 	}
 	log.checkNoOverlap(t)
 }
@@ -114,17 +114,19 @@ func TestLatchParticipants(t *testing.T) {
 	s0 := sessiontest.Connect(t, ns)
 	ctx := ctxT(t)
 	var ls []*leader.Latch
+	var sess []*session.Session
 	ids := []string{"p0", "p1", "p2 ünïcode"}
 	for i, id := range ids {
-		l := startLatch(t, sessiontest.Connect(t, ns), id)
-		ls = append(ls, l)
+		s := sessiontest.Connect(t, ns)
+		l := startLatch(t, s, id)
+		ls, sess = append(ls, l), append(sess, s)
 		zktest.Eventually(t, wait, func() bool {
 			ps, err := leader.Participants(ctx, s0, electionPath)
 			return err == nil && len(ps) == i+1
 		}, "participant %s registered", id)
 	}
 	await(t, ls[0])
-	check := func(name string, ps []leader.Participant, err error) {
+	check := func(name string, ps []recipes.Participant, err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -138,12 +140,13 @@ func TestLatchParticipants(t *testing.T) {
 			}
 		}
 	}
-	for _, l := range ls {
-		ps, err := l.Participants(ctx)
-		check("Latch.Participants", ps, err)
-		p, _, err := l.Leader(ctx)
+	// As each participant's own session reads them.
+	for _, s := range sess {
+		ps, err := leader.Participants(ctx, s, electionPath)
+		check("Participants (participant's session)", ps, err)
+		p, _, err := leader.Leader(ctx, s, electionPath)
 		if err != nil || p.ID != "p0" || !p.Holds {
-			t.Errorf("Latch.Leader = %+v, %v", p, err)
+			t.Errorf("Leader (participant's session) = %+v, %v", p, err)
 		}
 	}
 	ps, err := leader.Participants(ctx, s0, electionPath)
@@ -157,8 +160,8 @@ func TestLatchParticipants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.ID() == "" || strings.ContainsAny(d.ID(), " /") {
-		t.Errorf("default id %q", d.ID())
+	if leader.LatchID(d) == "" || strings.ContainsAny(leader.LatchID(d), " /") {
+		t.Errorf("default id %q", leader.LatchID(d))
 	}
 	d.Close()
 	// An election that does not exist has no participants and no leader.
@@ -166,7 +169,7 @@ func TestLatchParticipants(t *testing.T) {
 	if err != nil || len(ps) != 0 {
 		t.Errorf("Participants of a missing path = %v, %v", ps, err)
 	}
-	if p, ok, err := leader.Leader(ctx, s0, "/nothing/here"); err != nil || ok || p != (leader.Participant{}) {
+	if p, ok, err := leader.Leader(ctx, s0, "/nothing/here"); err != nil || ok || p != (recipes.Participant{}) {
 		t.Errorf("Leader of a missing path: %+v, %v, %v; want none", p, ok, err)
 	}
 }
@@ -192,7 +195,7 @@ func TestLatchSessionKilled(t *testing.T) {
 	zktest.Eventually(t, wait, func() bool { return len(children(t, conn, ns)) == 3 }, "3 nodes")
 	i := oneLeader(t, ls)
 	old := ls[i].Term()
-	oldSession := sess[i].Epoch().SessionID()
+	oldSession := sess[i].SessionID()
 	sessiontest.Expire(t, sess[i], taps[i])
 	j := oneLeader(t, ls, i)
 	nt := ls[j].Term()
@@ -204,13 +207,13 @@ func TestLatchSessionKilled(t *testing.T) {
 	if !ro.end.Before(rn.start) {
 		t.Errorf("killed leader's term ended %v, after the new term began %v", ro.end, rn.start)
 	}
-	t.Logf("old term ended (%v) %v before %s led", old.Err(), rn.start.Sub(ro.end), nt.ID())
+	t.Logf("old term ended (%v) %v before %s led", old.Err(), rn.start.Sub(ro.end), leader.TermID(nt))
 	// The killed participant comes back with a new session, at the back.
 	zktest.Eventually(t, wait, func() bool {
-		ps, err := ls[j].Participants(context.Background())
+		ps, err := leader.Participants(context.Background(), sess[j], electionPath)
 		return err == nil && len(ps) == 3 && ps[2].ID == names[i]
 	}, "killed participant re-entered")
-	if id := sess[i].Epoch().SessionID(); id == oldSession {
+	if id := sess[i].SessionID(); id == oldSession {
 		t.Errorf("session id unchanged after kill")
 	}
 	log.checkNoOverlap(t)
@@ -223,6 +226,7 @@ func TestLatchPartitioned(t *testing.T) {
 	log := newTermLog(t)
 	var (
 		ls      []*leader.Latch
+		sess    []*session.Session
 		proxies []*zktest.Proxy
 		names   = []string{"q0", "q1", "q2"}
 	)
@@ -230,7 +234,7 @@ func TestLatchPartitioned(t *testing.T) {
 		s, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(time.Second))
 		l := startLatch(t, s, id)
 		log.follow(t, id, l)
-		ls, proxies = append(ls, l), append(proxies, p)
+		ls, sess, proxies = append(ls, l), append(sess, s), append(proxies, p)
 	}
 	i := oneLeader(t, ls)
 	old := ls[i].Term()
@@ -245,10 +249,10 @@ func TestLatchPartitioned(t *testing.T) {
 	if !ro.end.Before(rn.start) {
 		t.Errorf("partitioned leader's term ended %v, after the new term began %v", ro.end, rn.start)
 	}
-	t.Logf("partitioned leader stopped %v before %s led", rn.start.Sub(ro.end), nt.ID())
+	t.Logf("partitioned leader stopped %v before %s led", rn.start.Sub(ro.end), leader.TermID(nt))
 	proxies[i].Heal()
 	zktest.Eventually(t, wait, func() bool {
-		ps, err := ls[j].Participants(context.Background())
+		ps, err := leader.Participants(context.Background(), sess[j], electionPath)
 		return err == nil && len(ps) == 3
 	}, "partitioned participant re-entered")
 	log.checkNoOverlap(t)
@@ -265,7 +269,8 @@ func TestLatchCutEndsTermAtSuspended(t *testing.T) {
 	a := startLatch(t, sa, "a")
 	log.follow(t, "a", a)
 	ta := await(t, a)
-	b := startLatch(t, sessiontest.Connect(t, ns), "b")
+	sb := sessiontest.Connect(t, ns)
+	b := startLatch(t, sb, "b")
 	log.follow(t, "b", b)
 	zktest.Eventually(t, wait, func() bool { return len(children(t, conn, ns)) == 2 }, "2 nodes")
 	oldNode := ta.Node()
@@ -279,13 +284,13 @@ func TestLatchCutEndsTermAtSuspended(t *testing.T) {
 	tb := await(t, b)
 	rec.Wait(t, wait, session.Reconnected)
 	zktest.Eventually(t, wait, func() bool {
-		ps, err := b.Participants(context.Background())
+		ps, err := leader.Participants(context.Background(), sb, electionPath)
 		return err == nil && len(ps) == 2 && ps[0].ID == "b" && ps[1].ID == "a" && ps[1].Node != oldNode
 	}, "a re-entered at the back with a new node")
 	if a.IsLeader() {
 		t.Error("a leads after the cut")
 	}
-	if sa.Epoch().SessionID() != ta.SessionID() {
+	if sa.SessionID() != leader.TermSessionID(ta) {
 		t.Error("a short cut changed the session")
 	}
 	ro, rn := log.waitPair(t, ta, tb)
@@ -329,31 +334,32 @@ func TestLatchSessionOnlyLost(t *testing.T) {
 	}
 	p.Heal()
 	t2 := await(t, l)
-	if t2 == term || t2.SessionID() == term.SessionID() || t2.Node() == term.Node() {
-		t.Fatalf("new term %s (session 0x%x), old %s (0x%x)", t2.Node(), t2.SessionID(), term.Node(), term.SessionID())
+	if t2 == term || leader.TermSessionID(t2) == leader.TermSessionID(term) || t2.Node() == term.Node() {
+		t.Fatalf("new term %s (session 0x%x), old %s (0x%x)", t2.Node(), leader.TermSessionID(t2), term.Node(), leader.TermSessionID(term))
 	}
 	checkTermNode(t, conn, s, t2)
 }
 
-// A third party deletes the leader's node: the term ends with ErrLockLost,
+// A third party deletes the leader's node: the term ends with ErrNodeDeleted,
 // the other participant leads, and the first one re-enters.
 func TestLatchThirdPartyDelete(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	conn := ns.Conn(t)
 	a := startLatch(t, sessiontest.Connect(t, ns), "a")
 	ta := await(t, a)
-	b := startLatch(t, sessiontest.Connect(t, ns), "b")
+	sb := sessiontest.Connect(t, ns)
+	b := startLatch(t, sb, "b")
 	zktest.Eventually(t, wait, func() bool { return len(children(t, conn, ns)) == 2 }, "2 nodes")
-	if err := conn.Delete(ta.Path(), -1); err != nil {
+	if err := conn.Delete(leader.TermPath(ta), -1); err != nil {
 		t.Fatal(err)
 	}
 	waitDone(t, ta, wait)
-	if !errors.Is(ta.Err(), recipes.ErrLockLost) {
-		t.Fatalf("term Err %v, want ErrLockLost", ta.Err())
+	if !errors.Is(ta.Err(), recipes.ErrNodeDeleted) {
+		t.Fatalf("term Err %v, want ErrNodeDeleted", ta.Err())
 	}
 	await(t, b)
 	zktest.Eventually(t, wait, func() bool {
-		ps, err := b.Participants(context.Background())
+		ps, err := leader.Participants(context.Background(), sb, electionPath)
 		return err == nil && len(ps) == 2 && ps[0].ID == "b" && ps[1].ID == "a"
 	}, "a re-entered")
 }
@@ -381,7 +387,7 @@ func TestLatchCloseWhileWaiting(t *testing.T) {
 	}
 	select {
 	case err := <-awaitErr:
-		if !errors.Is(err, leader.ErrClosed) {
+		if !errors.Is(err, session.ErrClosed) {
 			t.Errorf("Await after Close = %v, want ErrClosed", err)
 		}
 	case <-time.After(wait):
@@ -441,7 +447,7 @@ func TestLatchChanges(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if ev, ok := next(ch); !ok || ev.Leader || ev.Term != term || !errors.Is(ev.Term.Err(), leader.ErrClosed) {
+	if ev, ok := next(ch); !ok || ev.Leader || ev.Term != term || !errors.Is(ev.Term.Err(), session.ErrClosed) {
 		t.Fatalf("last event %+v, want the end of %s", ev, term.Node())
 	}
 	if _, ok := next(ch); ok {
@@ -491,12 +497,12 @@ func TestLatchBadInput(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	s := sessiontest.Connect(t, ns)
 	conn := ns.Conn(t)
-	if _, err := leader.NewLatch(nil, electionPath); !errors.Is(err, leader.ErrBadArgument) {
+	if _, err := leader.NewLatch(nil, electionPath); !errors.Is(err, session.ErrBadArgument) {
 		t.Errorf("nil session: %v", err)
 	}
 	for _, p := range []string{"", "x", "/a/", "/a//b", "/a/./b", "/a/../b", "/a\x00b", "/"} {
-		if _, err := leader.NewLatch(s, p); !errors.Is(err, session.ErrBadPath) {
-			t.Errorf("path %q: %v, want ErrBadPath", p, err)
+		if _, err := leader.NewLatch(s, p); !errors.Is(err, session.ErrBadArgument) {
+			t.Errorf("path %q: %v, want ErrBadArgument", p, err)
 		}
 	}
 	for name, opt := range map[string]leader.Option{
@@ -509,8 +515,8 @@ func TestLatchBadInput(t *testing.T) {
 		"nil option":  nil,
 	} {
 		_, err := leader.NewLatch(s, electionPath, opt)
-		if !errors.Is(err, leader.ErrBadOption) {
-			t.Errorf("%s: %v, want ErrBadOption", name, err)
+		if !errors.Is(err, session.ErrBadArgument) {
+			t.Errorf("%s: %v, want ErrBadArgument", name, err)
 		} else if !strings.HasPrefix(err.Error(), "leader ") {
 			t.Errorf("%s: message %q does not start with the package name", name, err)
 		}
@@ -535,17 +541,16 @@ func TestLatchBadInput(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if err := l.Start(); !errors.Is(err, leader.ErrClosed) {
+	if err := l.Start(); !errors.Is(err, session.ErrClosed) {
 		t.Errorf("Start after Close: %v", err)
 	}
-	if _, err := l.Await(context.Background()); !errors.Is(err, leader.ErrClosed) {
+	if _, err := l.Await(context.Background()); !errors.Is(err, session.ErrClosed) {
 		t.Errorf("Await after Close: %v", err)
 	}
-	if _, err := l.Participants(context.Background()); !errors.Is(err, leader.ErrClosed) {
-		t.Errorf("Participants after Close: %v", err)
-	}
-	if _, _, err := l.Leader(context.Background()); !errors.Is(err, leader.ErrClosed) {
-		t.Errorf("Leader after Close: %v", err)
+	// Close returns once the latch's node is deleted: the election has no
+	// participant left.
+	if ps, err := leader.Participants(context.Background(), s, electionPath); err != nil || len(ps) != 0 {
+		t.Errorf("Participants after Close: %+v, %v", ps, err)
 	}
 	// A latch closed before Start never touched ZooKeeper.
 	l2, err := leader.NewLatch(s, "/never")
@@ -577,7 +582,7 @@ func TestLatchChangesOverflow(t *testing.T) {
 	const cycles = 40 // 80 events: more than the buffer
 	terms := []*leader.Term{term}
 	for i := 0; i < cycles; i++ {
-		if err := conn.Delete(term.Path(), -1); err != nil {
+		if err := conn.Delete(leader.TermPath(term), -1); err != nil {
 			t.Fatal(err)
 		}
 		waitDone(t, term, wait)

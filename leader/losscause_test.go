@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -75,7 +75,7 @@ func TestTermLossCausePartition(t *testing.T) {
 	rec.Wait(t, wait, session.Suspended)
 	// While the session may still be alive, Err does not say it is lost. (No
 	// new epoch can begin during the partition: s.Epoch() is the term's.)
-	if err := term.Err(); errors.Is(err, session.ErrLost) && s.Epoch().Err() == nil {
+	if err := term.Err(); errors.Is(err, session.ErrLost) && sessiontest.Core(s).Epoch().Err() == nil {
 		t.Errorf("suspended, not lost: term Err() = %v matches session.ErrLost", err)
 	}
 	rec.Wait(t, wait, session.Lost)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -53,7 +53,7 @@ func await(t testing.TB, l *leader.Latch) *leader.Term {
 	defer cancel()
 	term, err := l.Await(ctx)
 	if err != nil {
-		t.Fatalf("Await(%s): %v", l.ID(), err)
+		t.Fatalf("Await(%s): %v", leader.LatchID(l), err)
 	}
 	return term
 }
@@ -67,7 +67,7 @@ func waitDone(t testing.TB, term *leader.Term, within time.Duration) {
 	select {
 	case <-term.Done():
 	case <-time.After(within):
-		t.Fatalf("term %s of %s did not end within %v", term.Node(), term.ID(), within)
+		t.Fatalf("term %s of %s did not end within %v", term.Node(), leader.TermID(term), within)
 	}
 }
 
@@ -312,16 +312,16 @@ func waitChildren(t testing.TB, conn *zk.Conn, ns *zktest.Namespace, n int) {
 // data, the term's token as czxid, and the session's current id as owner.
 func checkTermNode(t testing.TB, conn *zk.Conn, s *session.Session, term *leader.Term) {
 	t.Helper()
-	data, st := nodeStat(t, conn, term.Path())
-	if data != term.ID() {
-		t.Errorf("node %s data %q, want %q", term.Node(), data, term.ID())
+	data, st := nodeStat(t, conn, leader.TermPath(term))
+	if data != leader.TermID(term) {
+		t.Errorf("node %s data %q, want %q", term.Node(), data, leader.TermID(term))
 	}
 	if st.Czxid != term.Token() {
 		t.Errorf("node %s czxid %d, token %d", term.Node(), st.Czxid, term.Token())
 	}
-	if st.EphemeralOwner != term.SessionID() || st.EphemeralOwner != s.Epoch().SessionID() {
+	if st.EphemeralOwner != leader.TermSessionID(term) || st.EphemeralOwner != s.SessionID() {
 		t.Errorf("node %s owner 0x%x, term session 0x%x, current session 0x%x",
-			term.Node(), st.EphemeralOwner, term.SessionID(), s.Epoch().SessionID())
+			term.Node(), st.EphemeralOwner, leader.TermSessionID(term), s.SessionID())
 	}
 	if !strings.Contains(term.Node(), "-latch-") && !strings.Contains(term.Node(), "-lock-") {
 		t.Errorf("node name %q", term.Node())

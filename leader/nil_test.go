@@ -9,8 +9,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -20,7 +21,7 @@ var nilCtx context.Context
 
 // TestNilInputs: the functions and the methods of Latch and Selector refuse
 // a nil context, a nil session and a nil callback with an error matching
-// ErrBadArgument, before they start anything: no goroutine (Observe returns
+// session.ErrBadArgument, before they start anything: no goroutine (Observe returns
 // no channel), no node.
 func TestNilInputs(t *testing.T) {
 	ns := zktest.NewNamespace(t)
@@ -62,90 +63,85 @@ func TestNilInputs(t *testing.T) {
 				t.Errorf("Observe returned a channel")
 			}
 			return err
-		}, Want: leader.ErrBadArgument, Arg: "nil context"},
+		}, Want: session.ErrBadArgument, Arg: "nil context"},
 		{Name: "Observe nil session", Call: func(t *testing.T) error {
 			ch, err := leader.Observe(ctx, nil, electionPath)
 			if ch != nil {
 				t.Errorf("Observe returned a channel")
 			}
 			return err
-		}, Want: leader.ErrBadArgument, Arg: "nil session"},
+		}, Want: session.ErrBadArgument, Arg: "nil session"},
 		{Name: "Observe empty path", Call: func(*testing.T) error {
 			_, err := leader.Observe(ctx, s, "")
 			return err
-		}, Want: session.ErrBadPath, Arg: "empty"},
+		}, Want: session.ErrBadArgument, Arg: "empty"},
 		{Name: "Run nil ctx", Call: func(*testing.T) error {
 			return leader.Run(nilCtx, s, "/run", work)
-		}, Want: leader.ErrBadArgument, Arg: "nil context"},
+		}, Want: session.ErrBadArgument, Arg: "nil context"},
 		{Name: "Run nil session", Call: func(*testing.T) error {
 			return leader.Run(ctx, nil, "/run", work)
-		}, Want: leader.ErrBadArgument, Arg: "nil session"},
+		}, Want: session.ErrBadArgument, Arg: "nil session"},
 		{Name: "Run nil work", Call: func(*testing.T) error {
 			return leader.Run(ctx, s, "/run", nil)
-		}, Want: leader.ErrBadArgument, Arg: "nil work"},
+		}, Want: session.ErrBadArgument, Arg: "nil work"},
 		{Name: "Run nil option", Call: func(*testing.T) error {
 			return leader.Run(ctx, s, "/run", work, nil)
-		}, Want: leader.ErrBadOption, Arg: "nil option"},
+		}, Want: session.ErrBadArgument, Arg: "nil option"},
 		{Name: "Leader nil ctx", Call: func(t *testing.T) error {
 			p, _, err := leader.Leader(nilCtx, s, electionPath)
-			if p != (leader.Participant{}) {
+			if p != (recipes.Participant{}) {
 				t.Errorf("Leader returned %v", p)
 			}
 			return err
-		}, Want: leader.ErrBadArgument, Arg: "nil context"},
+		}, Want: session.ErrBadArgument, Arg: "nil context"},
 		{Name: "Participants nil ctx", Call: func(t *testing.T) error {
 			ps, err := leader.Participants(nilCtx, s, electionPath)
 			if ps != nil {
 				t.Errorf("Participants returned %v", ps)
 			}
 			return err
-		}, Want: leader.ErrBadArgument, Arg: "nil context"},
+		}, Want: session.ErrBadArgument, Arg: "nil context"},
 		{Name: "Leader nil session", Call: func(*testing.T) error {
 			_, _, err := leader.Leader(ctx, nil, electionPath)
 			return err
-		}, Want: leader.ErrBadArgument, Arg: "nil session"},
+		}, Want: session.ErrBadArgument, Arg: "nil session"},
 		{Name: "NewLatch nil session", Call: func(*testing.T) error {
 			_, err := leader.NewLatch(nil, electionPath)
 			return err
-		}, Want: leader.ErrBadArgument, Arg: "nil session"},
+		}, Want: session.ErrBadArgument, Arg: "nil session"},
 		{Name: "NewSelector nil callback", Call: func(*testing.T) error {
 			_, err := leader.NewSelector(s, electionPath, nil)
 			return err
-		}, Want: leader.ErrBadArgument, Arg: "nil callback"},
+		}, Want: session.ErrBadArgument, Arg: "nil callback"},
 		{Name: "Latch.Await nil ctx, not started", Call: func(t *testing.T) error {
 			term, err := latent.Await(nilCtx)
 			if term != nil {
 				t.Errorf("Await returned a term")
 			}
 			return err
-		}, Want: leader.ErrBadArgument, Arg: "nil context"},
+		}, Want: session.ErrBadArgument, Arg: "nil context"},
 		{Name: "Latch.Await nil ctx, waiting", Call: func(t *testing.T) error {
 			term, err := second.Await(nilCtx)
 			if term != nil {
 				t.Errorf("Await returned a term")
 			}
 			return err
-		}, Want: leader.ErrBadArgument, Arg: "nil context"},
+		}, Want: session.ErrBadArgument, Arg: "nil context"},
 		{Name: "Latch.Await nil ctx, leading", Call: func(*testing.T) error {
 			_, err := first.Await(nilCtx)
 			return err
-		}, Want: leader.ErrBadArgument, Arg: "nil context"},
-		{Name: "Latch.Leader nil ctx", Call: func(*testing.T) error {
-			_, _, err := latent.Leader(nilCtx)
+		}, Want: session.ErrBadArgument, Arg: "nil context"},
+		// Latch and Selector no longer read the election themselves: the
+		// package functions do, on the election a latch leads (above) and
+		// on a selector's.
+		{Name: "Leader nil ctx, selector's election", Call: func(*testing.T) error {
+			_, _, err := leader.Leader(nilCtx, s, "/selection")
 			return err
-		}, Want: leader.ErrBadArgument, Arg: "nil context"},
-		{Name: "Latch.Participants nil ctx", Call: func(*testing.T) error {
-			_, err := first.Participants(nilCtx)
+		}, Want: session.ErrBadArgument, Arg: "nil context"},
+		{Name: "Participants nil ctx, selector's election", Call: func(*testing.T) error {
+			_, err := leader.Participants(nilCtx, s, "/selection")
 			return err
-		}, Want: leader.ErrBadArgument, Arg: "nil context"},
-		{Name: "Selector.Leader nil ctx", Call: func(*testing.T) error {
-			_, _, err := sel.Leader(nilCtx)
-			return err
-		}, Want: leader.ErrBadArgument, Arg: "nil context"},
-		{Name: "Selector.Participants nil ctx", Call: func(*testing.T) error {
-			_, err := sel.Participants(nilCtx)
-			return err
-		}, Want: leader.ErrBadArgument, Arg: "nil context"},
+		}, Want: session.ErrBadArgument, Arg: "nil context"},
 	})
 	if worked.Load() {
 		t.Error("work ran although Run refused its arguments")
@@ -174,7 +170,7 @@ func TestNilChanges(t *testing.T) {
 }
 
 // TestNilTerm: a nil *Term behaves as a term that has ended: Done is closed,
-// Err and the cause of Context match ErrBadArgument and name the nil term,
+// Err and the cause of Context match session.ErrBadArgument and name the nil term,
 // the accessors return zero values; TermFromContext(nil) finds no term.
 func TestNilTerm(t *testing.T) {
 	var term *leader.Term
@@ -184,20 +180,18 @@ func TestNilTerm(t *testing.T) {
 		default:
 			t.Error("Done of a nil term is not closed")
 		}
-		if err := term.Err(); !errors.Is(err, leader.ErrBadArgument) || !strings.Contains(err.Error(), "nil term") {
+		if err := term.Err(); !errors.Is(err, session.ErrBadArgument) || !strings.Contains(err.Error(), "nil term") {
 			t.Errorf("Err = %v", err)
 		}
 		ctx := term.Context()
-		if ctx.Err() == nil || !errors.Is(context.Cause(ctx), leader.ErrBadArgument) {
+		if ctx.Err() == nil || !errors.Is(context.Cause(ctx), session.ErrBadArgument) {
 			t.Errorf("Context: err %v, cause %v", ctx.Err(), context.Cause(ctx))
 		}
 		if got, ok := leader.TermFromContext(ctx); got != nil || ok {
 			t.Errorf("TermFromContext(nil term's context) = %v, %v", got, ok)
 		}
-		if term.Token() != 0 || term.ID() != "" || term.Node() != "" || term.Path() != "" ||
-			term.SessionID() != 0 || !term.Started().IsZero() {
-			t.Errorf("accessors of a nil term: %d %q %q %q %d %v",
-				term.Token(), term.ID(), term.Node(), term.Path(), term.SessionID(), term.Started())
+		if term.Token() != 0 || term.Node() != "" || !term.Started().IsZero() {
+			t.Errorf("accessors of a nil term: %d %q %v", term.Token(), term.Node(), term.Started())
 		}
 		if got, ok := leader.TermFromContext(nilCtx); got != nil || ok {
 			t.Errorf("TermFromContext(nil) = %v, %v", got, ok)
@@ -217,7 +211,7 @@ func awaitNodeWatch(t *testing.T, ns *zktest.Namespace, s *session.Session) {
 	t.Helper()
 	dir := ns.Path(electionPath) + "/"
 	zktest.Eventually(t, wait, func() bool {
-		for p := range sessiontest.Watches(t, ns.Server.Addr(), s.Epoch().SessionID()) {
+		for p := range sessiontest.Watches(t, ns.Server.Addr(), s.SessionID()) {
 			if strings.HasPrefix(p, dir) {
 				return true
 			}

@@ -3,12 +3,13 @@ package leader
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zksession"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 )
@@ -16,31 +17,29 @@ import (
 // observerDriver lists the contenders of either layout (latch- for
 // LeaderLatch, Latch and Run; lock- for LeaderSelector and Selector). It is
 // only used to read participants, never to acquire.
-type observerDriver struct{}
-
-func (observerDriver) Marker() string    { return latchMarker }
-func (observerDriver) Markers() []string { return []string{latchMarker, lockMarker} }
-func (observerDriver) Decide(sorted []recipes.Child, self int) (bool, string, error) {
-	return recipes.StandardDriver{Name: latchMarker, MaxLeases: 1}.Decide(sorted, self)
-}
+var observerDriver = func() *engine.Driver {
+	d := engine.Standard(latchMarker, 1)
+	d.Markers = []string{latchMarker, lockMarker}
+	return d
+}()
 
 // Participants reads the participants of the election at path, in election
 // order; the first one leads. It recognises the nodes of Latch, Run and
 // Curator's LeaderLatch (latch-) and of Selector and Curator's LeaderSelector
 // (lock-). A path that does not exist has no participants. ctx bounds the
 // reads. It is for processes that watch an election without taking part.
-func Participants(ctx context.Context, sess *session.Session, path string) ([]Participant, error) {
+func Participants(ctx context.Context, sess *session.Session, path string) ([]recipes.Participant, error) {
 	if ctx == nil {
-		return nil, recipes.NewError("leader", path, errNilContext)
+		return nil, engine.NewError("leader", path, errNilContext)
 	}
 	in, err := observerInternals(sess, path)
 	if err != nil {
 		return nil, err
 	}
 	defer in.Close()
-	ps, err := participants(ctx, in, observerDriver{})
+	ps, err := participants(ctx, in, observerDriver)
 	if err != nil {
-		return nil, recipes.NewError("leader", path, err)
+		return nil, engine.NewError("leader", path, err)
 	}
 	return ps, nil
 }
@@ -48,31 +47,28 @@ func Participants(ctx context.Context, sess *session.Session, path string) ([]Pa
 // Leader reads the current leader of the election at path: the participant
 // whose node sorts first. ok is false when nobody leads (no participant, or
 // no election path). ctx bounds the reads.
-func Leader(ctx context.Context, sess *session.Session, path string) (p Participant, ok bool, err error) {
+func Leader(ctx context.Context, sess *session.Session, path string) (p recipes.Participant, ok bool, err error) {
 	if ctx == nil {
-		return Participant{}, false, recipes.NewError("leader", path, errNilContext)
+		return recipes.Participant{}, false, engine.NewError("leader", path, errNilContext)
 	}
 	ps, err := Participants(ctx, sess, path)
 	if err != nil || len(ps) == 0 {
-		return Participant{}, false, err
+		return recipes.Participant{}, false, err
 	}
 	return ps[0], true, nil
 }
 
-func observerInternals(sess *session.Session, path string) (*recipes.Engine, error) {
-	if sess == nil {
-		return nil, recipes.NewError("leader", path, fmt.Errorf("%w: nil session", ErrBadArgument))
-	}
-	in, err := recipes.NewEngine(sess, path)
+func observerInternals(sess *session.Session, path string) (*engine.Engine, error) {
+	in, err := engine.New(sess, path, engine.WithName("leader"))
 	if err != nil {
-		return nil, recipes.NewError("leader", path, err)
+		return nil, engine.NewError("leader", path, err)
 	}
 	return in, nil
 }
 
 // Observe follows the leader of the election at path without taking part in
 // it. The returned channel first receives the current leader, then the new
-// leader each time it changes; the zero Participant (empty Node) means nobody
+// leader each time it changes; the zero recipes.Participant (empty Node) means nobody
 // leads. It holds only the latest value, so a slow receiver never stalls the
 // observer. The channel is closed when ctx ends or the session is closed.
 //
@@ -89,24 +85,26 @@ func observerInternals(sess *session.Session, path string) (*recipes.Engine, err
 // first.
 //
 // Observe returns an error only for bad arguments (a nil ctx or session:
-// ErrBadArgument; a bad path), and then starts nothing; it does no I/O
+// session.ErrBadArgument; a bad path), and then starts nothing; it does no I/O
 // before it returns.
-func Observe(ctx context.Context, sess *session.Session, path string) (<-chan Participant, error) {
+func Observe(ctx context.Context, sess *session.Session, path string) (<-chan recipes.Participant, error) {
 	if ctx == nil {
-		return nil, recipes.NewError("leader", path, errNilContext)
+		return nil, engine.NewError("leader", path, errNilContext)
 	}
-	if sess == nil {
-		return nil, recipes.NewError("leader", path, fmt.Errorf("%w: nil session", ErrBadArgument))
-	}
-	full, err := sess.Path(path)
+	zs, err := zksession.Of(sess)
 	if err != nil {
-		return nil, recipes.NewError("leader", path, err)
+		return nil, engine.NewError("leader", path, err)
+	}
+	full, err := zs.Path(path)
+	if err != nil {
+		return nil, engine.NewError("leader", path, err)
 	}
 	o := &observer{
 		sess: sess,
+		zs:   zs,
 		full: full,
-		ch:   make(chan Participant, 1),
-		lg:   sess.Logger().Named("leader").With(zap.String("path", full)),
+		ch:   make(chan recipes.Participant, 1),
+		lg:   zs.Logger().Named("leader").With(zap.String("path", full)),
 	}
 	go o.run(ctx)
 	return o.ch, nil
@@ -126,8 +124,9 @@ const (
 
 type observer struct {
 	sess *session.Session
+	zs   *zksession.Session
 	full string
-	ch   chan Participant
+	ch   chan recipes.Participant
 	lg   *zap.Logger
 }
 
@@ -136,12 +135,12 @@ type observer struct {
 func (o *observer) run(ctx context.Context) {
 	defer close(o.ch)
 	var (
-		last  Participant
+		last  recipes.Participant
 		first = true
 		poll  time.Duration // the next wait while the path is absent; 0 when present
 	)
 	for {
-		if _, err := o.sess.WaitConnected(ctx); err != nil {
+		if _, err := o.zs.WaitConnected(ctx); err != nil {
 			return
 		}
 		cur, w, err := o.read(ctx)
@@ -188,25 +187,25 @@ func (o *observer) run(ctx context.Context) {
 
 // read returns the current leader and a watch that fires at the next change
 // of the election's children. When the election path does not exist it
-// returns the zero Participant and a nil watch: neither the client nor the
+// returns the zero recipes.Participant and a nil watch: neither the client nor the
 // server keeps a children watch for a getChildren that failed with NoNode,
 // so nothing stays registered. ctx bounds the reads (session.Call); the
 // children watch is the session's shared one, so observers that come and go
 // leave at most one registration on the path.
-func (o *observer) read(ctx context.Context) (Participant, *session.Watch, error) {
+func (o *observer) read(ctx context.Context) (recipes.Participant, *zksession.Watch, error) {
 	type result struct {
-		p Participant
-		w *session.Watch
+		p recipes.Participant
+		w *zksession.Watch
 	}
-	r, err := session.Call(ctx, o.sess, func(conn *zk.Conn) (result, error) {
-		names, _, w, err := o.sess.Toolkit().ChildrenW(o.full)
+	r, err := zksession.Call(ctx, o.zs, func(conn *zk.Conn) (result, error) {
+		names, _, w, err := o.zs.ChildrenW(o.full)
 		if errors.Is(err, zk.ErrNoNode) {
 			return result{}, nil
 		}
 		if err != nil {
 			return result{}, err
 		}
-		sorted := recipes.SortChildren(names, observerDriver{}.Markers())
+		sorted := engine.SortChildren(names, observerDriver.Markers)
 		if len(sorted) == 0 {
 			return result{w: w}, nil
 		}
@@ -218,13 +217,13 @@ func (o *observer) read(ctx context.Context) (Participant, *session.Watch, error
 		if err != nil {
 			return result{}, err
 		}
-		return result{Participant{ID: string(data), Node: node, Holds: true}, w}, nil
+		return result{recipes.Participant{ID: string(data), Node: node, Holds: true}, w}, nil
 	}, nil)
 	return r.p, r.w, err
 }
 
 // deliver replaces any value the receiver has not taken with p.
-func (o *observer) deliver(p Participant) {
+func (o *observer) deliver(p recipes.Participant) {
 	select {
 	case <-o.ch:
 	default:

@@ -7,17 +7,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // waitLeader reads ch until it delivers a value for which ok holds.
-func waitLeader(t testing.TB, ch <-chan leader.Participant, what string, ok func(leader.Participant) bool) leader.Participant {
+func waitLeader(t testing.TB, ch <-chan recipes.Participant, what string, ok func(recipes.Participant) bool) recipes.Participant {
 	t.Helper()
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
-	var seen []leader.Participant
+	var seen []recipes.Participant
 	for {
 		select {
 		case p, open := <-ch:
@@ -43,19 +45,19 @@ func TestObserve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	none := func(p leader.Participant) bool { return p == leader.Participant{} }
+	none := func(p recipes.Participant) bool { return p == recipes.Participant{} }
 	waitLeader(t, ch, "no leader while the path does not exist", none)
 
 	a := startLatch(t, sessiontest.Connect(t, ns), "a")
 	ta := await(t, a)
-	p := waitLeader(t, ch, "a leads", func(p leader.Participant) bool { return p.ID == "a" })
+	p := waitLeader(t, ch, "a leads", func(p recipes.Participant) bool { return p.ID == "a" })
 	if p.Node != ta.Node() || !p.Holds {
 		t.Errorf("observed %+v, term node %s", p, ta.Node())
 	}
 	b := startLatch(t, sessiontest.Connect(t, ns), "b")
 	zktest.Eventually(t, wait, func() bool { return len(children(t, ns.Conn(t), ns)) == 2 }, "b queued")
 	a.Close()
-	waitLeader(t, ch, "b leads", func(p leader.Participant) bool { return p.ID == "b" })
+	waitLeader(t, ch, "b leads", func(p recipes.Participant) bool { return p.ID == "b" })
 	b.Close()
 	waitLeader(t, ch, "no leader", none)
 
@@ -64,7 +66,7 @@ func TestObserve(t *testing.T) {
 	if err := sel.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitLeader(t, ch, "selector leads", func(p leader.Participant) bool { return p.ID == "sel" && lockNode.MatchString(p.Node) })
+	waitLeader(t, ch, "selector leads", func(p recipes.Participant) bool { return p.ID == "sel" && lockNode.MatchString(p.Node) })
 	sel.Close()
 	waitLeader(t, ch, "no leader", none)
 
@@ -103,7 +105,7 @@ func TestObserveMissingPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	none := func(p leader.Participant) bool { return p == leader.Participant{} }
+	none := func(p recipes.Participant) bool { return p == recipes.Participant{} }
 	waitLeader(t, ch, "no leader while the path does not exist", none)
 
 	// A second observer whose ctx ends while the path is still missing.
@@ -124,7 +126,7 @@ func TestObserveMissingPath(t *testing.T) {
 
 	a := startLatch(t, sessiontest.Connect(t, ns), "a")
 	ta := await(t, a)
-	p := waitLeader(t, ch, "a leads", func(p leader.Participant) bool { return p.ID == "a" })
+	p := waitLeader(t, ch, "a leads", func(p recipes.Participant) bool { return p.ID == "a" })
 	if p.Node != ta.Node() || !p.Holds {
 		t.Errorf("observed %+v, term node %s", p, ta.Node())
 	}
@@ -140,7 +142,7 @@ func TestObserveSessionClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitLeader(t, ch, "first value", func(leader.Participant) bool { return true })
+	waitLeader(t, ch, "first value", func(recipes.Participant) bool { return true })
 	obs.Close()
 	deadline := time.After(wait)
 	for {
@@ -158,13 +160,13 @@ func TestObserveSessionClosed(t *testing.T) {
 func TestObserveBadInput(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	s := sessiontest.Connect(t, ns)
-	if _, err := leader.Observe(context.Background(), nil, electionPath); !errors.Is(err, leader.ErrBadArgument) {
+	if _, err := leader.Observe(context.Background(), nil, electionPath); !errors.Is(err, session.ErrBadArgument) {
 		t.Errorf("nil session: %v", err)
 	}
 	if _, err := leader.Observe(context.Background(), s, "no-slash"); err == nil {
 		t.Error("bad path accepted")
 	}
-	if _, err := leader.Participants(context.Background(), nil, electionPath); !errors.Is(err, leader.ErrBadArgument) {
+	if _, err := leader.Participants(context.Background(), nil, electionPath); !errors.Is(err, session.ErrBadArgument) {
 		t.Errorf("Participants nil session: %v", err)
 	}
 	if _, _, err := leader.Leader(context.Background(), s, "/x/"); err == nil {

@@ -6,11 +6,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/internal/participant"
+	"github.com/zkrecipes/zkrecipes/session"
 )
 
 // Option configures a Latch, a Selector or Run. Options are checked by the
 // constructor: an invalid value, or an option that does not apply to the type
-// being built, is returned as an error matching ErrBadOption.
+// being built, is returned as an error matching session.ErrBadArgument.
 type Option func(*config) error
 
 type config struct {
@@ -24,13 +25,13 @@ type config struct {
 // node (UTF-8) and reported by Participants and Leader. It must be non-empty
 // valid UTF-8 of at most 512 KiB without NUL bytes (a node stays well under
 // ZooKeeper's 1 MiB packet limit); otherwise the constructor returns an error
-// matching ErrBadOption. The default, as in Curator, is the local IP address
+// matching session.ErrBadArgument. The default, as in Curator, is the local IP address
 // as text: the first IPv4, else IPv6, address of an up, non-loopback
 // interface; the host name if there is none; "127.0.0.1" if that fails too.
 func WithID(id string) Option {
 	return func(c *config) error {
 		if err := participant.Validate(id); err != nil {
-			return fmt.Errorf("%w: %w", ErrBadOption, err)
+			return fmt.Errorf("%w: %w", session.ErrBadArgument, err)
 		}
 		c.id = id
 		return nil
@@ -57,7 +58,7 @@ func WithRequeue(on bool) Option {
 func WithLogger(lg *zap.Logger) Option {
 	return func(c *config) error {
 		if lg == nil {
-			return fmt.Errorf("%w: nil logger", ErrBadOption)
+			return fmt.Errorf("%w: nil logger", session.ErrBadArgument)
 		}
 		c.logger = lg
 		return nil
@@ -68,7 +69,7 @@ func buildConfig(opts []Option) (config, error) {
 	var c config
 	for _, o := range opts {
 		if o == nil {
-			return c, fmt.Errorf("%w: nil option", ErrBadOption)
+			return c, fmt.Errorf("%w: nil option", session.ErrBadArgument)
 		}
 		if err := o(&c); err != nil {
 			return c, err

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 )
@@ -64,7 +65,7 @@ import (
 //     matching context.Canceled after Term.Resign gives nil); the cause of
 //     the loss (matching session.ErrSuspended, session.ErrLost, ...) when
 //     leadership was lost first;
-//   - ErrBadArgument for a nil ctx, session or work, ErrBadOption for a bad
+//   - session.ErrBadArgument for a nil ctx, session or work, session.ErrBadArgument for a bad
 //     option, before anything is started.
 //
 // Disconnects, lost sessions and transient errors while campaigning are not
@@ -73,14 +74,14 @@ import (
 // Options: WithID, WithRequeue (default true), WithLogger.
 func Run(ctx context.Context, sess *session.Session, path string, work func(ctx context.Context) error, opts ...Option) error {
 	if ctx == nil {
-		return recipes.NewError("leader", path, errNilContext)
+		return engine.NewError("leader", path, errNilContext)
 	}
 	if work == nil {
-		return recipes.NewError("leader", path, fmt.Errorf("%w: nil work", ErrBadArgument))
+		return engine.NewError("leader", path, fmt.Errorf("%w: nil work", session.ErrBadArgument))
 	}
 	cfg, err := buildConfig(opts)
 	if err != nil {
-		return recipes.NewError("leader", path, err)
+		return engine.NewError("leader", path, err)
 	}
 	if !cfg.requeueSet {
 		cfg.requeue = true
@@ -101,7 +102,7 @@ func Run(ctx context.Context, sess *session.Session, path string, work func(ctx 
 			}
 			return err // already names the election path
 		}
-		t := newTerm(lease, e.errf(ErrResigned))
+		t := newTerm(lease, e.errf(recipes.ErrReleased))
 		e.lg.Info("leadership gained", zap.String("node", t.Node()), zap.Int64("token", t.Token()))
 		stop := context.AfterFunc(ctx, func() { t.end(context.Cause(ctx)) })
 		werr, cause := e.call(t, work)
@@ -121,7 +122,7 @@ func Run(ctx context.Context, sess *session.Session, path string, work func(ctx 
 			continue
 		case cause == nil:
 			return werr
-		case errors.Is(cause, ErrResigned):
+		case errors.Is(cause, recipes.ErrReleased):
 			if errors.Is(werr, context.Canceled) {
 				return nil
 			}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -208,7 +208,7 @@ func TestRunLoss(t *testing.T) {
 		if err != nil || len(ps) != 2 || ps[0].ID != "l" || ps[1].ID != "once" {
 			return false
 		}
-		return sessiontest.Watches(t, ns.Server.Addr(), s2.Epoch().SessionID())[ns.Path(electionPath)+"/"+ps[0].Node]
+		return sessiontest.Watches(t, ns.Server.Addr(), s2.SessionID())[ns.Path(electionPath)+"/"+ps[0].Node]
 	}, "once queued behind l, watching l's node")
 	if calls := log.snapshot(); len(calls) != 1 {
 		t.Fatalf("l's work ended again: %+v", calls)
@@ -237,16 +237,16 @@ func TestRunBadInput(t *testing.T) {
 	s := sessiontest.Connect(t, ns)
 	ctx := context.Background()
 	nop := func(context.Context) error { return nil }
-	if err := leader.Run(ctx, s, electionPath, nil); !errors.Is(err, leader.ErrBadArgument) {
+	if err := leader.Run(ctx, s, electionPath, nil); !errors.Is(err, session.ErrBadArgument) {
 		t.Errorf("nil work: %v", err)
 	}
-	if err := leader.Run(ctx, nil, electionPath, nop); !errors.Is(err, leader.ErrBadArgument) {
+	if err := leader.Run(ctx, nil, electionPath, nop); !errors.Is(err, session.ErrBadArgument) {
 		t.Errorf("nil session: %v", err)
 	}
-	if err := leader.Run(ctx, s, "/a/../b", nop); !errors.Is(err, session.ErrBadPath) {
+	if err := leader.Run(ctx, s, "/a/../b", nop); !errors.Is(err, session.ErrBadArgument) {
 		t.Errorf("bad path: %v", err)
 	}
-	if err := leader.Run(ctx, s, electionPath, nop, leader.WithLogger(nil)); !errors.Is(err, leader.ErrBadOption) {
+	if err := leader.Run(ctx, s, electionPath, nop, leader.WithLogger(nil)); !errors.Is(err, session.ErrBadArgument) {
 		t.Errorf("nil logger: %v", err)
 	}
 	canceled, cancel := context.WithCancel(ctx)

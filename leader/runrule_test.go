@@ -13,8 +13,9 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -258,7 +259,7 @@ func TestRulePanic(t *testing.T) {
 			if !errors.Is(err, leader.ErrPanicked) || !strings.Contains(fmt.Sprint(err), "boom from a") {
 				t.Errorf("a's term Err = %v, want ErrPanicked with the panic value", err)
 			}
-			if ok, _, zerr := conn.Exists(ta.Path()); zerr != nil || ok {
+			if ok, _, zerr := conn.Exists(leader.TermPath(ta)); zerr != nil || ok {
 				t.Errorf("a's node %s after the panic: exists %v (%v)", ta.Node(), ok, zerr)
 			}
 			if tb.Token() <= ta.Token() {
@@ -315,8 +316,8 @@ func TestRuleRunOnce(t *testing.T) {
 		cause = context.Cause(ctx)
 		return ctx.Err()
 	}, leader.WithRequeue(false))
-	if err != nil || !errors.Is(cause, leader.ErrResigned) {
-		t.Errorf("Run after Term.Resign = %v (work's cause %v), want nil (ErrResigned)", err, cause)
+	if err != nil || !errors.Is(cause, recipes.ErrReleased) {
+		t.Errorf("Run after Term.Resign = %v (work's cause %v), want nil (ErrReleased)", err, cause)
 	}
 	if kids := children(t, ns.Conn(t), ns); len(kids) != 0 {
 		t.Errorf("nodes left: %v", kids)
@@ -324,7 +325,7 @@ func TestRuleRunOnce(t *testing.T) {
 }
 
 // Term.Resign from the work (Run) or the callback (Selector) ends the term:
-// the work's ctx is canceled with ErrResigned, the other participant leads,
+// the work's ctx is canceled with recipes.ErrReleased, the other participant leads,
 // then leadership comes back when that one resigns too. A work that returns
 // its ctx's error after a resign is not logged as a failure.
 func TestRuleTermResign(t *testing.T) {
@@ -372,11 +373,11 @@ func TestRuleTermResign(t *testing.T) {
 
 			la.term.Resign()
 			lb := next("b")
-			if cause := <-la.cause; !errors.Is(cause, leader.ErrResigned) {
-				t.Errorf("a's work ctx cause %v, want ErrResigned", cause)
+			if cause := <-la.cause; !errors.Is(cause, recipes.ErrReleased) {
+				t.Errorf("a's work ctx cause %v, want ErrReleased", cause)
 			}
-			if err := la.term.Err(); !errors.Is(err, leader.ErrResigned) {
-				t.Errorf("a's term Err %v, want ErrResigned", err)
+			if err := la.term.Err(); !errors.Is(err, recipes.ErrReleased) {
+				t.Errorf("a's term Err %v, want ErrReleased", err)
 			}
 			// a campaigns again after the pause that follows its short term.
 			zktest.Eventually(t, wait, func() bool {
@@ -388,8 +389,8 @@ func TestRuleTermResign(t *testing.T) {
 			if la2.term.Token() <= lb.term.Token() {
 				t.Errorf("a's new token %d not above b's %d", la2.term.Token(), lb.term.Token())
 			}
-			if cause := <-lb.cause; !errors.Is(cause, leader.ErrResigned) {
-				t.Errorf("b's work ctx cause %v, want ErrResigned", cause)
+			if cause := <-lb.cause; !errors.Is(cause, recipes.ErrReleased) {
+				t.Errorf("b's work ctx cause %v, want ErrReleased", cause)
 			}
 			checkRunning(t, a, b)
 			if failed := logs.FilterMessage("leader work failed").All(); len(failed) != 0 {
@@ -407,7 +408,8 @@ func TestLatchResign(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	conn := ns.Conn(t)
 	ctx := ctxT(t)
-	a := startLatch(t, sessiontest.Connect(t, ns), "a")
+	sa := sessiontest.Connect(t, ns)
+	a := startLatch(t, sa, "a")
 	ta := await(t, a)
 	b := startLatch(t, sessiontest.Connect(t, ns), "b")
 	waitChildren(t, conn, ns, 2)
@@ -417,10 +419,10 @@ func TestLatchResign(t *testing.T) {
 	if err := a.Resign(ctx); err != nil {
 		t.Fatalf("Resign = %v", err)
 	}
-	if err := ta.Err(); !errors.Is(err, leader.ErrResigned) {
-		t.Errorf("a's term Err %v, want ErrResigned", err)
+	if err := ta.Err(); !errors.Is(err, recipes.ErrReleased) {
+		t.Errorf("a's term Err %v, want ErrReleased", err)
 	}
-	if ok, _, err := conn.Exists(ta.Path()); err != nil || ok {
+	if ok, _, err := conn.Exists(leader.TermPath(ta)); err != nil || ok {
 		t.Errorf("a's node %s after Resign returned: exists %v (%v)", ta.Node(), ok, err)
 	}
 	tb := await(t, b)
@@ -428,7 +430,7 @@ func TestLatchResign(t *testing.T) {
 		t.Errorf("a left the election: %v", err)
 	}
 	zktest.Eventually(t, wait, func() bool {
-		ps, err := a.Participants(ctx)
+		ps, err := leader.Participants(ctx, sa, electionPath)
 		return err == nil && len(ps) == 2 && ps[0].ID == "b" && ps[1].ID == "a"
 	}, "a back in the election behind b")
 	if a.IsLeader() {
@@ -440,12 +442,12 @@ func TestLatchResign(t *testing.T) {
 		t.Errorf("a's new term %s token %d, b's %d", ta2.Node(), ta2.Token(), tb.Token())
 	}
 	a.Close()
-	if err := a.Resign(ctx); !errors.Is(err, leader.ErrClosed) {
+	if err := a.Resign(ctx); !errors.Is(err, session.ErrClosed) {
 		t.Errorf("Resign after Close = %v, want ErrClosed", err)
 	}
 }
 
-// Selector.Resign ends the callback's term (cause ErrResigned), returns once
+// Selector.Resign ends the callback's term (cause recipes.ErrReleased), returns once
 // its node is deleted, and hands leadership to the other selector. With
 // WithRequeue(true) the selector comes back and leads again after the other
 // resigns; without it, it stays out until Requeue.
@@ -466,7 +468,8 @@ func TestSelectorResign(t *testing.T) {
 					return ctx.Err()
 				}
 			}
-			a := newSelector(t, sessiontest.Connect(t, ns), "a", hold("a"), leader.WithRequeue(requeue))
+			sa := sessiontest.Connect(t, ns)
+			a := newSelector(t, sa, "a", hold("a"), leader.WithRequeue(requeue))
 			b := newSelector(t, sessiontest.Connect(t, ns), "b", hold("b"), leader.WithRequeue(true))
 			if err := a.Start(); err != nil {
 				t.Fatal(err)
@@ -477,7 +480,7 @@ func TestSelectorResign(t *testing.T) {
 			}
 			var aNode string
 			zktest.Eventually(t, wait, func() bool {
-				ps, err := a.Participants(ctx)
+				ps, err := leader.Participants(ctx, sa, electionPath)
 				if err != nil || len(ps) != 2 || ps[0].ID != "a" {
 					return false
 				}
@@ -493,8 +496,8 @@ func TestSelectorResign(t *testing.T) {
 			mu.Lock()
 			ca := append([]error(nil), causes["a"]...)
 			mu.Unlock()
-			if len(ca) != 1 || !errors.Is(ca[0], leader.ErrResigned) {
-				t.Errorf("a's callback causes %v, want one ErrResigned (Resign waits for the callback)", ca)
+			if len(ca) != 1 || !errors.Is(ca[0], recipes.ErrReleased) {
+				t.Errorf("a's callback causes %v, want one ErrReleased (Resign waits for the callback)", ca)
 			}
 			if ok, _, err := conn.Exists(ns.Path(electionPath) + "/" + aNode); err != nil || ok {
 				t.Errorf("a's node %s after Resign returned: exists %v (%v)", aNode, ok, err)
@@ -507,7 +510,7 @@ func TestSelectorResign(t *testing.T) {
 				}
 			}
 			zktest.Eventually(t, wait, func() bool {
-				ps, err := a.Participants(ctx)
+				ps, err := leader.Participants(ctx, sa, electionPath)
 				return err == nil && len(ps) == 2 && ps[0].ID == "b" && ps[1].ID == "a"
 			}, "a back in the election behind b")
 			if err := b.Resign(ctx); err != nil {
@@ -518,7 +521,7 @@ func TestSelectorResign(t *testing.T) {
 				t.Errorf("a stopped: %v", err)
 			}
 			a.Close()
-			if err := a.Resign(ctx); !errors.Is(err, leader.ErrClosed) {
+			if err := a.Resign(ctx); !errors.Is(err, session.ErrClosed) {
 				t.Errorf("Resign after Close = %v, want ErrClosed", err)
 			}
 		})
@@ -536,10 +539,10 @@ func TestResignNilInputs(t *testing.T) {
 	if err := sel.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Resign(nilCtx); !errors.Is(err, leader.ErrBadArgument) || !strings.Contains(err.Error(), "nil context") {
+	if err := l.Resign(nilCtx); !errors.Is(err, session.ErrBadArgument) || !strings.Contains(err.Error(), "nil context") {
 		t.Errorf("Latch.Resign(nil) = %v", err)
 	}
-	if err := sel.Resign(nilCtx); !errors.Is(err, leader.ErrBadArgument) || !strings.Contains(err.Error(), "nil context") {
+	if err := sel.Resign(nilCtx); !errors.Is(err, session.ErrBadArgument) || !strings.Contains(err.Error(), "nil context") {
 		t.Errorf("Selector.Resign(nil) = %v", err)
 	}
 	if err := term.Err(); err != nil || !l.IsLeader() {

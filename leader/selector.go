@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 )
@@ -80,11 +81,11 @@ type Selector struct {
 // not stop the selector (see Selector for when it campaigns again).
 func NewSelector(sess *session.Session, path string, lead func(ctx context.Context) error, opts ...Option) (*Selector, error) {
 	if lead == nil {
-		return nil, recipes.NewError("leader", path, fmt.Errorf("%w: nil callback", ErrBadArgument))
+		return nil, engine.NewError("leader", path, fmt.Errorf("%w: nil callback", session.ErrBadArgument))
 	}
 	cfg, err := buildConfig(opts)
 	if err != nil {
-		return nil, recipes.NewError("leader", path, err)
+		return nil, engine.NewError("leader", path, err)
 	}
 	e, err := newElector(sess, path, lockMarker, cfg)
 	if err != nil {
@@ -103,7 +104,7 @@ func NewSelector(sess *session.Session, path string, lead func(ctx context.Conte
 }
 
 // Start enters the election once; it does not block. It returns ErrStarted
-// when called twice and ErrClosed after Close.
+// when called twice and session.ErrClosed after Close.
 func (s *Selector) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -111,7 +112,7 @@ func (s *Selector) Start() error {
 	case started:
 		return s.e.errf(ErrStarted)
 	case closed:
-		return s.e.errf(recipes.Closed())
+		return s.e.errf(engine.Closed())
 	}
 	s.state = started
 	s.queued = true
@@ -125,7 +126,7 @@ func (s *Selector) Start() error {
 // returns true if it queued this participant, false if it was already queued
 // (campaigning, or pausing before it campaigns again) or leading (then
 // nothing happens), as Curator's requeue. It returns
-// ErrNotStarted before Start, ErrClosed after Close, and the error that
+// ErrNotStarted before Start, session.ErrClosed after Close, and the error that
 // stopped the election (see Err) once it has stopped.
 func (s *Selector) Requeue() (bool, error) {
 	s.mu.Lock()
@@ -134,7 +135,7 @@ func (s *Selector) Requeue() (bool, error) {
 	case latent:
 		return false, s.e.errf(ErrNotStarted)
 	case closed:
-		return false, s.e.errf(recipes.Closed())
+		return false, s.e.errf(engine.Closed())
 	}
 	if s.err != nil {
 		return false, s.err
@@ -182,13 +183,13 @@ func (s *Selector) run() {
 			}
 			return
 		}
-		t := newTerm(lease, s.e.errf(ErrResigned))
+		t := newTerm(lease, s.e.errf(recipes.ErrReleased))
 		s.e.lg.Info("leadership gained", zap.String("node", t.Node()), zap.Int64("token", t.Token()))
 		s.mu.Lock()
 		s.term = t
 		s.mu.Unlock()
 		stop := context.AfterFunc(s.ctx, func() {
-			t.end(s.e.errf(recipes.Closed()))
+			t.end(s.e.errf(engine.Closed()))
 		})
 		werr, cause := s.e.call(t, s.lead)
 		stop()
@@ -212,7 +213,7 @@ func (s *Selector) run() {
 }
 
 // Resign gives up the current term without leaving the election for good:
-// the callback's context is canceled with a cause matching ErrResigned, and
+// the callback's context is canceled with a cause matching recipes.ErrReleased, and
 // once the callback has returned this participant's node is deleted, so
 // another participant can lead. Then the selector campaigns again or not as
 // after any other term: with WithRequeue(true) at once after a term of at
@@ -221,7 +222,7 @@ func (s *Selector) run() {
 // (or its deletion queued, when the connection is down), or until ctx ends:
 // then it returns an error matching ctx's, and the callback, if it ignores
 // its context, still runs and keeps the node. It returns nil at once when the
-// selector does not lead, ErrClosed after Close and ErrBadArgument for a nil
+// selector does not lead, session.ErrClosed after Close and session.ErrBadArgument for a nil
 // ctx. Called from the callback itself it would wait for its own return:
 // there use Term.Resign (through TermFromContext), which does not wait.
 func (s *Selector) Resign(ctx context.Context) error {
@@ -232,7 +233,7 @@ func (s *Selector) Resign(ctx context.Context) error {
 	closed, t := s.state == closed, s.term
 	s.mu.Unlock()
 	if closed {
-		return s.e.errf(recipes.Closed())
+		return s.e.errf(engine.Closed())
 	}
 	if t == nil || t.Err() != nil {
 		return nil
@@ -268,7 +269,7 @@ func (s *Selector) Done() <-chan struct{} { return s.done }
 // the session was closed, or a permanent ZooKeeper error (zk.ErrNoAuth or
 // zk.ErrAuthFailed when the election path's ACL does not admit the session's
 // credentials, zk.ErrInvalidACL, zk.ErrBadArguments,
-// zk.ErrNoChildrenForEphemerals, ...); otherwise ErrClosed after Close.
+// zk.ErrNoChildrenForEphemerals, ...); otherwise session.ErrClosed after Close.
 // Requeue returns the same error. Close is still needed after such an error;
 // it does not return it. It does no I/O.
 func (s *Selector) Err() error {
@@ -286,44 +287,17 @@ func (s *Selector) IsLeader() bool {
 	return t != nil && t.Err() == nil
 }
 
-// ID returns this participant's id.
-func (s *Selector) ID() string { return s.e.id }
-
-// Participants reads the election's participants from ZooKeeper, in election
-// order; the first one leads. ctx bounds the reads.
-func (s *Selector) Participants(ctx context.Context) ([]Participant, error) {
-	if ctx == nil {
-		return nil, s.e.errf(errNilContext)
-	}
-	if err := s.checkOpen(); err != nil {
-		return nil, err
-	}
-	return s.e.participants(ctx)
-}
-
-// Leader reads the current leader from ZooKeeper: the participant whose node
-// sorts first. It returns ErrNoLeader when there is none.
-func (s *Selector) Leader(ctx context.Context) (p Participant, ok bool, err error) {
-	if ctx == nil {
-		return Participant{}, false, s.e.errf(errNilContext)
-	}
-	if err := s.checkOpen(); err != nil {
-		return Participant{}, false, err
-	}
-	return s.e.leader(ctx)
-}
-
 func (s *Selector) checkOpen() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state == closed {
-		return s.e.errf(recipes.Closed())
+		return s.e.errf(engine.Closed())
 	}
 	return nil
 }
 
 // Close leaves the election: it cancels a running callback's context (cause
-// ErrClosed), waits for the callback to return, deletes this participant's
+// session.ErrClosed), waits for the callback to return, deletes this participant's
 // node and returns after every goroutine of the selector has exited; Done is
 // closed by then. A callback that ignores its context makes Close wait for
 // it. Close returns only errors of its own cleanup, not the error that may
@@ -334,12 +308,12 @@ func (s *Selector) Close() error {
 		s.mu.Lock()
 		s.state = closed
 		s.mu.Unlock()
-		s.cancel(ErrClosed)
+		s.cancel(session.ErrClosed)
 		s.wg.Wait()
 		if err := s.e.in.Close(); err != nil {
 			s.closeErr = s.e.errf(err)
 		}
-		s.stop(s.e.errf(recipes.Closed()))
+		s.stop(s.e.errf(engine.Closed()))
 	})
 	return s.closeErr
 }

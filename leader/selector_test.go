@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
@@ -103,8 +103,8 @@ func holdFor(log *callLog, id string, d time.Duration) func(context.Context) err
 		term, ok := leader.TermFromContext(ctx)
 		if !ok {
 			log.problem("%s: no term in the callback's context", id)
-		} else if term.ID() != id || !(lockNode.MatchString(term.Node()) || latchNode.MatchString(term.Node())) {
-			log.problem("%s: term id %q node %q", id, term.ID(), term.Node())
+		} else if leader.TermID(term) != id || !(lockNode.MatchString(term.Node()) || latchNode.MatchString(term.Node())) {
+			log.problem("%s: term id %q node %q", id, leader.TermID(term), term.Node())
 		}
 		tm := time.NewTimer(d)
 		defer tm.Stop()
@@ -215,7 +215,7 @@ func TestSelectorRequeue(t *testing.T) {
 	if err := sel.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sel.Requeue(); !errors.Is(err, leader.ErrClosed) {
+	if _, err := sel.Requeue(); !errors.Is(err, session.ErrClosed) {
 		t.Errorf("Requeue after Close: %v", err)
 	}
 	mu.Lock()
@@ -225,7 +225,7 @@ func TestSelectorRequeue(t *testing.T) {
 	}
 }
 
-// Close during a term cancels the callback's ctx with ErrClosed, waits for
+// Close during a term cancels the callback's ctx with session.ErrClosed, waits for
 // it and deletes the node; Close of a queued selector deletes its node.
 func TestSelectorClose(t *testing.T) {
 	ns := zktest.NewNamespace(t)
@@ -254,7 +254,7 @@ func TestSelectorClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := log.snapshot()
-	if len(calls) != 1 || !errors.Is(calls[0].cause, leader.ErrClosed) {
+	if len(calls) != 1 || !errors.Is(calls[0].cause, session.ErrClosed) {
 		t.Fatalf("calls %+v, want one ended by ErrClosed", calls)
 	}
 	if a.IsLeader() {
@@ -266,7 +266,7 @@ func TestSelectorClose(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if err := a.Start(); !errors.Is(err, leader.ErrClosed) {
+	if err := a.Start(); !errors.Is(err, session.ErrClosed) {
 		t.Errorf("Start after Close: %v", err)
 	}
 }
@@ -317,7 +317,8 @@ func TestSelectorParticipants(t *testing.T) {
 	log := newCallLog()
 	ctx := ctxT(t)
 	a := newSelector(t, sessiontest.Connect(t, ns), "a", holdFor(log, "a", time.Hour))
-	b := newSelector(t, sessiontest.Connect(t, ns), "b", holdFor(log, "b", time.Hour))
+	sb := sessiontest.Connect(t, ns)
+	b := newSelector(t, sb, "b", holdFor(log, "b", time.Hour))
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -325,24 +326,24 @@ func TestSelectorParticipants(t *testing.T) {
 	if err := b.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var ps []leader.Participant
+	var ps []recipes.Participant
 	zktest.Eventually(t, wait, func() bool {
 		var err error
-		ps, err = b.Participants(ctx)
+		ps, err = leader.Participants(ctx, sb, electionPath)
 		return err == nil && len(ps) == 2
 	}, "two participants")
 	if ps[0].ID != "a" || !ps[0].Holds || ps[1].ID != "b" || ps[1].Holds || !lockNode.MatchString(ps[0].Node) {
 		t.Errorf("participants %+v", ps)
 	}
-	if l, _, err := b.Leader(ctx); err != nil || l.ID != "a" {
+	if l, _, err := leader.Leader(ctx, sb, electionPath); err != nil || l.ID != "a" {
 		t.Errorf("Leader = %+v, %v", l, err)
 	}
 	obs, err := leader.Participants(ctx, sessiontest.Connect(t, ns), electionPath)
 	if err != nil || len(obs) != 2 || obs[0] != ps[0] || obs[1] != ps[1] {
 		t.Errorf("observer's participants %+v, %v", obs, err)
 	}
-	if b.ID() != "b" {
-		t.Errorf("ID %q", b.ID())
+	if leader.SelectorID(b) != "b" {
+		t.Errorf("ID %q", leader.SelectorID(b))
 	}
 }
 
@@ -350,16 +351,16 @@ func TestSelectorBadInput(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	s := sessiontest.Connect(t, ns)
 	nop := func(context.Context) error { return nil }
-	if _, err := leader.NewSelector(s, electionPath, nil); !errors.Is(err, leader.ErrBadArgument) {
+	if _, err := leader.NewSelector(s, electionPath, nil); !errors.Is(err, session.ErrBadArgument) {
 		t.Errorf("nil callback: %v", err)
 	}
-	if _, err := leader.NewSelector(nil, electionPath, nop); !errors.Is(err, leader.ErrBadArgument) {
+	if _, err := leader.NewSelector(nil, electionPath, nop); !errors.Is(err, session.ErrBadArgument) {
 		t.Errorf("nil session: %v", err)
 	}
-	if _, err := leader.NewSelector(s, "bad/", nop); !errors.Is(err, session.ErrBadPath) {
+	if _, err := leader.NewSelector(s, "bad/", nop); !errors.Is(err, session.ErrBadArgument) {
 		t.Errorf("bad path: %v", err)
 	}
-	if _, err := leader.NewSelector(s, electionPath, nop, leader.WithID("")); !errors.Is(err, leader.ErrBadOption) {
+	if _, err := leader.NewSelector(s, electionPath, nop, leader.WithID("")); !errors.Is(err, session.ErrBadArgument) {
 		t.Errorf("empty id: %v", err)
 	}
 	sel := newSelector(t, s, "x", nop)
@@ -372,9 +373,6 @@ func TestSelectorBadInput(t *testing.T) {
 	if err := sel.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sel.Participants(context.Background()); !errors.Is(err, leader.ErrClosed) {
-		t.Errorf("Participants after Close: %v", err)
-	}
 	// Close may catch the selector while it campaigns: then its node goes
 	// through the session's guaranteed-delete queue. Wait for it.
 	conn := ns.Conn(t)
@@ -386,12 +384,13 @@ func TestSelectorBadInput(t *testing.T) {
 }
 
 // A third party deletes the leading selector's node: the callback's ctx is
-// canceled with recipes.ErrLockLost and the next selector leads.
+// canceled with recipes.ErrNodeDeleted and the next selector leads.
 func TestSelectorThirdPartyDelete(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	conn := ns.Conn(t)
 	log := newCallLog()
-	a := newSelector(t, sessiontest.Connect(t, ns), "a", holdFor(log, "a", time.Hour))
+	sa := sessiontest.Connect(t, ns)
+	a := newSelector(t, sa, "a", holdFor(log, "a", time.Hour))
 	b := newSelector(t, sessiontest.Connect(t, ns), "b", holdFor(log, "b", time.Hour))
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
@@ -402,7 +401,7 @@ func TestSelectorThirdPartyDelete(t *testing.T) {
 	}
 	var kids []string
 	zktest.Eventually(t, wait, func() bool { kids = children(t, conn, ns); return len(kids) == 2 }, "b queued")
-	ps, err := a.Participants(context.Background())
+	ps, err := leader.Participants(context.Background(), sa, electionPath)
 	if err != nil || len(ps) != 2 {
 		t.Fatalf("participants %v, %v", ps, err)
 	}
@@ -410,8 +409,8 @@ func TestSelectorThirdPartyDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := log.waitCalls(t, "a's callback ends", func(c []call) bool { return len(c) == 1 })
-	if !errors.Is(calls[0].cause, recipes.ErrLockLost) {
-		t.Errorf("cause %v, want ErrLockLost", calls[0].cause)
+	if !errors.Is(calls[0].cause, recipes.ErrNodeDeleted) {
+		t.Errorf("cause %v, want ErrNodeDeleted", calls[0].cause)
 	}
 	zktest.Eventually(t, wait, b.IsLeader, "b leads")
 }

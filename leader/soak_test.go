@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -87,14 +87,14 @@ func TestNeverTwoLeaders(t *testing.T) {
 		if term == nil {
 			return
 		}
-		_, st, err := inspect.Get(term.Path())
+		_, st, err := inspect.Get(leader.TermPath(term))
 		if err != nil || term.Err() != nil {
 			return
 		}
 		ownerChecks++
-		if st.EphemeralOwner != term.SessionID() {
+		if st.EphemeralOwner != leader.TermSessionID(term) {
 			t.Errorf("round %d: leader %s's node %s owned by 0x%x, term session 0x%x",
-				round, term.ID(), term.Node(), st.EphemeralOwner, term.SessionID())
+				round, leader.TermID(term), term.Node(), st.EphemeralOwner, leader.TermSessionID(term))
 		}
 	}
 
@@ -120,12 +120,12 @@ func TestNeverTwoLeaders(t *testing.T) {
 			target = pick
 		}
 		before := ls[cur].Term()
-		ep := sess[target].Epoch()
+		ep := sessiontest.Core(sess[target]).Epoch()
 		sub := sess[target].Subscribe()
 		if target != cur && !upState(sub.Initial().State) {
 			sub.Close()
 			target = cur
-			ep = sess[target].Epoch()
+			ep = sessiontest.Core(sess[target]).Epoch()
 			sub = sess[target].Subscribe()
 		}
 		began := time.Now()

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
@@ -16,21 +16,21 @@ import (
 // at most one live term at a time; a new term is a new *Term.
 //
 // A Term is safe for concurrent use. A nil *Term behaves as a term that has
-// ended: Done is closed, Err and the cause of Context match ErrBadArgument
+// ended: Done is closed, Err and the cause of Context match session.ErrBadArgument
 // (naming the nil term), and the other methods return zero values.
 type Term struct {
 	ctx      context.Context // canceled when the term ends; carries the term
 	cancel   context.CancelCauseFunc
-	lease    *recipes.Lease
+	lease    *engine.Lease
 	started  time.Time
-	resigned error         // the cause Resign gives (ErrResigned, naming the path)
+	resigned error         // the cause Resign gives (recipes.ErrReleased, naming the path)
 	released chan struct{} // closed once the owner has deleted the node (or queued its delete)
 }
 
 type termKey struct{}
 
 // newTerm starts a term on lease; resigned is the cause Resign gives it.
-func newTerm(lease *recipes.Lease, resigned error) *Term {
+func newTerm(lease *engine.Lease, resigned error) *Term {
 	t := &Term{lease: lease, started: time.Now(), resigned: resigned, released: make(chan struct{})}
 	// The term's context is a child of the lease's: it ends at the same moment
 	// the engine ends the lease (Suspended under the standard policy, Lost,
@@ -50,7 +50,7 @@ func (t *Term) end(cause error) { t.cancel(cause) }
 func (t *Term) markReleased() { close(t.released) }
 
 // Resign gives the term up: it ends the term now, with a cause matching
-// ErrResigned, unless it has already ended. It does not wait and does no I/O.
+// recipes.ErrReleased, unless it has already ended. It does not wait and does no I/O.
 //
 // Called by Run's work or a Selector's callback (through TermFromContext), it
 // ends the term as if the work had returned: the work's context is canceled,
@@ -92,9 +92,9 @@ func (t *Term) Done() <-chan struct{} { return t.Context().Done() }
 //     ended at a suspension matches session.ErrLost too (as well as
 //     session.ErrSuspended) once its session is known lost;
 //   - session.ErrClosed: the session was closed;
-//   - recipes.ErrLockLost: the node was deleted by a third party;
-//   - recipes.ErrClosed, ErrClosed: the participant was closed;
-//   - ErrResigned: the work or callback returned while still leading, or
+//   - recipes.ErrNodeDeleted: the node was deleted by a third party;
+//   - session.ErrClosed, session.ErrClosed: the participant was closed;
+//   - recipes.ErrReleased: the work or callback returned while still leading, or
 //     leadership was given up by Resign (Term, Latch or Selector);
 //   - ErrPanicked: Run's work or a Selector's callback panicked while still
 //     leading (the error carries the panic value);
@@ -133,7 +133,7 @@ func (t *Term) Context() context.Context {
 }
 
 // errNilTerm is the error of a nil *Term.
-func errNilTerm() error { return fmt.Errorf("%w: nil term", ErrBadArgument) }
+func errNilTerm() error { return fmt.Errorf("%w: nil term", session.ErrBadArgument) }
 
 // Token returns a fencing token for the term: the czxid of this participant's
 // node. It grows across the whole ensemble, so a resource that remembers the
@@ -145,14 +145,6 @@ func (t *Term) Token() int64 {
 	return t.lease.Token()
 }
 
-// ID returns the participant id (the node's data).
-func (t *Term) ID() string {
-	if t == nil {
-		return ""
-	}
-	return t.lease.ID()
-}
-
 // Node returns the name of this participant's node, e.g.
 // "_c_6f1c…-latch-0000000003".
 func (t *Term) Node() string {
@@ -160,24 +152,6 @@ func (t *Term) Node() string {
 		return ""
 	}
 	return t.lease.Node()
-}
-
-// Path returns the full server path of this participant's node (session
-// namespace included).
-func (t *Term) Path() string {
-	if t == nil {
-		return ""
-	}
-	return t.lease.Path()
-}
-
-// SessionID returns the ZooKeeper session id that owns this participant's
-// node (its ephemeralOwner): the session under which the term was won.
-func (t *Term) SessionID() int64 {
-	if t == nil {
-		return 0
-	}
-	return t.lease.Epoch().SessionID()
 }
 
 // Started returns the local time at which the term began.
@@ -198,8 +172,3 @@ func TermFromContext(ctx context.Context) (*Term, bool) {
 	t, ok := ctx.Value(termKey{}).(*Term)
 	return t, ok
 }
-
-// Participant is one contender in an election, as read from ZooKeeper: the
-// same type as every recipe's (recipes.Participant). The leader is the first
-// participant and the only one whose Holds is true.
-type Participant = recipes.Participant

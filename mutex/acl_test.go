@@ -9,8 +9,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -61,7 +62,7 @@ func TestACLMutexNodes(t *testing.T) {
 	go func() {
 		l, err := waiter.Lock(wctx)
 		if err == nil {
-			_ = l.Unlock(context.Background())
+			_ = l.Release(context.Background())
 		}
 		waited <- err
 	}()
@@ -89,7 +90,7 @@ func TestACLMutexNodes(t *testing.T) {
 	nodes := sessiontest.CheckTreeACL(t, admin, app, acl)
 	t.Logf("%d nodes carry the session's ACL %v", len(nodes), acl)
 	want := []string{app, app + "/locks", app + "/locks/fair", app + "/locks/nf", app + "/locks/nf/" + mutex.NonFairNode,
-		app + "/locks/m1", app + "/deep", app + "/deep/er", app + "/deep/er/m2", l.Path()}
+		app + "/locks/m1", app + "/deep", app + "/deep/er", app + "/deep/er/m2", mutex.NodePath(l)}
 	locks := 0
 	for _, p := range nodes {
 		if strings.Contains(p, "-lock-") {
@@ -158,15 +159,15 @@ func TestACLMutexIntruder(t *testing.T) {
 				name, under string
 				call        func(ctx context.Context) error
 			}{
-				{"Mutex.Lock", held.Path(), func(ctx context.Context) error { _, err := m.Lock(ctx); return err }},
-				{"Mutex.TryLock", held.Path(), func(ctx context.Context) error { _, err := m.TryLock(ctx); return err }},
-				{"Reentrant.Lock", held.Path(), func(ctx context.Context) error { _, err := r.Lock(ctx); return err }},
-				{"NonFair.Lock", nfHeld.Path(), func(ctx context.Context) error { _, err := n.Lock(ctx); return err }},
-				{"NonFair.TryLock", nfHeld.Path(), func(ctx context.Context) error { _, err := n.TryLock(ctx); return err }},
+				{"Mutex.Lock", mutex.NodePath(held), func(ctx context.Context) error { _, err := m.Lock(ctx); return err }},
+				{"Mutex.TryLock", mutex.NodePath(held), func(ctx context.Context) error { _, err := m.TryLock(ctx); return err }},
+				{"Reentrant.Lock", mutex.NodePath(held), func(ctx context.Context) error { _, err := r.Lock(ctx); return err }},
+				{"NonFair.Lock", mutex.NodePath(nfHeld), func(ctx context.Context) error { _, err := n.Lock(ctx); return err }},
+				{"NonFair.TryLock", mutex.NodePath(nfHeld), func(ctx context.Context) error { _, err := n.TryLock(ctx); return err }},
 				{"Lock in a new directory", locks, func(ctx context.Context) error { _, err := fresh.Lock(ctx); return err }},
 				// The first lock is taken, the second refused: the first is
 				// rolled back.
-				{"Multi.Lock", held.Path(), func(ctx context.Context) error { _, err := multi.Lock(ctx); return err }},
+				{"Multi.Lock", mutex.NodePath(held), func(ctx context.Context) error { _, err := multi.Lock(ctx); return err }},
 			}
 			for _, c := range calls {
 				oe := sessiontest.CheckRefused(t, c.name, log, admin, parentOf(c.under), aliceOnly, c.call)
@@ -175,7 +176,7 @@ func TestACLMutexIntruder(t *testing.T) {
 				}
 			}
 			// Nor can it take the lock by deleting the holder's node.
-			for _, p := range []string{held.Path(), nfHeld.Path()} {
+			for _, p := range []string{mutex.NodePath(held), mutex.NodePath(nfHeld)} {
 				if err := s.Conn().Delete(p, -1); !errors.Is(err, zk.ErrNoAuth) {
 					t.Errorf("delete %s without alice's credentials = %v, want zk.ErrNoAuth", p, err)
 				}
@@ -198,24 +199,24 @@ func TestACLMutexIntruder(t *testing.T) {
 	}
 	for _, l := range []*mutex.Lease{held, nfHeld} {
 		if err := l.Err(); err != nil {
-			t.Errorf("alice's lease %s ended: %v", l.Path(), err)
+			t.Errorf("alice's lease %s ended: %v", mutex.NodePath(l), err)
 		}
 	}
 	// A second session with alice's credentials is admitted.
 	alice2 := connect(t, ns, ownerOpts(zk.AuthACL(zk.PermAll))...)
 	m2, _ := mutex.New(alice2, "/locks/a")
 	t.Cleanup(func() { m2.Close() })
-	if _, err := m2.TryLock(ctx); !errors.Is(err, mutex.ErrLocked) {
-		t.Errorf("TryLock with alice's credentials while held = %v, want ErrLocked", err)
+	if _, err := m2.TryLock(ctx); !errors.Is(err, recipes.ErrBusy) {
+		t.Errorf("TryLock with alice's credentials while held = %v, want ErrBusy", err)
 	}
-	if err := held.Unlock(ctx); err != nil {
+	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	l2, err := m2.Lock(ctx)
 	if err != nil {
 		t.Fatalf("Lock with alice's credentials: %v", err)
 	}
-	if err := l2.Unlock(ctx); err != nil {
+	if err := l2.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -246,7 +247,7 @@ func sortedKids(t testing.TB, c *zk.Conn, p string) []string {
 // and reports the lock held. And, since ZooKeeper checks a delete against the
 // parent's ACL, the node's own ACL does not keep the intruder from deleting
 // it: only the directory's ACL protects holders. The holder is told at once
-// (ErrLockLost, through its node watch).
+// (ErrNodeDeleted, through its node watch).
 func TestACLMutexOpenDirectory(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	admin := sessiontest.DigestConn(t, ns, "alice", "secret")
@@ -267,13 +268,13 @@ func TestACLMutexOpenDirectory(t *testing.T) {
 	s, log := sessiontest.ConnectIntruder(t, ns, "")
 	im, _ := mutex.New(s, lockPath)
 	t.Cleanup(func() { im.Close() })
-	oe := sessiontest.CheckRefused(t, "Lock", log, admin, held.Path(), aliceOnly,
+	oe := sessiontest.CheckRefused(t, "Lock", log, admin, mutex.NodePath(held), aliceOnly,
 		func(ctx context.Context) error { _, err := im.Lock(ctx); return err })
-	if oe != nil && (oe.Op != "watch" || oe.Path != held.Path()) {
-		t.Errorf("refused %s %s, want the watch of the holder's node %s", oe.Op, oe.Path, held.Path())
+	if oe != nil && (oe.Op != "watch" || oe.Path != mutex.NodePath(held)) {
+		t.Errorf("refused %s %s, want the watch of the holder's node %s", oe.Op, oe.Path, mutex.NodePath(held))
 	}
-	if _, err := im.TryLock(ctx); !errors.Is(err, mutex.ErrLocked) {
-		t.Errorf("TryLock = %v, want ErrLocked", err)
+	if _, err := im.TryLock(ctx); !errors.Is(err, recipes.ErrBusy) {
+		t.Errorf("TryLock = %v, want ErrBusy", err)
 	}
 	zktest.Eventually(t, wait, func() bool {
 		k := sortedKids(t, admin, dir)
@@ -283,10 +284,10 @@ func TestACLMutexOpenDirectory(t *testing.T) {
 		t.Fatalf("alice's lease ended: %v", err)
 	}
 
-	if err := s.Conn().Delete(held.Path(), -1); err != nil {
+	if err := s.Conn().Delete(mutex.NodePath(held), -1); err != nil {
 		t.Fatalf("delete of the holder's node under an open directory = %v, want it to succeed (ZooKeeper checks the parent's ACL)", err)
 	}
-	if err := sessiontest.WaitDone(t, held, wait); !errors.Is(err, mutex.ErrLockLost) {
-		t.Errorf("holder's lease after the delete: %v, want ErrLockLost", err)
+	if err := sessiontest.WaitDone(t, held, wait); !errors.Is(err, recipes.ErrNodeDeleted) {
+		t.Errorf("holder's lease after the delete: %v, want ErrNodeDeleted", err)
 	}
 }

@@ -6,8 +6,9 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -34,17 +35,17 @@ func TestLockUnlock(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if string(data) != "worker-1" || l.ID() != "worker-1" {
-				t.Fatalf("data %q id %q", data, l.ID())
+			if string(data) != "worker-1" || mutex.NodeID(l) != "worker-1" {
+				t.Fatalf("data %q id %q", data, mutex.NodeID(l))
 			}
 			if l.Token() != st.Czxid {
 				t.Fatalf("Token %d, czxid %d", l.Token(), st.Czxid)
 			}
-			if st.EphemeralOwner != s.Epoch().SessionID() {
-				t.Fatalf("owner %x, session %x", st.EphemeralOwner, s.Epoch().SessionID())
+			if st.EphemeralOwner != s.SessionID() {
+				t.Fatalf("owner %x, session %x", st.EphemeralOwner, s.SessionID())
 			}
-			if l.Path() != ns.Path(lockPath)+"/"+k[0] {
-				t.Fatalf("Path %q", l.Path())
+			if mutex.NodePath(l) != ns.Path(lockPath)+"/"+k[0] {
+				t.Fatalf("Path %q", mutex.NodePath(l))
 			}
 			h, ok, err := m.Holder(ctx)
 			if err != nil || !ok || !h.Holds || h.ID != "worker-1" || h.Node != k[0] || h.Token != l.Token() {
@@ -53,19 +54,19 @@ func TestLockUnlock(t *testing.T) {
 			if l.Err() != nil {
 				t.Fatalf("Err while held: %v", l.Err())
 			}
-			if err := l.Unlock(ctx); err != nil {
+			if err := l.Release(ctx); err != nil {
 				t.Fatalf("Unlock: %v", err)
 			}
-			if err := sessiontest.WaitDone(t, l, wait); !errors.Is(err, mutex.ErrReleased) {
+			if err := sessiontest.WaitDone(t, l, wait); !errors.Is(err, recipes.ErrReleased) {
 				t.Fatalf("Err after Unlock = %v", err)
 			}
-			if !errors.Is(context.Cause(l.Context()), mutex.ErrReleased) {
+			if !errors.Is(context.Cause(l.Context()), recipes.ErrReleased) {
 				t.Fatalf("Context cause = %v", context.Cause(l.Context()))
 			}
 			if k := kids(t, raw, ns); len(k) != 0 {
 				t.Fatalf("nodes left: %q", k)
 			}
-			if err := l.Unlock(ctx); err != nil {
+			if err := l.Release(ctx); err != nil {
 				t.Fatalf("second Unlock: %v", err)
 			}
 			h, ok, err = m.Holder(ctx)
@@ -81,7 +82,7 @@ func TestLockUnlock(t *testing.T) {
 			if l2.Token() <= l.Token() {
 				t.Fatalf("token %d after %d", l2.Token(), l.Token())
 			}
-			if err := l2.Unlock(ctx); err != nil {
+			if err := l2.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
 		})

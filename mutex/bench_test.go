@@ -12,8 +12,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/curatortest"
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/curatortest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -51,7 +51,7 @@ func BenchmarkUncontended(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			l.Unlock(ctx)
+			l.Release(ctx)
 			b.ResetTimer()
 			n0 := requests(tap)
 			for i := 0; i < b.N; i++ {
@@ -59,7 +59,7 @@ func BenchmarkUncontended(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := l.Unlock(ctx); err != nil {
+				if err := l.Release(ctx); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -176,7 +176,7 @@ func BenchmarkContendedHandoff(b *testing.B) {
 							mu.Unlock()
 						}
 						relStart.Store(time.Now().UnixNano())
-						if err := l.Unlock(ctx); err != nil {
+						if err := l.Release(ctx); err != nil {
 							b.Error(err)
 							return
 						}
@@ -268,7 +268,7 @@ func BenchmarkUncontendedVsRaw(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := l.Unlock(ctx); err != nil {
+				if err := l.Release(ctx); err != nil {
 					b.Fatal(err)
 				}
 				t1 := time.Now()
@@ -395,7 +395,7 @@ func benchHandoffVsRaw(b *testing.B, sessions int, watch bool) {
 					if err != nil {
 						return nil, err
 					}
-					return func() error { return l.Unlock(ctx) }, nil
+					return func() error { return l.Release(ctx) }, nil
 				})
 				c := ns.Conn(b)
 				conns = append(conns, c)
@@ -536,7 +536,7 @@ func BenchmarkUncontendedVsCurator(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := l.Unlock(ctx); err != nil {
+			if err := l.Release(ctx); err != nil {
 				b.Fatal(err)
 			}
 		}

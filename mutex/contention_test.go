@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -77,7 +77,7 @@ func testCounterFIFO(t *testing.T, k lockKind) {
 					if l.Err() != nil {
 						return fmt.Errorf("lease ended while held: %w", l.Err())
 					}
-					if err := l.Unlock(ctx); err != nil {
+					if err := l.Release(ctx); err != nil {
 						return err
 					}
 				}
@@ -178,7 +178,7 @@ func TestCancelWhileQueued(t *testing.T) {
 					go func() {
 						l, err := b.Lock(bctx)
 						if err == nil {
-							l.Unlock(ctx)
+							l.Release(ctx)
 							err = errors.New("Lock succeeded")
 						}
 						done <- err
@@ -203,8 +203,8 @@ func TestCancelWhileQueued(t *testing.T) {
 						ks = kids(t, raw, ns)
 						return len(ks) == 1 && ks[0] == la.Node()
 					}, "nodes %q, want only the holder's %q", &ks, la.Node())
-					_, st, err := raw.Get(la.Path())
-					if err != nil || st.EphemeralOwner != la.SessionID() || st.Czxid != la.Token() {
+					_, st, err := raw.Get(mutex.NodePath(la))
+					if err != nil || st.EphemeralOwner != mutex.NodeSessionID(la) || st.Czxid != la.Token() {
 						t.Fatalf("holder's node: stat %+v, %v", st, err)
 					}
 					if err := la.Err(); err != nil {
@@ -212,7 +212,7 @@ func TestCancelWhileQueued(t *testing.T) {
 					}
 				})
 			}
-			if err := la.Unlock(ctx); err != nil {
+			if err := la.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -7,8 +7,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -59,7 +60,7 @@ func cbLockOn(w *cbWorker, ctx context.Context, lock func(context.Context) (*mut
 		var l *mutex.Lease
 		l, err = lock(ctx)
 		if err == nil {
-			_ = l.Unlock(context.Background())
+			_ = l.Release(context.Background())
 			err = errors.New("locked through a partition")
 		}
 	})
@@ -128,7 +129,7 @@ func TestCtxBoundsMutex(t *testing.T) {
 			r.w.run(func() {
 				var l *mutex.Lease
 				if l, err = lk.Lock(ctx); err == nil {
-					err = l.Unlock(ctx)
+					err = l.Release(ctx)
 				}
 			})
 			if err != nil {
@@ -165,18 +166,18 @@ func TestCtxBoundsMutex(t *testing.T) {
 			r.p.Partition()
 			sessiontest.MeasureBound(t, k.name+".Unlock", r.p.Heal, func(ctx context.Context) error {
 				var err error
-				r.w.run(func() { err = l.Unlock(ctx) })
+				r.w.run(func() { err = l.Release(ctx) })
 				return err
 			}, cbReleasedOrDeadline)
 			// The node goes once the connection is back (the session's
 			// guaranteed-delete queue).
 			r.heal(t)
-			r.gone(t, l.Path())
+			r.gone(t, mutex.NodePath(l))
 		})
 		t.Run(k.name+"/Holder", func(t *testing.T) {
 			r, lk := setup(t)
 			h := lk.(interface {
-				Holder(context.Context) (mutex.Participant, bool, error)
+				Holder(context.Context) (recipes.Participant, bool, error)
 			})
 			r.p.Partition()
 			sessiontest.MeasureBound(t, k.name+".Holder", r.p.Heal, func(ctx context.Context) error {
@@ -191,7 +192,7 @@ func TestCtxBoundsMutex(t *testing.T) {
 		t.Run(k.name+"/Participants", func(t *testing.T) {
 			r, lk := setup(t)
 			ps := lk.(interface {
-				Participants(context.Context) ([]mutex.Participant, error)
+				Participants(context.Context) ([]recipes.Participant, error)
 			})
 			r.p.Partition()
 			sessiontest.MeasureBound(t, k.name+".Participants", r.p.Heal, func(ctx context.Context) error {
@@ -220,7 +221,7 @@ func TestCtxBoundsMutex(t *testing.T) {
 		r.w.run(func() {
 			var l *mutex.MultiLease
 			if l, err = m.Lock(ctx); err == nil {
-				err = l.Unlock(ctx)
+				err = l.Release(ctx)
 			}
 		})
 		if err != nil {
@@ -234,7 +235,7 @@ func TestCtxBoundsMutex(t *testing.T) {
 			var l *mutex.MultiLease
 			l, err = lock(ctx)
 			if err == nil {
-				_ = l.Unlock(context.Background())
+				_ = l.Release(context.Background())
 				err = errors.New("locked through a partition")
 			}
 		})
@@ -269,12 +270,12 @@ func TestCtxBoundsMutex(t *testing.T) {
 		r.p.Partition()
 		sessiontest.MeasureBound(t, "multi.Unlock", r.p.Heal, func(ctx context.Context) error {
 			var err error
-			r.w.run(func() { err = l.Unlock(ctx) })
+			r.w.run(func() { err = l.Release(ctx) })
 			return err
 		}, cbReleasedOrDeadline)
 		r.heal(t)
 		for _, x := range l.Leases() {
-			r.gone(t, x.Path())
+			r.gone(t, mutex.NodePath(x))
 		}
 	})
 }

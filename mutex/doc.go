@@ -1,114 +1,72 @@
-// Package mutex provides distributed locks on ZooKeeper, built on the
-// recipes engine and wire-compatible with Apache Curator 5.x:
+// Package mutex provides distributed locks on ZooKeeper that tell their
+// holder the moment the lock is no longer safe, wire-compatible with Apache
+// Curator 5.x:
 //
-//   - Mutex (New): fair, not reentrant, not tied to goroutines: its lease may
-//     be unlocked from any goroutine, as with sync.Mutex;
-//   - Reentrant (NewReentrant): fair and reentrant per goroutine, as Curator's
+//   - New: a fair lock, not reentrant, whose lease any goroutine may
+//     release, as with sync.Mutex;
+//   - NewReentrant: fair and reentrant per goroutine, as Curator's
 //     InterProcessMutex is per thread;
-//   - NonFair: one ephemeral node with a fixed name (not in Curator);
-//   - Multi: several locks taken all-or-nothing (InterProcessMultiLock).
+//   - NewNonFair: one ephemeral node, not fair (not in Curator);
+//   - NewMulti: several locks taken all or none (InterProcessMultiLock).
 //
-// Mutex and Reentrant share InterProcessMutex's node layout: on the same path
-// they exclude each other and InterProcessMutex holders. They do not exclude
-// Curator's InterProcessSemaphoreMutex, which despite its name is a
-// semaphore with one lease on a different layout ("<path>/locks" and
-// "<path>/leases"): a Java service on InterProcessSemaphoreMutex and a Go
-// service on Mutex both enter. The Go type that shares that layout is
-// semaphore.NewMutex. NonFair excludes only other NonFair locks.
+// A lock around a job:
+//
+//	m, err := mutex.New(sess, "/locks/billing")
+//	...
+//	lease, err := m.Lock(ctx) // ctx bounds the wait, and nothing else
+//	if err != nil {
+//		return err
+//	}
+//	defer lease.Release(context.WithoutCancel(ctx))
+//	return job(lease.Context(), lease.Token()) // canceled when the lock is lost
+//
+// New and NewReentrant locks on one path exclude each other and Curator's
+// InterProcessMutex (and a LeaderSelector) on that path. They do not exclude
+// Curator's InterProcessSemaphoreMutex, a one-lease semaphore on another
+// layout: its Go twin is semaphore.NewMutex. A non-fair lock excludes only
+// other non-fair locks.
 //
 // # Znodes
 //
-// Mutex and Reentrant queue EPHEMERAL_SEQUENTIAL nodes in the lock
-// directory (created as a container node, so it disappears when empty):
+//	<path>/_c_<uuid>-lock-<seq>   EPHEMERAL_SEQUENTIAL, data: participant id   New, NewReentrant
+//	<path>/lock                   EPHEMERAL, data: "<uuid> <participant id>"   NewNonFair
 //
-//	<path>/_c_<uuid>-lock-<seq>     data: participant id (default LocalID())
-//
-// exactly as InterProcessMutex does; children that are not "lock-" nodes are
-// ignored. NonFair uses one EPHEMERAL node:
-//
-//	<path>/lock                     data: "<uuid> <participant id>"
-//
-// # Algorithm
-//
-// A fair Lock creates its node and, pipelined on the same connection, lists
-// the directory; the node first in sequence order holds the lock; every other
-// node sets one data watch. The second in line watches the holder. With the
-// node watch (the default), a waiter further back watches the node two
-// places ahead of its own: when that node goes, the waiter's predecessor
-// holds, and the waiter reads the directory once and watches its
-// predecessor, so that its own turn comes on a deletion notice with no read
-// in between (one round trip less per handoff than Curator and
-// go-zookeeper's lock, which read the directory after the notice). A release
-// thus wakes at most two waiters, whatever the length of the queue (no herd
-// effect): the next in line, which takes over, and the one behind it, which
-// reads the directory. Without the node watch every waiter watches its
-// immediate predecessor, a release wakes exactly one waiter, and it reads
-// the directory before it holds. An uncontended Lock and Unlock
-// cost three requests in two round trips: the create (a plain create, whose
-// reply carries the fencing token, see package recipes), the children read
-// pipelined behind it, and the delete. With the node watch (WithNodeWatch,
-// default on) a lease held longer than 100 ms, or a waiter that waited next
-// in line for longer than that, also sets a data watch on its own node: one
-// more request, and one more watch notification at its release; a shorter
-// hold and wait cost nothing more. After a connection error during the create, the node is
-// found by its UUID and adopted only if its owner is our live session
-// (Curator's protected mode, without its CURATOR-498 hole).
+// The lock directory is created on demand as a container node, so it
+// disappears once empty. The first "lock-" node in sequence order holds the
+// lock; children with other names are ignored.
 //
 // # Loss
 //
-// A Lock returns a *Lease whose Done channel closes when the lock is lost.
-// Under the session's standard loss policy (the default) the lease ends as
-// soon as the connection is suspended: from then on the server may expire the
-// session at any moment and give the lock to someone else, so the holder is
-// told before anyone else can acquire. Under the session-only policy
-// (session.WithLossPolicy(session.SessionOnly)) a lease survives a short
-// disconnect and ends only when the session is lost. That policy accepts a
-// window in which two processes may both hold the lock: a holder cut off
-// from the server keeps its lease until the session's local timer declares
-// the session lost, one session timeout after it last heard from the server;
-// the server may expire the session one session timeout after it last heard
-// from the holder, and hand the lock to the next waiter. While the holder's
-// process runs, the overlap is short, about the network delay between them;
-// it grows by any time the holder's process is paused (GC, SIGSTOP, a
-// suspended VM), since a paused process runs no timer. Pass the fencing token
-// (Token, the node's czxid) to the guarded resource.
+// A lease ends (Done closes, Err says why; see package recipes) when it is
+// released, when the session's loss policy says so (by default at the first
+// suspension of the connection, before the server can expire the session
+// and admit another holder), when the session is lost or closed, when the
+// lock is closed, and, with WithNodeWatch (the default), when someone else
+// deletes its node. A lease that ends other than by Release has its node
+// deleted, so a holder that lost never blocks the others. Under the
+// SessionOnly policy a holder cut off from the server may overlap with the
+// next one: fence the guarded resource with the token.
 //
-// With the node watch, a lease also ends with ErrLockLost when someone
-// deletes the lock node. Whenever a lease ends other than by Unlock, its node
-// is deleted so that it does not block others.
+// # Costs
 //
-// # Reentrancy
-//
-// Reentrant is reentrant per goroutine: nested Locks by the holding
-// goroutine return at once, each needs its own Unlock, and the node goes at
-// the last one; an Unlock from another goroutine returns ErrNotOwner. Mutex
-// and NonFair are not reentrant and their leases may be unlocked from any
-// goroutine; a second Lock while this process holds the lock queues behind
-// the holder and waits (until the lease is unlocked or ctx ends).
-//
-// # ACLs
-//
-// Every node a lock creates (the lock directory and its parents, created as
-// container nodes, and the lock nodes, NonFair's included) gets the session's
-// ACL (session.WithACL; default open to all). ZooKeeper checks a create and a
-// delete against the parent's ACL, so it is the lock directory's ACL that
-// keeps a session without the credentials from queueing, and from deleting a
-// holder's node to take the lock: with a creator-only ACL (digest
-// credentials and zk.AuthACL) such a session's Lock and TryLock fail at once,
-// without retrying, with an error matching zk.ErrNoAuth whose message names
-// the node whose ACL refused (a *session.OpError), and leave no node. A
-// directory that already exists keeps its own ACL: under one open to all,
-// anyone may delete a holder's node whatever that node's ACL (the holder's
-// lease then ends with ErrLockLost), and a waiter that may not read the node
-// it waits on fails with zk.ErrNoAuth naming that node.
+// An uncontended Lock and Release cost three requests in two round trips:
+// the create (whose reply carries the fencing token), the children read
+// pipelined behind it, and the delete. A waiter sets one data watch; a
+// release wakes at most two waiters whatever the queue's length (the next in
+// line, which takes over on the deletion notice without a read, and the one
+// behind it, which reads while the next one holds). A hold or a wait next in
+// line longer than 100 ms adds the node watch: one request and one
+// notification. Without WithNodeWatch a release wakes exactly one waiter,
+// which reads the directory before it holds. docs/performance.md has the
+// measured figures.
 //
 // # Cancellation
 //
-// ctx is the only bound on a wait. A canceled or failed Lock deletes its node
-// (detached, bounded by WithCleanupTimeout; while the connection is down the
-// delete goes to the session's guaranteed-delete queue, or for NonFair's node,
-// which must be checked before it is deleted, to a background goroutine that
-// Close waits for) and returns an error
-// matching context.Canceled or context.DeadlineExceeded; a lock won just as
-// ctx ended is released, not leaked.
+// ctx is the only bound of a wait: when it ends, Lock returns its error
+// within a few milliseconds, a lock won at that moment is released, and the
+// node is deleted, at once on a healthy connection, else as soon as the
+// connection allows.
+//
+// The design notes (docs/design.md in the repository) explain the handoff
+// without a read, the protected create, and why each step is safe.
 package mutex

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -61,7 +62,7 @@ func TestErrgroupChildrenQueueBehindParent(t *testing.T) {
 			mu.Lock()
 			inside--
 			mu.Unlock()
-			if err := l.Unlock(ctx); err != nil {
+			if err := l.Release(ctx); err != nil {
 				errs <- err
 			}
 		}()
@@ -72,7 +73,7 @@ func TestErrgroupChildrenQueueBehindParent(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := parent.Unlock(ctx); err != nil { // unlocked by another goroutine
+		if err := parent.Release(ctx); err != nil { // unlocked by another goroutine
 			errs <- err
 		}
 	}()
@@ -88,7 +89,7 @@ func TestErrgroupChildrenQueueBehindParent(t *testing.T) {
 }
 
 // TestHeldFalseAfterLoss: Held counts only leases that have not ended: a
-// lease of each kind whose node a third party deleted ends (ErrLockLost), and
+// lease of each kind whose node a third party deleted ends (ErrNodeDeleted), and
 // Held then says false although the lease was never unlocked.
 func TestHeldFalseAfterLoss(t *testing.T) {
 	ns := zktest.NewNamespace(t)
@@ -127,7 +128,7 @@ func TestHeldFalseAfterLoss(t *testing.T) {
 		if !k.held() {
 			t.Fatalf("%s: Held false while the lease is held", k.name)
 		}
-		if err := raw.Delete(l.Path(), -1); err != nil {
+		if err := raw.Delete(mutex.NodePath(l), -1); err != nil {
 			t.Fatalf("%s: third-party delete: %v", k.name, err)
 		}
 		select {
@@ -135,13 +136,13 @@ func TestHeldFalseAfterLoss(t *testing.T) {
 		case <-time.After(wait):
 			t.Fatalf("%s: the lease did not end within %v of its node's deletion", k.name, wait)
 		}
-		if !errors.Is(l.Err(), mutex.ErrLockLost) {
-			t.Fatalf("%s: lease ended with %v, want ErrLockLost", k.name, l.Err())
+		if !errors.Is(l.Err(), recipes.ErrNodeDeleted) {
+			t.Fatalf("%s: lease ended with %v, want ErrNodeDeleted", k.name, l.Err())
 		}
 		if k.held() {
 			t.Fatalf("%s: Held true after the lease ended", k.name)
 		}
-		if err := l.Unlock(ctx); err != nil {
+		if err := l.Release(ctx); err != nil {
 			t.Fatalf("%s: Unlock after the loss: %v", k.name, err)
 		}
 	}

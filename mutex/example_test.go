@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -44,8 +45,13 @@ func Example() {
 		fmt.Println("lock:", err)
 		return
 	}
-	defer lease.Unlock(context.WithoutCancel(ctx))
-	fmt.Println("held by", lease.ID(), "token > 0:", lease.Token() > 0)
+	defer lease.Release(context.WithoutCancel(ctx))
+	h, _, err := m.Holder(lctx)
+	if err != nil {
+		fmt.Println("holder:", err)
+		return
+	}
+	fmt.Println("held by", h.ID, "token > 0:", lease.Token() > 0)
 
 	// Guarded work: run it under lease.Context(), or select on lease.Done().
 	work := func(ctx context.Context) error {
@@ -89,17 +95,22 @@ func Example_lost() {
 		fmt.Println(err)
 		return
 	}
-	defer lease.Unlock(ctx)
+	defer lease.Release(ctx)
 
-	// A third party removes our node.
-	if err := sess.Conn().Delete(lease.Path(), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	// A third party removes our node (Conn takes full paths).
+	dir, err := sess.Path(m.Path())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := sess.Conn().Delete(dir+"/"+lease.Node(), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		fmt.Println(err)
 		return
 	}
 
 	select {
 	case <-lease.Done():
-		fmt.Println("lease ended; lock lost:", errors.Is(lease.Err(), mutex.ErrLockLost))
+		fmt.Println("lease ended; lock lost:", errors.Is(lease.Err(), recipes.ErrNodeDeleted))
 	case <-time.After(10 * time.Second):
 		fmt.Println("still held?")
 	}
@@ -107,7 +118,7 @@ func Example_lost() {
 	// lease ended; lock lost: true
 }
 
-// TryLock does not wait: it fails with ErrLocked while someone holds the lock.
+// TryLock does not wait: it fails with recipes.ErrBusy while someone holds the lock.
 func ExampleMutex_TryLock() {
 	ctx := context.Background()
 	servers := zktest.SharedServers()
@@ -135,14 +146,14 @@ func ExampleMutex_TryLock() {
 		return
 	}
 	_, err = mb.TryLock(ctx)
-	fmt.Println("b while a holds:", errors.Is(err, mutex.ErrLocked))
+	fmt.Println("b while a holds:", errors.Is(err, recipes.ErrBusy))
 	h, _, _ := mb.Holder(ctx)
 	fmt.Println("holder:", h.ID)
 
-	la.Unlock(ctx)
+	la.Release(ctx)
 	lb, err := mb.TryLock(ctx)
 	fmt.Println("b after a unlocked:", err)
-	lb.Unlock(ctx)
+	lb.Release(ctx)
 	// Output:
 	// b while a holds: true
 	// holder: a
@@ -150,9 +161,9 @@ func ExampleMutex_TryLock() {
 }
 
 // A Mutex lease is not tied to a goroutine: here a worker goroutine finishes
-// the job and unlocks, while the goroutine that locked only waits for the
-// lease to end, and tells a normal release (ErrReleased) from a loss.
-func ExampleLease_Unlock() {
+// the job and releases it, while the goroutine that locked only waits for the
+// lease to end, and tells a normal release (recipes.ErrReleased) from a loss.
+func ExampleLease_Release() {
 	ctx := context.Background()
 	sess, err := session.Connect(ctx, zktest.SharedServers(), session.WithNamespace("/examples/nonreentrant"))
 	if err != nil {
@@ -175,12 +186,12 @@ func ExampleLease_Unlock() {
 	unlocked := make(chan error, 1)
 	go func() { // the worker owns the lease from here on
 		// ... the guarded work, under lease.Context() ...
-		unlocked <- lease.Unlock(context.WithoutCancel(ctx))
+		unlocked <- lease.Release(context.WithoutCancel(ctx))
 	}()
 
 	select {
 	case <-lease.Done():
-		if errors.Is(lease.Err(), mutex.ErrReleased) {
+		if errors.Is(lease.Err(), recipes.ErrReleased) {
 			fmt.Println("released by the worker")
 		} else {
 			fmt.Println("lock lost:", lease.Err())
@@ -188,10 +199,10 @@ func ExampleLease_Unlock() {
 	case <-time.After(10 * time.Second):
 		fmt.Println("still held?")
 	}
-	fmt.Println("worker's Unlock:", <-unlocked)
+	fmt.Println("worker's Release:", <-unlocked)
 	// Output:
 	// released by the worker
-	// worker's Unlock: <nil>
+	// worker's Release: <nil>
 }
 
 // A NonFair lock is one ephemeral node; Holder names its owner. The guarded
@@ -224,7 +235,7 @@ func ExampleNonFair() {
 	h, _, _ := mb.Holder(ctx)
 	fmt.Println("holder:", h.ID)
 	_, err = mb.TryLock(ctx)
-	fmt.Println("b while a holds:", errors.Is(err, mutex.ErrLocked))
+	fmt.Println("b while a holds:", errors.Is(err, recipes.ErrBusy))
 
 	for job := 1; job <= 2; job++ {
 		select {
@@ -235,12 +246,12 @@ func ExampleNonFair() {
 			fmt.Println("job", job, "done")
 		}
 	}
-	if err := lease.Unlock(ctx); err != nil {
+	if err := lease.Release(ctx); err != nil {
 		fmt.Println(err)
 		return
 	}
-	<-lease.Done() // closed by Unlock
-	fmt.Println("released:", errors.Is(lease.Err(), mutex.ErrReleased))
+	<-lease.Done() // closed by Release
+	fmt.Println("released:", errors.Is(lease.Err(), recipes.ErrReleased))
 	// Output:
 	// holder: scheduler-a
 	// b while a holds: true
@@ -250,7 +261,7 @@ func ExampleNonFair() {
 }
 
 // A Multi takes several locks all or nothing. Its lease ends as soon as any
-// of them is lost (here an operator deletes one node); Unlock then releases
+// of them is lost (here an operator deletes one node); Release then releases
 // the others.
 func ExampleMulti() {
 	ctx := context.Background()
@@ -275,17 +286,22 @@ func ExampleMulti() {
 		fmt.Println(err)
 		return
 	}
-	defer ml.Unlock(ctx) // by this goroutine: the set holds reentrant Mutexes
+	defer ml.Release(ctx) // by this goroutine: the set holds reentrant Mutexes
 	fmt.Println("holding", len(ml.Leases()), "locks")
 
-	// An operator removes the second lock's node.
-	if err := sess.Conn().Delete(ml.Leases()[1].Path(), -1); err != nil {
+	// An operator removes the second lock's node (Conn takes full paths).
+	dir, err := sess.Path(to.Path())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := sess.Conn().Delete(dir+"/"+ml.Leases()[1].Node(), -1); err != nil {
 		fmt.Println(err)
 		return
 	}
 	select {
 	case <-ml.Done():
-		fmt.Println("set lost:", errors.Is(ml.Err(), mutex.ErrLockLost))
+		fmt.Println("set lost:", errors.Is(ml.Err(), recipes.ErrNodeDeleted))
 	case <-time.After(10 * time.Second):
 		fmt.Println("still held?")
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -39,7 +39,7 @@ func measureWaiters(tb testing.TB, waiters int) footprint {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer hl.Unlock(context.Background())
+	defer hl.Release(context.Background())
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -52,7 +52,7 @@ func measureWaiters(tb testing.TB, waiters int) footprint {
 		go func() {
 			defer wg.Done()
 			if l, err := m.Lock(ctx); err == nil {
-				l.Unlock(context.Background())
+				l.Release(context.Background())
 			}
 		}()
 	}

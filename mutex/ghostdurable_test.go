@@ -11,14 +11,14 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 const (
-	// ghostCleanup is the lock's cleanup timeout (WithCleanupTimeout), short
+	// ghostCleanup is the lock's cleanup timeout (SetCleanupTimeout), short
 	// so that a cut can outlast it quickly.
 	ghostCleanup = time.Second
 	// ghostHold is how long the connection stays refused after the point
@@ -69,9 +69,12 @@ func testGhostDurable(t *testing.T, k lockKind, closeLock bool) {
 	raw := ns.Conn(t)
 	s, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(ghostSession))
 	rec := sessiontest.Record(t, s)
-	ep := s.Epoch()
+	ep := sessiontest.Core(s).Epoch()
 	sid := ep.SessionID()
-	lk := k.make(t, s, mutex.WithCleanupTimeout(ghostCleanup))
+	lk := k.make(t, s)
+	if err := mutex.SetCleanupTimeout(s, lk, ghostCleanup); err != nil {
+		t.Fatal(err)
+	}
 	dir := ns.Path(lockPath)
 	inDir := func(path string) bool { return path == dir || strings.HasPrefix(path, dir+"/") }
 
@@ -152,7 +155,7 @@ func testGhostDurable(t *testing.T, k lockKind, closeLock bool) {
 	go func() {
 		l, err := lk.Lock(lctx)
 		if err == nil {
-			_ = l.Unlock(context.Background())
+			_ = l.Release(context.Background())
 			err = errors.New("Lock succeeded")
 		}
 		res <- err
@@ -201,7 +204,7 @@ func testGhostDurable(t *testing.T, k lockKind, closeLock bool) {
 		"the ghost %q is still there %v after the connection came back on the same session", ghosts(), ghostGone)
 	t.Logf("ghost deleted %v after the reconnect", time.Since(healed).Round(time.Millisecond))
 
-	if cur := s.Epoch(); cur != ep || ep.Err() != nil {
+	if cur := sessiontest.Core(s).Epoch(); cur != ep || ep.Err() != nil {
 		t.Fatalf("the session did not survive: epoch %v, was %v (%v)", cur, ep, ep.Err())
 	}
 	other := k.make(t, connect(t, ns))
@@ -209,7 +212,7 @@ func testGhostDurable(t *testing.T, k lockKind, closeLock bool) {
 	if err != nil {
 		t.Fatalf("another session's TryLock after the ghost went: %v", err)
 	}
-	if err := l.Unlock(ctxT(t)); err != nil {
+	if err := l.Release(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -85,7 +85,7 @@ func waitKids(t testing.TB, c *zk.Conn, ns *zktest.Namespace, n int) []string {
 func waitQueued(t testing.TB, ns *zktest.Namespace, k lockKind, ws *session.Session) {
 	t.Helper()
 	dir := ns.Path(lockPath)
-	sid := ws.Epoch().SessionID()
+	sid := ws.SessionID()
 	raw := ns.Conn(t)
 	zktest.Eventually(t, wait, func() bool {
 		watched := sessiontest.Watches(t, ns.Server.Addr(), sid)

@@ -3,12 +3,14 @@ package mutex_test
 import (
 	"context"
 	"errors"
+	"io"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
@@ -39,21 +41,30 @@ func TestBadInput(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for _, p := range []string{"", "locks", "/", "/locks/", "/a//b", "/a/./b", "/a/../b", "/a\x00b", "/a\x01"} {
 				l, err := mk(s, p)
-				if err == nil || !errors.Is(err, mutex.ErrBadPath) || !errors.Is(err, session.ErrBadPath) {
-					t.Errorf("path %q: %v, %v; want ErrBadPath", p, l, err)
+				if err == nil || !errors.Is(err, session.ErrBadArgument) || !strings.Contains(err.Error(), "bad path") {
+					t.Errorf("path %q: %v, %v; want ErrBadArgument (bad path)", p, l, err)
 				}
 			}
-			if _, err := mk(nil, lockPath); !errors.Is(err, mutex.ErrNilSession) {
+			if _, err := mk(nil, lockPath); !errors.Is(err, session.ErrBadArgument) {
 				t.Errorf("nil session: %v", err)
 			}
-			if _, err := mk(s, lockPath, nil); !errors.Is(err, mutex.ErrBadOption) {
+			if _, err := mk(s, lockPath, nil); !errors.Is(err, session.ErrBadArgument) {
 				t.Errorf("nil option: %v", err)
 			}
-			if _, err := mk(s, lockPath, mutex.WithLogger(nil)); !errors.Is(err, mutex.ErrBadOption) {
+			if _, err := mk(s, lockPath, mutex.WithLogger(nil)); !errors.Is(err, session.ErrBadArgument) {
 				t.Errorf("nil logger: %v", err)
 			}
-			if _, err := mk(s, lockPath, mutex.WithCleanupTimeout(0)); !errors.Is(err, mutex.ErrBadOption) {
+			// The cleanup timeout is no longer a public option; the
+			// engine's option still refuses a zero one.
+			lk, err := mk(s, lockPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := mutex.SetCleanupTimeout(s, lk, 0); !errors.Is(err, session.ErrBadArgument) {
 				t.Errorf("zero cleanup timeout: %v", err)
+			}
+			if err := lk.(io.Closer).Close(); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}
@@ -86,16 +97,16 @@ func TestUseAfterClose(t *testing.T) {
 			if err := c.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := lk.Lock(ctx); !errors.Is(err, mutex.ErrClosed) || !errors.Is(err, recipes.ErrClosed) {
+			if _, err := lk.Lock(ctx); !errors.Is(err, session.ErrClosed) {
 				t.Errorf("Lock after Close = %v", err)
 			}
-			if _, err := lk.TryLock(ctx); !errors.Is(err, mutex.ErrClosed) {
+			if _, err := lk.TryLock(ctx); !errors.Is(err, session.ErrClosed) {
 				t.Errorf("TryLock after Close = %v", err)
 			}
 			if h, ok := lk.(interface {
-				Holder(context.Context) (mutex.Participant, bool, error)
+				Holder(context.Context) (recipes.Participant, bool, error)
 			}); ok {
-				if _, _, err := h.Holder(ctx); !errors.Is(err, mutex.ErrClosed) {
+				if _, _, err := h.Holder(ctx); !errors.Is(err, session.ErrClosed) {
 					t.Errorf("Holder after Close = %v", err)
 				}
 			}
@@ -139,7 +150,7 @@ func TestCloseWhileWaiting(t *testing.T) {
 			waitQueued(t, ns, k, ws)
 			waiter.(interface{ Close() error }).Close()
 			r := got.result(t)
-			if !errors.Is(r.err, mutex.ErrClosed) {
+			if !errors.Is(r.err, session.ErrClosed) {
 				t.Fatalf("waiting Lock after Close = %v", r.err)
 			}
 			if k.fair {
@@ -148,14 +159,14 @@ func TestCloseWhileWaiting(t *testing.T) {
 				}
 			}
 			holder.(interface{ Close() error }).Close()
-			if err := sessiontest.WaitDone(t, hl, wait); !errors.Is(err, mutex.ErrClosed) {
+			if err := sessiontest.WaitDone(t, hl, wait); !errors.Is(err, session.ErrClosed) {
 				t.Fatalf("held lease after Close: %v", err)
 			}
 			zktest.Eventually(t, wait, func() bool {
 				k, _, err := raw.Children(ns.Path(lockPath))
 				return err == nil && len(k) == 0 || errors.Is(err, zk.ErrNoNode)
 			}, "nodes left after Close")
-			if err := hl.Unlock(ctx); err != nil {
+			if err := hl.Release(ctx); err != nil {
 				t.Fatalf("Unlock after Close: %v", err)
 			}
 		})

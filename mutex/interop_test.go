@@ -19,9 +19,10 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/curatortest"
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/curatortest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -120,7 +121,7 @@ func interopCycles(ctx context.Context, conn *zk.Conn, l mutex.Locker, counter s
 			seen = append(seen, v)
 			_, err = conn.Set(counter, []byte(strconv.Itoa(v+1)), -1)
 		}
-		if uerr := lease.Unlock(ctx); err == nil && uerr != nil {
+		if uerr := lease.Release(ctx); err == nil && uerr != nil {
 			err = fmt.Errorf("unlock: %w", uerr)
 		}
 		if err != nil {
@@ -158,8 +159,8 @@ func TestCuratorMutexQueue(t *testing.T) {
 	interopCheckJavaQueue(t, ctx, java, q)
 	fairH.notAcquired(t)
 	nonReentrantH.notAcquired(t)
-	if _, err := fair.TryLock(ctx); !errors.Is(err, mutex.ErrLocked) {
-		t.Fatalf("TryLock while Curator holds: %v, want ErrLocked", err)
+	if _, err := fair.TryLock(ctx); !errors.Is(err, recipes.ErrBusy) {
+		t.Fatalf("TryLock while Curator holds: %v, want ErrBusy", err)
 	}
 
 	// Java releases: the fair Go lock (next in line) gets it, the
@@ -186,8 +187,8 @@ func TestCuratorMutexQueue(t *testing.T) {
 	q = interopWaitQueue(t, ctx, fair, 3)
 	interopCheckQueue(t, q, fairA.lease.Node(), "go-nonreentrant", javaID)
 	interopCheckJavaQueue(t, ctx, java, q)
-	if _, err := nonReentrant.TryLock(ctx); !errors.Is(err, mutex.ErrLocked) {
-		t.Fatalf("NonReentrant TryLock while go-fair holds: %v, want ErrLocked", err)
+	if _, err := nonReentrant.TryLock(ctx); !errors.Is(err, recipes.ErrBusy) {
+		t.Fatalf("NonReentrant TryLock while go-fair holds: %v, want ErrBusy", err)
 	}
 
 	// go-fair unlocks (from its own goroutine: it is reentrant): the
@@ -208,7 +209,7 @@ func TestCuratorMutexQueue(t *testing.T) {
 	// go-nonreentrant's lease is unlocked from the test's goroutine (not the
 	// one that locked): Curator gets the lock.
 	unlocked = time.Now()
-	if err := nrA.lease.Unlock(ctx); err != nil {
+	if err := nrA.lease.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	j2, err := java.WaitAcquired(ctx)
@@ -261,9 +262,9 @@ func interopTime(x time.Time) string { return x.Format("15:04:05.000000") }
 
 // interopWaitQueue waits until the lock has n contenders (as the Go side
 // reads them, in queue order) and returns them.
-func interopWaitQueue(t *testing.T, ctx context.Context, m *mutex.Reentrant, n int) []mutex.Participant {
+func interopWaitQueue(t *testing.T, ctx context.Context, m *mutex.Reentrant, n int) []recipes.Participant {
 	t.Helper()
-	var ps []mutex.Participant
+	var ps []recipes.Participant
 	zktest.Eventually(t, 15*time.Second, func() bool {
 		var err error
 		ps, err = m.Participants(ctx)
@@ -274,29 +275,34 @@ func interopWaitQueue(t *testing.T, ctx context.Context, m *mutex.Reentrant, n i
 
 // interopCheckQueue checks the queue: first the node named first, then nodes
 // with the given ids; Curator's name format and growing sequence numbers.
-func interopCheckQueue(t *testing.T, q []mutex.Participant, first string, ids ...string) {
+func interopCheckQueue(t *testing.T, q []recipes.Participant, first string, ids ...string) {
 	t.Helper()
 	if len(q) != 1+len(ids) || q[0].Node != first {
 		t.Fatalf("queue %+v, want %s first, then %v", q, first, ids)
 	}
+	// The sequence number is the node name's suffix (Participant has no Seq
+	// any more).
+	seqs := make([]int64, len(q))
 	for i, p := range q {
 		if !curatorLockNode.MatchString(p.Node) {
 			t.Errorf("lock node %q does not have Curator's name format", p.Node)
 		}
-		if i > 0 && p.Seq <= q[i-1].Seq {
+		seq, err := strconv.ParseInt(p.Node[strings.LastIndex(p.Node, "-")+1:], 10, 64)
+		if err != nil {
+			t.Errorf("node %s: no sequence number: %v", p.Node, err)
+		}
+		seqs[i] = seq
+		if i > 0 && seqs[i] <= seqs[i-1] {
 			t.Errorf("queue %+v: sequence numbers not growing", q)
 		}
 		if i > 0 && p.ID != ids[i-1] {
 			t.Errorf("queue position %d: id %q, want %q", i, p.ID, ids[i-1])
 		}
 	}
-	if seq, err := strconv.ParseInt(q[0].Node[strings.LastIndex(q[0].Node, "-")+1:], 10, 64); err != nil || seq != q[0].Seq {
-		t.Errorf("node %s: Seq %d", q[0].Node, q[0].Seq)
-	}
 }
 
 // interopCheckJavaQueue checks that Curator sees the same queue.
-func interopCheckJavaQueue(t *testing.T, ctx context.Context, java *curatortest.Mutex, q []mutex.Participant) {
+func interopCheckJavaQueue(t *testing.T, ctx context.Context, java *curatortest.Mutex, q []recipes.Participant) {
 	t.Helper()
 	names, err := java.Participants(ctx)
 	if err != nil {
@@ -350,7 +356,7 @@ func interopLockAsync(t *testing.T, ctx context.Context, l mutex.Locker) *intero
 		case <-h.unlockC:
 		case <-ctx.Done():
 		}
-		h.unlocked <- lease.Unlock(context.WithoutCancel(ctx))
+		h.unlocked <- lease.Release(context.WithoutCancel(ctx))
 	}()
 	return h
 }

@@ -6,40 +6,38 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/goid"
 	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/session"
 )
 
-// Lease is the handle returned by a successful Lock or TryLock. It tells the
-// holder when the lock is lost: Done is closed when ownership ends, Err says
-// why, and Context is canceled with that cause, so guarded work can simply
-// run under it. Token is a fencing token for the resource the lock guards.
+// Lease is a held lock, returned by Lock and TryLock. It tells the holder
+// when the lock is lost: Done is closed when ownership ends, Err says why,
+// and Context is canceled with that cause, so guarded work can simply run
+// under it. Token is a fencing token for the resource the lock guards.
 //
-// Err matches one of: ErrReleased (Unlock); session.ErrSuspended under the
-// standard loss policy (the connection went down; the session, and our node,
-// may still be alive); session.ErrLost (the session is gone: expired,
-// replaced or declared lost by the local timer; its node goes with it);
-// session.ErrClosed (the session was closed); ErrLockLost (someone else
-// deleted our node); ErrClosed (the lock was closed). Err is kept up to
-// date: a lease that ended at a suspension matches session.ErrLost too (as
-// well as session.ErrSuspended) once its session is known lost. The cause of
-// Context is the first reason and does not change.
+// Err matches one of: recipes.ErrReleased (Release); session.ErrSuspended
+// under the standard loss policy (the connection went down; the session, and
+// the lock node, may still be alive); session.ErrLost (the session is gone,
+// and its node with it); session.ErrClosed (the Mutex or the session was
+// closed); recipes.ErrNodeDeleted (someone else deleted the node). Err is
+// kept up to date: a lease that ended at a suspension also matches
+// session.ErrLost once its session is known lost. The cause of Context is
+// the first reason and does not change.
 //
-// For a reentrant Mutex, each Lock returns its own handle, and the handles of
-// one goroutine's nested holds share one lock node (and Done, Err, Context,
-// Token): the lock is released at the last Unlock. A Lease is safe for
-// concurrent use.
-//
-// A nil *Lease behaves as a lease that has ended: Done is closed, Err, the
-// cause of Context and Unlock's error match ErrBadOption (naming the nil
-// lease), and the other methods return zero values.
+// Each Lock of a Reentrant returns its own Lease; the leases of one
+// goroutine's nested holds share one node (and Done, Err, Context, Token),
+// which goes at the last Release. A Lease is safe for concurrent use. A nil
+// *Lease behaves as one that has ended with an error matching
+// session.ErrBadArgument.
 type Lease struct {
-	l     *recipes.Lease
+	l     *engine.Lease
 	path  string
-	re    *recipes.GoroutineHolds // Reentrant: Unlock must come from owner
+	re    *engine.GoroutineHolds // Reentrant: Release must come from owner
 	owner uint64
 
-	unlocked atomic.Bool
+	released atomic.Bool
 	once     sync.Once
 	err      error
 }
@@ -48,7 +46,7 @@ type Lease struct {
 func (l *Lease) Done() <-chan struct{} { return l.Context().Done() }
 
 // Err returns nil while the lock is held, then why ownership ended (see
-// Lease): the up-to-date reason.
+// Lease).
 func (l *Lease) Err() error {
 	if l == nil {
 		return errNilLease()
@@ -56,9 +54,8 @@ func (l *Lease) Err() error {
 	return l.l.Err()
 }
 
-// Context returns a context canceled when ownership ends. Its cause is the
-// first reason ownership ended; Err may later say more (session.ErrLost
-// after session.ErrSuspended).
+// Context returns a context canceled when ownership ends, with the first
+// reason as its cause.
 func (l *Lease) Context() context.Context {
 	if l == nil {
 		return endedContext(errNilLease())
@@ -66,18 +63,8 @@ func (l *Lease) Context() context.Context {
 	return l.l.Context()
 }
 
-// errNilLease is the error of a nil *Lease.
-func errNilLease() error { return fmt.Errorf("%w: nil lease", ErrBadOption) }
-
-// endedContext returns a context that is already canceled with cause.
-func endedContext(cause error) context.Context {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	cancel(cause)
-	return ctx
-}
-
 // Token returns the fencing token: the czxid of the lock node. Tokens of
-// successive holders grow, across the whole ensemble, so a resource that
+// successive holders grow across the whole ensemble, so a resource that
 // remembers the highest token it has seen can refuse a stale holder.
 func (l *Lease) Token() int64 {
 	if l == nil {
@@ -86,15 +73,8 @@ func (l *Lease) Token() int64 {
 	return l.l.Token()
 }
 
-// Path returns the full server path of the lock node.
-func (l *Lease) Path() string {
-	if l == nil {
-		return ""
-	}
-	return l.l.Path()
-}
-
-// Node returns the name of the lock node.
+// Node returns the name of the lock node, e.g. "_c_<uuid>-lock-0000000007"
+// (for a non-fair lock, "lock").
 func (l *Lease) Node() string {
 	if l == nil {
 		return ""
@@ -102,31 +82,16 @@ func (l *Lease) Node() string {
 	return l.l.Node()
 }
 
-// SessionID returns the ZooKeeper session id that owns the lock node.
-func (l *Lease) SessionID() int64 {
-	if l == nil {
-		return 0
-	}
-	return l.l.Epoch().SessionID()
-}
-
-// ID returns the participant id stored in the lock node.
-func (l *Lease) ID() string {
-	if l == nil {
-		return ""
-	}
-	return l.l.ID()
-}
-
-// Unlock gives up this hold. For a reentrant Mutex it must be called by the
-// goroutine that locked (else ErrNotOwner and nothing changes), and the lock
-// node is deleted at the goroutine's last Unlock. For the other kinds any
-// goroutine may call it. The node is deleted within ctx, or handed to the
-// session's guaranteed-delete queue if the connection is down or ctx ends, so
-// it never stays behind. Unlock after the lease was lost returns nil (the
-// engine already removed the node). Idempotent per handle. A nil ctx is taken
-// as context.Background(): a release is cleanup and is never refused.
-func (l *Lease) Unlock(ctx context.Context) error {
+// Release gives the lock up, or for a Reentrant this one hold: it must then
+// come from the goroutine that locked (else recipes.ErrNotOwner, and nothing
+// changes), and the node goes at the goroutine's last Release. Any goroutine
+// may release the other kinds. The node is deleted within ctx, or handed to
+// the session's guaranteed-delete queue if the connection is down or ctx
+// ends, so it never stays behind. After the lease was lost Release returns
+// nil (the node is gone or going). Idempotent per Lease. A nil ctx is taken
+// as context.Background(): a release is cleanup and is never refused. It
+// returns an error only when ZooKeeper refuses the delete (zk.ErrNoAuth).
+func (l *Lease) Release(ctx context.Context) error {
 	if l == nil {
 		return errNilLease()
 	}
@@ -134,12 +99,12 @@ func (l *Lease) Unlock(ctx context.Context) error {
 		if err := l.checkOwner(); err != nil {
 			return err
 		}
-		if !l.unlocked.CompareAndSwap(false, true) {
+		if !l.released.CompareAndSwap(false, true) {
 			return nil
 		}
 		last, err := l.re.Exit(l.l)
 		if err != nil {
-			return recipes.NewError("mutex", l.path, ErrNotOwner)
+			return engine.NewError("mutex", l.path, recipes.ErrNotOwner)
 		}
 		if !last {
 			return nil
@@ -149,11 +114,21 @@ func (l *Lease) Unlock(ctx context.Context) error {
 	return l.err
 }
 
-// checkOwner returns ErrNotOwner (wrapped) if this is a reentrant Mutex's
-// handle and the calling goroutine is not the one that locked it.
+// checkOwner returns recipes.ErrNotOwner (wrapped) if this is a Reentrant's
+// lease and the calling goroutine is not the one that locked it.
 func (l *Lease) checkOwner() error {
 	if l.re != nil && goid.ID() != l.owner {
-		return recipes.NewError("mutex", l.path, ErrNotOwner)
+		return engine.NewError("mutex", l.path, recipes.ErrNotOwner)
 	}
 	return nil
+}
+
+// errNilLease is the error of a nil *Lease.
+func errNilLease() error { return fmt.Errorf("mutex: %w: nil lease", session.ErrBadArgument) }
+
+// endedContext returns a context that is already canceled with cause.
+func endedContext(cause error) context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(cause)
+	return ctx
 }

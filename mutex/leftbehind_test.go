@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -37,7 +37,7 @@ func TestHolderSessionReplacedBeforeExpiry(t *testing.T) {
 	go func() {
 		wl, err := waiter.Lock(ctx)
 		if err == nil {
-			err = wl.Unlock(ctx)
+			err = wl.Release(ctx)
 		}
 		got <- err
 	}()
@@ -56,7 +56,7 @@ func TestHolderSessionReplacedBeforeExpiry(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatalf("waiter: %v (while the holder's old session lives on the server)", err)
 	}
-	if err := hl.Unlock(ctx); err != nil {
+	if err := hl.Release(ctx); err != nil {
 		t.Fatalf("Unlock of an ended lease: %v", err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -101,7 +101,7 @@ func (q *lookAheadQueue) holds(t *testing.T, w int, who string) {
 	if r.l.Node() != q.names[w+1] {
 		t.Errorf("%s's lease node %q, want %q", who, r.l.Node(), q.names[w+1])
 	}
-	if err := r.l.Unlock(ctxT(t)); err != nil {
+	if err := r.l.Release(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -127,7 +127,7 @@ func TestLookAheadHandoffNeedsNoRead(t *testing.T) {
 		t.Fatalf("B watches A's node while H holds (watches %v)", q.tap.Watches())
 	}
 	kids := q.tap.Requests()[zktest.OpGetChildren2]
-	if err := q.hl.Unlock(ctx); err != nil {
+	if err := q.hl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	a := <-q.got[0]
@@ -139,7 +139,7 @@ func TestLookAheadHandoffNeedsNoRead(t *testing.T) {
 	}, "B read the children once and watches A's node")
 	q.notYet(t, 1, "while A holds")
 	kids = q.tap.Requests()[zktest.OpGetChildren2]
-	if err := a.l.Unlock(ctx); err != nil {
+	if err := a.l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	q.holds(t, 1, "B")
@@ -161,7 +161,7 @@ func TestLookAheadWatchedNodeGivesUp(t *testing.T) {
 	}
 	q.awaitWatch(t, 0, 2, "B watches H's node")
 	q.notYet(t, 2, "while H holds, after A gave up")
-	if err := q.hl.Unlock(ctx); err != nil {
+	if err := q.hl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	c := <-q.got[1]
@@ -170,7 +170,7 @@ func TestLookAheadWatchedNodeGivesUp(t *testing.T) {
 	}
 	q.awaitWatch(t, 2, 2, "B watches C's node")
 	q.notYet(t, 2, "while C holds")
-	if err := c.l.Unlock(ctx); err != nil {
+	if err := c.l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	q.holds(t, 2, "B")
@@ -190,7 +190,7 @@ func TestLookAheadPredecessorGivesUp(t *testing.T) {
 	raw := q.ns.Conn(t)
 	waitKids(t, raw, q.ns, 2) // A's node is gone
 	q.notYet(t, 1, "while H holds, after A gave up")
-	if err := q.hl.Unlock(ctx); err != nil {
+	if err := q.hl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	q.holds(t, 1, "B")
@@ -209,11 +209,11 @@ func TestLookAheadShortDisconnect(t *testing.T) {
 	zktest.Eventually(t, wait, func() bool {
 		return q.tap.Dials() > dials && q.sess.State() == session.Reconnected
 	}, "B's session did not reconnect")
-	if id := q.sess.Epoch().SessionID(); q.sess.Epoch().Err() != nil {
+	if id := q.sess.SessionID(); sessiontest.Core(q.sess).Epoch().Err() != nil {
 		t.Fatalf("B's session 0x%x ended at a short disconnect", id)
 	}
 	q.notYet(t, 1, "while H holds, after the disconnect")
-	if err := q.hl.Unlock(ctx); err != nil {
+	if err := q.hl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	a := <-q.got[0]
@@ -222,7 +222,7 @@ func TestLookAheadShortDisconnect(t *testing.T) {
 	}
 	q.awaitWatch(t, 1, 1, "B watches A's node")
 	q.notYet(t, 1, "while A holds")
-	if err := a.l.Unlock(ctx); err != nil {
+	if err := a.l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	q.holds(t, 1, "B")
@@ -248,7 +248,7 @@ func TestLookAheadPartitionShortCtx(t *testing.T) {
 	}
 	q.proxy.Heal()
 	waitKids(t, q.ns.Conn(t), q.ns, 2) // H's and A's: B's went once healed
-	if err := q.hl.Unlock(ctx); err != nil {
+	if err := q.hl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	q.holds(t, 0, "A")
@@ -267,7 +267,7 @@ func TestLookAheadSessionExpires(t *testing.T) {
 		t.Fatalf("B's Lock after its session expired = %+v, want session.ErrLost", r)
 	}
 	waitKids(t, q.ns.Conn(t), q.ns, 2) // H's and A's
-	if err := q.hl.Unlock(ctx); err != nil {
+	if err := q.hl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	q.holds(t, 0, "A")

@@ -10,8 +10,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -63,7 +64,7 @@ func lockAsyncAfter(t testing.TB, ctx context.Context, lk mutex.Locker, clock *a
 		case <-a.unlockReq:
 		case <-a.stop:
 		}
-		a.unlockErr <- l.Unlock(context.Background())
+		a.unlockErr <- l.Release(context.Background())
 	}()
 	t.Cleanup(func() { close(a.stop) })
 	return a
@@ -167,7 +168,7 @@ func TestHolderSessionKilled(t *testing.T) {
 			if !errors.Is(cause, session.ErrSuspended) && !errors.Is(cause, session.ErrLost) {
 				t.Fatalf("holder cause = %v", cause)
 			}
-			if err := hl.Unlock(ctx); err != nil {
+			if err := hl.Release(ctx); err != nil {
 				t.Fatalf("Unlock of a lost lease: %v", err)
 			}
 		})
@@ -235,18 +236,18 @@ func TestShortCutStandard(t *testing.T) {
 				t.Fatalf("cause = %v, want session.ErrSuspended", err)
 			}
 			rec.Wait(t, wait, session.Reconnected)
-			if hs.Epoch().SessionID() != hl.SessionID() {
+			if hs.SessionID() != mutex.NodeSessionID(hl) {
 				t.Fatalf("short cut changed the session")
 			}
 			zktest.Eventually(t, wait, func() bool {
-				ok, _, err := raw.Exists(hl.Path())
+				ok, _, err := raw.Exists(mutex.NodePath(hl))
 				return err == nil && !ok
 			}, "node of the ended lease not deleted")
 			ol, err := other.TryLock(ctx)
 			if err != nil {
 				t.Fatalf("TryLock after the lost lease: %v", err)
 			}
-			if err := hl.Unlock(ctx); err != nil {
+			if err := hl.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
 
@@ -255,7 +256,7 @@ func TestShortCutStandard(t *testing.T) {
 			waitQueued(t, ns, k, hs)
 			p.Cut()
 			rec.Wait(t, wait, session.Reconnected)
-			if err := ol.Unlock(ctx); err != nil {
+			if err := ol.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
 			r := got.result(t)
@@ -297,16 +298,16 @@ func TestShortCutSessionOnly(t *testing.T) {
 			if err := hl.Err(); err != nil {
 				t.Fatalf("lease ended across a short cut: %v", err)
 			}
-			if ok, _, err := raw.Exists(hl.Path()); err != nil || !ok {
+			if ok, _, err := raw.Exists(mutex.NodePath(hl)); err != nil || !ok {
 				t.Fatalf("node gone after a short cut: %v %v", ok, err)
 			}
-			if _, err := other.TryLock(ctx); !errors.Is(err, mutex.ErrLocked) {
-				t.Fatalf("other TryLock = %v, want ErrLocked", err)
+			if _, err := other.TryLock(ctx); !errors.Is(err, recipes.ErrBusy) {
+				t.Fatalf("other TryLock = %v, want ErrBusy", err)
 			}
-			if err := hl.Unlock(ctx); err != nil {
+			if err := hl.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if ok, _, _ := raw.Exists(hl.Path()); ok {
+			if ok, _, _ := raw.Exists(mutex.NodePath(hl)); ok {
 				t.Fatalf("node left after Unlock")
 			}
 		})
@@ -314,7 +315,7 @@ func TestShortCutSessionOnly(t *testing.T) {
 }
 
 // TestThirdPartyDelete: someone deletes the holder's node. With the node
-// watch the holder's lease ends with ErrLockLost; in any case the next waiter
+// watch the holder's lease ends with ErrNodeDeleted; in any case the next waiter
 // acquires.
 func TestThirdPartyDelete(t *testing.T) {
 	for _, watch := range []bool{true, false} {
@@ -334,7 +335,7 @@ func TestThirdPartyDelete(t *testing.T) {
 				if k.fair {
 					waitKids(t, raw, ns, 2)
 				}
-				if err := raw.Delete(hl.Path(), -1); err != nil {
+				if err := raw.Delete(mutex.NodePath(hl), -1); err != nil {
 					t.Fatal(err)
 				}
 				r := got.result(t)
@@ -342,17 +343,17 @@ func TestThirdPartyDelete(t *testing.T) {
 					t.Fatal(r.err)
 				}
 				if watch {
-					if err := sessiontest.WaitDone(t, hl, wait); !errors.Is(err, mutex.ErrLockLost) {
-						t.Fatalf("holder cause = %v, want ErrLockLost", err)
+					if err := sessiontest.WaitDone(t, hl, wait); !errors.Is(err, recipes.ErrNodeDeleted) {
+						t.Fatalf("holder cause = %v, want ErrNodeDeleted", err)
 					}
 				} else if hl.Err() != nil {
 					t.Logf("holder noticed without the node watch: %v", hl.Err())
 				}
 				// The old holder's Unlock must not touch the new holder's node.
-				if err := hl.Unlock(ctx); err != nil {
+				if err := hl.Release(ctx); err != nil {
 					t.Fatal(err)
 				}
-				if ok, _, _ := raw.Exists(r.l.Path()); !ok {
+				if ok, _, _ := raw.Exists(mutex.NodePath(r.l)); !ok {
 					t.Fatalf("new holder's node deleted by the old holder's Unlock")
 				}
 				if err := got.unlock(t); err != nil {
@@ -404,11 +405,11 @@ func TestGhostNode(t *testing.T) {
 				if len(ks) != 1 || ks[0] != l.Node() {
 					t.Fatalf("nodes %q, lease %q", ks, l.Node())
 				}
-				_, st, err := raw.Get(l.Path())
-				if err != nil || st.EphemeralOwner != s.Epoch().SessionID() || st.Czxid != l.Token() {
+				_, st, err := raw.Get(mutex.NodePath(l))
+				if err != nil || st.EphemeralOwner != s.SessionID() || st.Czxid != l.Token() {
 					t.Fatalf("node stat %+v, %v", st, err)
 				}
-				if err := l.Unlock(ctx); err != nil {
+				if err := l.Release(ctx); err != nil {
 					t.Fatal(err)
 				}
 				if ks := kids(t, raw, ns); len(ks) != 0 {
@@ -456,7 +457,7 @@ func TestSameSessionBackAfterLocalLoss(t *testing.T) {
 	got := lockAsync(t, ctx, waiter, new(atomic.Int64))
 	raw := zktest.ConnT(t, px.Servers(), 0) // through the proxy too: it lives across the restart
 	waitKids(t, raw, ns, 2)
-	hid, wid := hs.Epoch().SessionID(), ws.Epoch().SessionID()
+	hid, wid := hs.SessionID(), ws.SessionID()
 
 	if err := srv.Kill(); err != nil {
 		t.Fatal(err)
@@ -478,9 +479,9 @@ func TestSameSessionBackAfterLocalLoss(t *testing.T) {
 	hrec.Wait(t, wait, session.Reconnected)
 	wrec.Wait(t, wait, session.Reconnected)
 	t.Logf("both sessions back %v after the restart began", time.Since(restarted))
-	if hs.Epoch().SessionID() != hid || ws.Epoch().SessionID() != wid {
+	if hs.SessionID() != hid || ws.SessionID() != wid {
 		t.Fatalf("the server did not keep the sessions (ids %x %x -> %x %x): the case under test did not happen",
-			hid, wid, hs.Epoch().SessionID(), ws.Epoch().SessionID())
+			hid, wid, hs.SessionID(), ws.SessionID())
 	}
 	raw2 := ns.Conn(t)
 	zktest.Eventually(t, wait, func() bool {
@@ -492,7 +493,7 @@ func TestSameSessionBackAfterLocalLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Unlock(ctx); err != nil {
+	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -509,7 +510,7 @@ func TestLockWhileDisconnected(t *testing.T) {
 			w := zktest.NewTap() // counts the client's connection attempts
 			s, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(10*time.Second), session.WithDialer(w.Dialer()))
 			rec := sessiontest.Record(t, s)
-			sid := s.Epoch().SessionID()
+			sid := s.SessionID()
 			lk := k.make(t, s)
 			ctx := ctxT(t)
 			p.Refuse(true)
@@ -553,8 +554,8 @@ func TestLockWhileDisconnected(t *testing.T) {
 			if r.l.Err() != nil {
 				t.Fatalf("lease: %v", r.l.Err())
 			}
-			if r.l.SessionID() != sid {
-				t.Fatalf("lease on session %x, want the original %x", r.l.SessionID(), sid)
+			if mutex.NodeSessionID(r.l) != sid {
+				t.Fatalf("lease on session %x, want the original %x", mutex.NodeSessionID(r.l), sid)
 			}
 			// Exactly our node: nothing created twice across the outage.
 			if ks := kids(t, raw, ns); len(ks) != 1 || ks[0] != r.l.Node() {

@@ -4,40 +4,43 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/zkrecipes/zkrecipes/recipes"
 	"reflect"
 	"sync"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/session"
 )
 
-// rollbackTimeout bounds the unlocks of a rolled-back multi-lock; what is not
+// rollbackTimeout bounds the releases of a rolled-back multi-lock; what is not
 // deleted by then is left to the session's guaranteed-delete queue.
 const rollbackTimeout = 5 * time.Second
 
 // Multi holds several locks as one (Curator's InterProcessMultiLock): Lock
 // takes them all, in the order given, under one ctx, or none; the lease's
-// Unlock releases them in reverse order. Locks that share a session and those
+// Release releases them in reverse order. Locks that share a session and those
 // on different sessions may be mixed. To avoid deadlocks between processes,
 // give the locks in the same order everywhere. A Multi is safe for concurrent
 // use (but see Mutex for the goroutine rules of reentrant locks: a multi-lock
-// holding a Mutex must be unlocked by the goroutine that locked it).
+// holding a Mutex must be released by the goroutine that locked it).
 type Multi struct {
 	locks []Locker
 }
 
 // NewMulti returns a multi-lock over locks (at least one, none nil: neither
 // a nil Locker nor a typed nil such as a (*Mutex)(nil)); otherwise it returns
-// an error matching ErrNoLocks that names the first nil lock.
+// an error matching session.ErrBadArgument that names the first nil lock.
 func NewMulti(locks ...Locker) (*Multi, error) {
 	if len(locks) == 0 {
-		return nil, ErrNoLocks
+		return nil, fmt.Errorf("mutex: multi-lock: %w: no locks", session.ErrBadArgument)
 	}
 	for i, l := range locks {
 		if l == nil {
-			return nil, fmt.Errorf("%w: lock %d is nil", ErrNoLocks, i)
+			return nil, fmt.Errorf("mutex: multi-lock: %w: lock %d is nil", session.ErrBadArgument, i)
 		}
 		if isNil(l) {
-			return nil, fmt.Errorf("%w: lock %d is a nil %T", ErrNoLocks, i, l)
+			return nil, fmt.Errorf("mutex: multi-lock: %w: lock %d is a nil %T", session.ErrBadArgument, i, l)
 		}
 	}
 	return &Multi{locks: append([]Locker(nil), locks...)}, nil
@@ -45,22 +48,22 @@ func NewMulti(locks ...Locker) (*Multi, error) {
 
 // Lock takes every lock in order, blocking within ctx. If one fails (ctx
 // ends, a lock is closed, the session is lost, ...), the locks already taken
-// are unlocked in reverse order before Lock returns the error (which names
+// are released in reverse order before Lock returns the error (which names
 // the lock that failed and wraps its error, e.g. context.Canceled). A nil ctx
-// gives ErrBadOption before any lock is tried.
+// gives session.ErrBadArgument before any lock is tried.
 func (m *Multi) Lock(ctx context.Context) (*MultiLease, error) {
 	return m.lock(ctx, false)
 }
 
 // TryLock takes every lock only if none needs waiting; otherwise it rolls
-// back and returns an error matching ErrLocked.
+// back and returns an error matching recipes.ErrBusy.
 func (m *Multi) TryLock(ctx context.Context) (*MultiLease, error) {
 	return m.lock(ctx, true)
 }
 
 func (m *Multi) lock(ctx context.Context, try bool) (*MultiLease, error) {
 	if ctx == nil {
-		return nil, fmt.Errorf("mutex: multi-lock: %w: nil context", ErrBadOption)
+		return nil, fmt.Errorf("mutex: multi-lock: %w: nil context", session.ErrBadArgument)
 	}
 	held := make([]*Lease, 0, len(m.locks))
 	for _, lk := range m.locks {
@@ -78,9 +81,9 @@ func (m *Multi) lock(ctx context.Context, try bool) (*MultiLease, error) {
 		}
 		if err != nil {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
-			rerr := unlockReverse(rctx, held)
+			rerr := releaseReverse(rctx, held)
 			cancel()
-			err = recipes.NewError("mutex", lk.Path(), err) // names the lock that failed
+			err = engine.NewError("mutex", lk.Path(), err) // names the lock that failed
 			if rerr != nil {
 				err = fmt.Errorf("%w (rollback: %w)", err, rerr)
 			}
@@ -108,10 +111,10 @@ func isNil(v any) bool {
 	return false
 }
 
-func unlockReverse(ctx context.Context, leases []*Lease) error {
+func releaseReverse(ctx context.Context, leases []*Lease) error {
 	var errs []error
 	for i := len(leases) - 1; i >= 0; i-- {
-		if err := leases[i].Unlock(ctx); err != nil {
+		if err := leases[i].Release(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -119,9 +122,9 @@ func unlockReverse(ctx context.Context, leases []*Lease) error {
 }
 
 // MultiLease is the handle of a held multi-lock. Done is closed as soon as
-// any of its locks is lost (or at Unlock); Err is the first cause. A nil
+// any of its locks is lost (or at Release); Err is the first cause. A nil
 // *MultiLease behaves as one that has ended: Done is closed, Err, the cause
-// of Context and Unlock's error match ErrBadOption, Leases is nil.
+// of Context and Release's error match session.ErrBadArgument, Leases is nil.
 type MultiLease struct {
 	leases []*Lease
 	ctx    context.Context
@@ -155,7 +158,9 @@ func (ml *MultiLease) Context() context.Context {
 }
 
 // errNilMultiLease is the error of a nil *MultiLease.
-func errNilMultiLease() error { return fmt.Errorf("%w: nil multi-lease", ErrBadOption) }
+func errNilMultiLease() error {
+	return fmt.Errorf("mutex: %w: nil multi-lease", session.ErrBadArgument)
+}
 
 // Leases returns the leases of the set, in locking order.
 func (ml *MultiLease) Leases() []*Lease {
@@ -165,16 +170,16 @@ func (ml *MultiLease) Leases() []*Lease {
 	return append([]*Lease(nil), ml.leases...)
 }
 
-// Unlock releases every lock in reverse order (see Lease.Unlock) and returns
+// Release releases every lock in reverse order (see Lease.Release) and returns
 // the errors joined. If the set holds a reentrant Mutex and the calling
-// goroutine is not the one that locked the set, Unlock releases nothing and
-// returns an error matching ErrNotOwner: every lock of the set stays held,
-// and Unlock may be called again from the right goroutine. Otherwise every
-// lock is released and Done is closed, with cause ErrReleased unless a lock
-// was lost before (also when a delete failed); calling Unlock again releases
+// goroutine is not the one that locked the set, Release releases nothing and
+// returns an error matching recipes.ErrNotOwner: every lock of the set stays held,
+// and Release may be called again from the right goroutine. Otherwise every
+// lock is released and Done is closed, with cause recipes.ErrReleased unless a lock
+// was lost before (also when a delete failed); calling Release again releases
 // nothing more. A nil ctx is taken as context.Background(), as by
-// Lease.Unlock.
-func (ml *MultiLease) Unlock(ctx context.Context) error {
+// Lease.Release.
+func (ml *MultiLease) Release(ctx context.Context) error {
 	if ml == nil {
 		return errNilMultiLease()
 	}
@@ -185,9 +190,9 @@ func (ml *MultiLease) Unlock(ctx context.Context) error {
 			return err
 		}
 	}
-	err := unlockReverse(ctx, ml.leases)
+	err := releaseReverse(ctx, ml.leases)
 	ml.once.Do(func() {
-		ml.cancel(ErrReleased)
+		ml.cancel(recipes.ErrReleased)
 		for _, stop := range ml.stops {
 			stop()
 		}

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -60,43 +62,43 @@ func TestNilInputs(t *testing.T) {
 		{Name: "New nil session", Call: func(t *testing.T) error {
 			m, err := mutex.NewReentrant(nil, lockPath)
 			return noLease(t, m, err)
-		}, Want: mutex.ErrNilSession, Arg: "nil session"},
+		}, Want: session.ErrBadArgument, Arg: "nil session"},
 		{Name: "NewNonFair nil session", Call: func(*testing.T) error {
 			_, err := mutex.NewNonFair(nil, lockPath)
 			return err
-		}, Want: mutex.ErrNilSession, Arg: "nil session"},
+		}, Want: session.ErrBadArgument, Arg: "nil session"},
 		{Name: "NewNonReentrant nil option", Call: func(*testing.T) error {
 			_, err := mutex.New(s, lockPath, nil)
 			return err
-		}, Want: mutex.ErrBadOption, Arg: "nil option"},
+		}, Want: session.ErrBadArgument, Arg: "nil option"},
 		{Name: "NewMulti typed nil Mutex", Call: func(t *testing.T) error {
 			ml, err := mutex.NewMulti(m, (*mutex.Reentrant)(nil))
 			return noLease(t, ml, err)
-		}, Want: mutex.ErrNoLocks, Arg: "lock 1"},
+		}, Want: session.ErrBadArgument, Arg: "lock 1"},
 		{Name: "NewMulti typed nil NonFair", Call: func(*testing.T) error {
 			_, err := mutex.NewMulti((*mutex.NonFair)(nil), m)
 			return err
-		}, Want: mutex.ErrNoLocks, Arg: "lock 0"},
+		}, Want: session.ErrBadArgument, Arg: "lock 0"},
 		{Name: "NewMulti typed nil NonReentrant", Call: func(*testing.T) error {
 			_, err := mutex.NewMulti(m, nf, (*mutex.Mutex)(nil))
 			return err
-		}, Want: mutex.ErrNoLocks, Arg: "lock 2"},
+		}, Want: session.ErrBadArgument, Arg: "lock 2"},
 		{Name: "NewMulti nil Locker", Call: func(*testing.T) error {
 			_, err := mutex.NewMulti(m, nil)
 			return err
-		}, Want: mutex.ErrNoLocks, Arg: "lock 1"},
+		}, Want: session.ErrBadArgument, Arg: "lock 1"},
 		{Name: "NewMulti none", Call: func(*testing.T) error {
 			_, err := mutex.NewMulti()
 			return err
-		}, Want: mutex.ErrNoLocks, Arg: "at least one"},
+		}, Want: session.ErrBadArgument, Arg: "no locks"},
 		{Name: "Multi.Lock nil ctx", Call: func(t *testing.T) error {
 			ml, err := multi.Lock(nilCtx)
 			return noLease(t, ml, err)
-		}, Want: mutex.ErrBadOption, Arg: "nil context"},
+		}, Want: session.ErrBadArgument, Arg: "nil context"},
 		{Name: "Multi.TryLock nil ctx", Call: func(t *testing.T) error {
 			ml, err := multi.TryLock(nilCtx)
 			return noLease(t, ml, err)
-		}, Want: mutex.ErrBadOption, Arg: "nil context"},
+		}, Want: session.ErrBadArgument, Arg: "nil context"},
 		{Name: "Multi.Lock of a Locker returning no lease", Call: func(t *testing.T) error {
 			multi, err := mutex.NewMulti(nilLocker{}, m)
 			if err != nil {
@@ -104,42 +106,42 @@ func TestNilInputs(t *testing.T) {
 			}
 			ml, err := multi.Lock(ctx)
 			return noLease(t, ml, err)
-		}, Want: mutex.ErrBadOption, Arg: "nil lease"},
+		}, Want: session.ErrBadArgument, Arg: "nil lease"},
 		{Name: "nil Lease Unlock", Call: func(*testing.T) error {
 			var l *mutex.Lease
-			return l.Unlock(ctx)
-		}, Want: mutex.ErrBadOption, Arg: "nil lease"},
+			return l.Release(ctx)
+		}, Want: session.ErrBadArgument, Arg: "nil lease"},
 		{Name: "nil MultiLease Unlock", Call: func(*testing.T) error {
 			var ml *mutex.MultiLease
-			return ml.Unlock(ctx)
-		}, Want: mutex.ErrBadOption, Arg: "nil multi-lease"},
+			return ml.Release(ctx)
+		}, Want: session.ErrBadArgument, Arg: "nil multi-lease"},
 	}
 	for _, k := range []struct {
 		name string
 		lk   interface {
 			mutex.Locker
-			Holder(context.Context) (mutex.Participant, bool, error)
+			Holder(context.Context) (recipes.Participant, bool, error)
 		}
 	}{{"Reentrant", m}, {"Mutex", nr}, {"NonFair", nf}} {
 		cases = append(cases,
 			sessiontest.NilCase{Name: k.name + ".Lock nil ctx", Call: func(t *testing.T) error {
 				l, err := k.lk.Lock(nilCtx)
 				return noLease(t, l, err)
-			}, Want: mutex.ErrBadOption, Arg: "nil context"},
+			}, Want: session.ErrBadArgument, Arg: "nil context"},
 			sessiontest.NilCase{Name: k.name + ".TryLock nil ctx", Call: func(t *testing.T) error {
 				l, err := k.lk.TryLock(nilCtx)
 				return noLease(t, l, err)
-			}, Want: mutex.ErrBadOption, Arg: "nil context"},
+			}, Want: session.ErrBadArgument, Arg: "nil context"},
 			sessiontest.NilCase{Name: k.name + ".Holder nil ctx", Call: func(t *testing.T) error {
 				p, ok, err := k.lk.Holder(nilCtx)
-				if ok || p != (mutex.Participant{}) {
+				if ok || p != (recipes.Participant{}) {
 					t.Errorf("Holder returned %+v, %v", p, ok)
 				}
 				return err
-			}, Want: mutex.ErrBadOption, Arg: "nil context"},
+			}, Want: session.ErrBadArgument, Arg: "nil context"},
 		)
 		if pl, ok := k.lk.(interface {
-			Participants(context.Context) ([]mutex.Participant, error)
+			Participants(context.Context) ([]recipes.Participant, error)
 		}); ok {
 			cases = append(cases, sessiontest.NilCase{Name: k.name + ".Participants nil ctx", Call: func(t *testing.T) error {
 				ps, err := pl.Participants(nilCtx)
@@ -147,14 +149,14 @@ func TestNilInputs(t *testing.T) {
 					t.Errorf("Participants returned %v", ps)
 				}
 				return err
-			}, Want: mutex.ErrBadOption, Arg: "nil context"})
+			}, Want: session.ErrBadArgument, Arg: "nil context"})
 		}
 	}
 	sessiontest.CheckNilCases(t, raw, ns.Root, cases)
 }
 
 // TestNilLeases: nil *Lease and *MultiLease behave as leases that have
-// ended: Done is closed, Err and the cause of Context match ErrBadOption and
+// ended: Done is closed, Err and the cause of Context match ErrBadArgument and
 // name the nil lease, the accessors return zero values.
 func TestNilLeases(t *testing.T) {
 	var l *mutex.Lease
@@ -173,16 +175,18 @@ func TestNilLeases(t *testing.T) {
 			default:
 				t.Errorf("Done of a nil %s is not closed", h.name)
 			}
-			if err := h.h.Err(); !errors.Is(err, mutex.ErrBadOption) || !strings.Contains(err.Error(), "nil") {
+			if err := h.h.Err(); !errors.Is(err, session.ErrBadArgument) || !strings.Contains(err.Error(), "nil") {
 				t.Errorf("Err of a nil %s = %v", h.name, err)
 			}
 			ctx := h.h.Context()
-			if ctx.Err() == nil || !errors.Is(context.Cause(ctx), mutex.ErrBadOption) {
+			if ctx.Err() == nil || !errors.Is(context.Cause(ctx), session.ErrBadArgument) {
 				t.Errorf("Context of a nil %s: err %v, cause %v", h.name, ctx.Err(), context.Cause(ctx))
 			}
 		}
-		if l.Token() != 0 || l.Path() != "" || l.Node() != "" || l.SessionID() != 0 || l.ID() != "" {
-			t.Errorf("accessors of a nil Lease: %d %q %q %d %q", l.Token(), l.Path(), l.Node(), l.SessionID(), l.ID())
+		// Token and Node are the Lease's accessors (Path, SessionID and
+		// ID are no longer part of the API).
+		if l.Token() != 0 || l.Node() != "" {
+			t.Errorf("accessors of a nil Lease: %d %q", l.Token(), l.Node())
 		}
 		if ls := ml.Leases(); ls != nil {
 			t.Errorf("Leases of a nil MultiLease = %v", ls)
@@ -216,13 +220,13 @@ func TestReentrantLockNilContext(t *testing.T) {
 	if p != nil {
 		t.Fatalf("panic: %v", p)
 	}
-	if !errors.Is(err, mutex.ErrBadOption) || !strings.Contains(err.Error(), "nil context") {
+	if !errors.Is(err, session.ErrBadArgument) || !strings.Contains(err.Error(), "nil context") {
 		t.Fatalf("Lock(nil) while holding = %v", err)
 	}
-	if err := l.Unlock(ctx); err != nil {
+	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if m.HeldByMe() {
+	if mutex.HeldByMe(m) {
 		t.Fatal("still held after the one Unlock")
 	}
 	waitKids(t, raw, ns, 0)
@@ -241,10 +245,10 @@ func TestUnlockNilContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Unlock(nilCtx); err != nil {
+	if err := l.Release(nilCtx); err != nil {
 		t.Fatalf("Unlock(nil) = %v", err)
 	}
-	if err := l.Err(); !errors.Is(err, mutex.ErrReleased) {
+	if err := l.Err(); !errors.Is(err, recipes.ErrReleased) {
 		t.Fatalf("Err after Unlock(nil) = %v", err)
 	}
 	waitKids(t, raw, ns, 0)
@@ -258,11 +262,11 @@ func TestUnlockNilContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitKids(t, raw, ns, 1)
-	if err := ml.Unlock(nilCtx); err != nil {
-		t.Fatalf("MultiLease.Unlock(nil) = %v", err)
+	if err := ml.Release(nilCtx); err != nil {
+		t.Fatalf("MultiLease.Release(nil) = %v", err)
 	}
-	if err := ml.Err(); !errors.Is(err, mutex.ErrReleased) {
-		t.Fatalf("Err after MultiLease.Unlock(nil) = %v", err)
+	if err := ml.Err(); !errors.Is(err, recipes.ErrReleased) {
+		t.Fatalf("Err after MultiLease.Release(nil) = %v", err)
 	}
 	waitKids(t, raw, ns, 0)
 }

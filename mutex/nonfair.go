@@ -2,16 +2,16 @@ package mutex
 
 import (
 	"context"
-	"errors"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
-// NonFairNode is the name of the non-fair lock's node in the lock directory:
+// nonFairNode is the name of the non-fair lock's node in the lock directory:
 // "<path>/lock". It matches no fair-lock marker, so a fair lock on the same
 // path ignores it (the two kinds do not exclude each other).
-const NonFairNode = "lock"
+const nonFairNode = "lock"
 
 // NonFair is a non-fair distributed lock: one EPHEMERAL node with a fixed
 // name, "<path>/lock", whose data names the owner ("<uuid> <participant
@@ -22,24 +22,24 @@ const NonFairNode = "lock"
 // a connection error during the create, the owner recognises its node by its
 // data and its ephemeralOwner. Not part of Curator.
 //
-// It is not reentrant; its lease may be unlocked from any goroutine. A second
+// It is not reentrant; its lease may be released from any goroutine. A second
 // Lock while this process holds the lock waits like any other. A NonFair is
 // safe for concurrent use.
 type NonFair struct {
-	in   *recipes.Engine
+	e    *engine.Engine
 	path string
 	id   string
-	held recipes.HeldLeases
+	held engine.HeldLeases
 }
 
 // NewNonFair returns a non-fair lock on path. It validates its arguments and
 // does no I/O.
 func NewNonFair(sess *session.Session, path string, opts ...Option) (*NonFair, error) {
-	in, c, err := newInternals(sess, path, opts)
+	e, c, err := newEngine(sess, path, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &NonFair{in: in, path: path, id: c.id}, nil
+	return &NonFair{e: e, path: path, id: c.id}, nil
 }
 
 // Path returns the lock's path as given to NewNonFair.
@@ -51,7 +51,7 @@ func (m *NonFair) Lock(ctx context.Context) (*Lease, error) {
 	if ctx == nil {
 		return nil, errNilContext(m.path)
 	}
-	l, err := m.in.AcquireFixed(ctx, NonFairNode, m.id)
+	l, err := m.e.AcquireFixed(ctx, nonFairNode, m.id)
 	if err != nil {
 		return nil, err
 	}
@@ -60,15 +60,12 @@ func (m *NonFair) Lock(ctx context.Context) (*Lease, error) {
 }
 
 // TryLock takes the lock if it is free, else returns an error matching
-// ErrLocked.
+// recipes.ErrBusy.
 func (m *NonFair) TryLock(ctx context.Context) (*Lease, error) {
 	if ctx == nil {
 		return nil, errNilContext(m.path)
 	}
-	l, err := m.in.TryAcquireFixed(ctx, NonFairNode, m.id)
-	if errors.Is(err, recipes.ErrWouldBlock) {
-		return nil, recipes.NewError("mutex", m.path, ErrLocked)
-	}
+	l, err := m.e.TryAcquireFixed(ctx, nonFairNode, m.id)
 	if err != nil {
 		return nil, err
 	}
@@ -77,22 +74,22 @@ func (m *NonFair) TryLock(ctx context.Context) (*Lease, error) {
 }
 
 // Held reports whether this process holds the lock through this NonFair: a
-// lease that has not been unlocked and has not ended. It does no I/O.
+// lease that has not been released and has not ended. It does no I/O.
 func (m *NonFair) Held() bool { return m.held.Count() > 0 }
 
 // Holder reads who holds the lock (its participant id, session and token):
 // ok is false when it is free. ctx bounds the read.
-func (m *NonFair) Holder(ctx context.Context) (p Participant, ok bool, err error) {
+func (m *NonFair) Holder(ctx context.Context) (p recipes.Participant, ok bool, err error) {
 	if ctx == nil {
-		return Participant{}, false, errNilContext(m.path)
+		return recipes.Participant{}, false, errNilContext(m.path)
 	}
-	h, err := m.in.FixedHolder(ctx, NonFairNode)
+	h, err := m.e.FixedHolder(ctx, nonFairNode)
 	if err != nil || h == nil {
-		return Participant{}, false, err
+		return recipes.Participant{}, false, err
 	}
 	return *h, true, nil
 }
 
-// Close ends the leases of this lock (cause ErrClosed), makes waiting Locks
-// return ErrClosed, and waits for its goroutines. Idempotent.
-func (m *NonFair) Close() error { return m.in.Close() }
+// Close ends the leases of this lock (cause session.ErrClosed), makes waiting Locks
+// return session.ErrClosed, and waits for its goroutines. Idempotent.
+func (m *NonFair) Close() error { return m.e.Close() }

@@ -2,98 +2,72 @@ package mutex
 
 import (
 	"fmt"
-	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/participant"
-	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
-// Option configures a lock constructor (New, NewReentrant, NewNonFair).
+// Option configures a lock constructor (New, NewReentrant, NewNonFair). An
+// invalid value makes the constructor fail with an error matching
+// session.ErrBadArgument.
 type Option func(*config) error
 
 type config struct {
 	id        string
-	idSet     bool
 	nodeWatch bool
 	lg        *zap.Logger
-	cleanup   time.Duration
 }
 
-// newInternals builds the configuration and the engine every lock type runs on.
-func newInternals(sess *session.Session, path string, opts []Option) (*recipes.Engine, *config, error) {
-	c, err := buildConfig(opts)
-	if err != nil {
-		return nil, nil, recipes.NewError("mutex", path, err)
+// newEngine builds the configuration and the engine every lock kind runs on.
+func newEngine(sess *session.Session, path string, opts []Option) (*engine.Engine, *config, error) {
+	c := &config{id: participant.LocalID(), nodeWatch: true}
+	for _, o := range opts {
+		if o == nil {
+			return nil, nil, engine.NewError("mutex", path, fmt.Errorf("%w: nil option", session.ErrBadArgument))
+		}
+		if err := o(c); err != nil {
+			return nil, nil, engine.NewError("mutex", path, err)
+		}
 	}
-	in, err := recipes.NewEngine(sess, path, c.internalsOptions()...)
+	eopts := []engine.Option{engine.WithName("mutex"), engine.WithNodeWatch(c.nodeWatch)}
+	if c.lg != nil {
+		eopts = append(eopts, engine.WithLogger(c.lg))
+	}
+	e, err := engine.New(sess, path, eopts...)
 	if err != nil {
 		return nil, nil, err
 	}
-	return in, c, nil
+	return e, c, nil
 }
 
-func buildConfig(opts []Option) (*config, error) {
-	c := &config{nodeWatch: true}
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("%w: nil option", ErrBadOption)
-		}
-		if err := o(c); err != nil {
-			return nil, err
-		}
-	}
-	if !c.idSet {
-		c.id = LocalID()
-	}
-	return c, nil
-}
-
-func (c *config) internalsOptions() []recipes.Option {
-	o := []recipes.Option{
-		recipes.WithName("mutex"),
-		recipes.WithNodeWatch(c.nodeWatch),
-	}
-	if c.lg != nil {
-		o = append(o, recipes.WithLogger(c.lg))
-	}
-	if c.cleanup > 0 {
-		o = append(o, recipes.WithCleanupTimeout(c.cleanup))
-	}
-	return o
-}
-
-// WithID sets the participant id stored in our lock node (Curator reads it as
-// the node's data). It must be non-empty valid UTF-8 of at most 512 KiB
-// without NUL bytes (a node stays well under ZooKeeper's 1 MiB packet limit);
-// otherwise the constructor returns an error matching ErrBadOption. Default:
-// LocalID(), as Curator's default is the local IP address as text.
+// WithID sets the participant id stored in our lock nodes, which
+// Participants and Holder report (Curator reads it as the node's data). It
+// must be non-empty valid UTF-8 of at most 512 KiB without NUL bytes.
+// Default: the local IP address as text, as in Curator (the first IPv4, else
+// IPv6, address of an up, non-loopback interface; else the host name).
 func WithID(id string) Option {
 	return func(c *config) error {
 		if err := participant.Validate(id); err != nil {
-			return fmt.Errorf("%w: %w", ErrBadOption, err)
+			return fmt.Errorf("%w: %w", session.ErrBadArgument, err)
 		}
-		c.id, c.idSet = id, true
+		c.id = id
 		return nil
 	}
 }
 
 // WithNodeWatch says whether a held lease watches its own node, so that a
-// deletion by a third party (an operator, a cleanup job) ends the lease at
-// once with ErrLockLost (default true). A holder sets it 100 ms after Lock
-// returned (no latency added), or inherits it from its wait when it waited
-// next in line for longer than 100 ms; so a deletion, before or after Lock
-// returned, ends the lease at once, or at the latest 100 ms (and a round
-// trip) after Lock returned. It costs one request and one watch notification
-// per hold (or wait next in line) longer than 100 ms, none for a shorter one.
-// It is also what lets a fair waiter take over on its predecessor's deletion
-// notice without reading the children, and so look ahead (see Algorithm in
-// the package doc): a Lock that queues behind two or more others costs one
-// more data watch, and its handoff one round trip less. Without it, the
-// holder learns of such a deletion only when its session ends, while the
-// next waiter already holds the lock, and every handoff reads the children.
+// deletion by a third party (an operator, a cleanup job) ends the lease with
+// recipes.ErrNodeDeleted (default true): at once, or at the latest 100 ms
+// and a round trip after Lock returned. It costs a request and a watch
+// notification per hold (or wait next in line) longer than 100 ms, and it
+// lets a fair waiter take over on its predecessor's deletion notice without
+// reading the children, and so look ahead (see the package documentation).
+// Without it, the holder learns of such a deletion only when its session
+// ends, while the next waiter already holds the lock, and every handoff
+// reads the children.
 func WithNodeWatch(on bool) Option {
 	return func(c *config) error {
 		c.nodeWatch = on
@@ -101,32 +75,13 @@ func WithNodeWatch(on bool) Option {
 	}
 }
 
-// WithLogger sets the logger (default: the session's logger, named "mutex").
+// WithLogger sets the logger (default: the session's, named "mutex").
 func WithLogger(lg *zap.Logger) Option {
 	return func(c *config) error {
 		if lg == nil {
-			return fmt.Errorf("%w: nil logger", ErrBadOption)
+			return fmt.Errorf("%w: nil logger", session.ErrBadArgument)
 		}
 		c.lg = lg
 		return nil
 	}
 }
-
-// WithCleanupTimeout bounds the detached delete of the node of a failed or
-// canceled Lock (default 5s); after it the delete is left to the session's
-// guaranteed-delete queue.
-func WithCleanupTimeout(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("%w: cleanup timeout %v", ErrBadOption, d)
-		}
-		c.cleanup = d
-		return nil
-	}
-}
-
-// LocalID returns the default participant id, as Curator's: the local IP
-// address as text (the first IPv4, else IPv6, address of an up, non-loopback
-// interface, link-local addresses excluded); the host name if there is none;
-// "127.0.0.1" if that fails too. It does no network I/O.
-func LocalID() string { return participant.LocalID() }

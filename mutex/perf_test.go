@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -92,7 +93,7 @@ func TestPerfNextInLineHoldsWithoutListing(t *testing.T) {
 			own := perfWatched(q.tap, q.dir+q.names[1])
 			kids := q.tap.Requests()[zktest.OpGetChildren2]
 			reads := q.tap.Requests()[zktest.OpGetData]
-			if err := q.hl.Unlock(ctx); err != nil {
+			if err := q.hl.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
 			waited := time.Since(q.since)
@@ -100,7 +101,7 @@ func TestPerfNextInLineHoldsWithoutListing(t *testing.T) {
 			if r.err != nil {
 				t.Fatalf("waiter: %v", r.err)
 			}
-			defer r.l.Unlock(ctx)
+			defer r.l.Release(ctx)
 			if held := r.at.Sub(q.since); waited > 50*time.Millisecond || held > 90*time.Millisecond {
 				t.Logf("the holder unlocked %v and the waiter held %v after it called Lock: not judged", waited, held)
 				return
@@ -137,7 +138,7 @@ func TestPerfNextInLineWatchesAfterDelay(t *testing.T) {
 		t.Errorf("the waiter watched its own node %v after it called Lock, before the 100 ms delay", d)
 	}
 	kids := q.tap.Requests()[zktest.OpGetChildren2]
-	if err := q.hl.Unlock(ctx); err != nil {
+	if err := q.hl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	r := <-q.got
@@ -147,7 +148,7 @@ func TestPerfNextInLineWatchesAfterDelay(t *testing.T) {
 	if n := q.tap.Requests()[zktest.OpGetChildren2] - kids; n != 0 {
 		t.Errorf("the handoff read the children %d times, want 0", n)
 	}
-	if err := r.l.Unlock(ctx); err != nil {
+	if err := r.l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -155,8 +156,8 @@ func TestPerfNextInLineWatchesAfterDelay(t *testing.T) {
 // TestPerfNextInLineEarlyDelete: a third party deletes the node of a waiter
 // second in line inside the 100 ms before it watches its own node, and the
 // holder unlocks right after. Whether the waiter still takes the lease on
-// the notice alone (then its lease ends with ErrLockLost once it sets its
-// watch) or learns of the delete first (its Lock fails with ErrLockLost),
+// the notice alone (then its lease ends with ErrNodeDeleted once it sets its
+// watch) or learns of the delete first (its Lock fails with ErrNodeDeleted),
 // the lease ends within the bound WithNodeWatch gives: 100 ms and a round
 // trip after the acquire (1.4 s of slack for a loaded machine: a lease
 // that set its watch seconds late would fail).
@@ -166,13 +167,13 @@ func TestPerfNextInLineEarlyDelete(t *testing.T) {
 	if err := q.raw.Delete(q.dir+q.names[1], -1); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.hl.Unlock(ctx); err != nil {
+	if err := q.hl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	r := <-q.got
 	if r.err != nil {
-		if !errors.Is(r.err, mutex.ErrLockLost) {
-			t.Fatalf("Lock: %v, want ErrLockLost or a lease that ends with it", r.err)
+		if !errors.Is(r.err, recipes.ErrNodeDeleted) {
+			t.Fatalf("Lock: %v, want ErrNodeDeleted or a lease that ends with it", r.err)
 		}
 		t.Logf("Lock failed: %v", r.err)
 		return
@@ -185,20 +186,20 @@ func TestPerfNextInLineEarlyDelete(t *testing.T) {
 	}
 	ended := time.Since(got)
 	t.Logf("the lease on a deleted node ended %v after Lock returned", ended)
-	if !errors.Is(r.l.Err(), mutex.ErrLockLost) {
-		t.Errorf("lease Err %v, want ErrLockLost", r.l.Err())
+	if !errors.Is(r.l.Err(), recipes.ErrNodeDeleted) {
+		t.Errorf("lease Err %v, want ErrNodeDeleted", r.l.Err())
 	}
 	if ended > 1500*time.Millisecond {
 		t.Errorf("the lease ended %v after Lock returned, want 100 ms and a round trip", ended)
 	}
-	_ = r.l.Unlock(ctx)
+	_ = r.l.Release(ctx)
 }
 
 // TestPerfDeepWaiterNoOwnWatch: a waiter third in line does not watch its own
 // node while it waits (the next decision reads the children anyway); it
 // watches the holder, two places ahead (see recipes.LooksAhead), still gets
 // the lock in order once both before it are gone, and a third party's delete
-// of its node while it waits still ends its Lock with ErrLockLost.
+// of its node while it waits still ends its Lock with ErrNodeDeleted.
 func TestPerfDeepWaiterNoOwnWatch(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	raw := ns.Conn(t)
@@ -227,7 +228,7 @@ func TestPerfDeepWaiterNoOwnWatch(t *testing.T) {
 	}
 
 	// Handoffs in order: H -> A -> B.
-	if err := hl.Unlock(ctx); err != nil {
+	if err := hl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	a := <-aGot
@@ -239,7 +240,7 @@ func TestPerfDeepWaiterNoOwnWatch(t *testing.T) {
 		t.Fatalf("B got the lock while A holds it: %+v", b)
 	default:
 	}
-	if err := a.l.Unlock(ctx); err != nil {
+	if err := a.l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	b := <-bGot
@@ -249,12 +250,12 @@ func TestPerfDeepWaiterNoOwnWatch(t *testing.T) {
 	if b.l.Node() != names[2] {
 		t.Errorf("B's lease node %q, want %q", b.l.Node(), names[2])
 	}
-	if err := b.l.Unlock(ctx); err != nil {
+	if err := b.l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 
 	// A third party deletes a deep waiter's node: its Lock fails with
-	// ErrLockLost once the holder goes (the read finds it gone).
+	// ErrNodeDeleted once the holder goes (the read finds it gone).
 	hl, err = hm.Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -269,18 +270,18 @@ func TestPerfDeepWaiterNoOwnWatch(t *testing.T) {
 	if err := raw.Delete(dir+names[2], -1); err != nil {
 		t.Fatal(err)
 	}
-	if err := hl.Unlock(ctx); err != nil {
+	if err := hl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	a = <-aGot
 	if a.err != nil {
 		t.Fatalf("A: %v", a.err)
 	}
-	if err := a.l.Unlock(ctx); err != nil {
+	if err := a.l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	b = <-bGot
-	if !errors.Is(b.err, mutex.ErrLockLost) {
-		t.Fatalf("B after a third-party delete of its node: %v, want ErrLockLost", b.err)
+	if !errors.Is(b.err, recipes.ErrNodeDeleted) {
+		t.Fatalf("B after a third-party delete of its node: %v, want ErrNodeDeleted", b.err)
 	}
 }

@@ -2,8 +2,8 @@ package mutex
 
 import (
 	"context"
-	"errors"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/goid"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
@@ -16,21 +16,20 @@ import (
 //
 // Reentrancy is per goroutine, as Curator's is per thread: a goroutine that
 // holds the lock may Lock again (each Lock returns its own handle and needs
-// its own Unlock; the node goes at the last one). Another goroutine's Lock
-// queues behind the holder even in the same process, and its Unlock of the
-// holder's handle fails with ErrNotOwner. Handing guarded work to another
-// goroutine does not hand over the ownership: keep Lock and Unlock in one
-// goroutine, or use Mutex, whose leases any goroutine may unlock. An errgroup
+// its own Release; the node goes at the last one). Another goroutine's Lock
+// queues behind the holder even in the same process, and its Release of the
+// holder's handle fails with recipes.ErrNotOwner. Handing guarded work to another
+// goroutine does not hand over the ownership: keep Lock and Release in one
+// goroutine, or use Mutex, whose leases any goroutine may release. An errgroup
 // child that locks while its parent holds the lock queues behind the parent.
 //
 // A Reentrant is safe for concurrent use.
 type Reentrant struct {
-	in   *recipes.Engine
+	e    *engine.Engine
 	path string
-	id   string
 	data []byte // id, the data of our nodes (one copy for every Lock; never written)
-	re   recipes.GoroutineHolds
-	held recipes.HeldLeases
+	re   engine.GoroutineHolds
+	held engine.HeldLeases
 }
 
 // NewReentrant returns a fair mutex on path (a recipe path, under the
@@ -38,22 +37,15 @@ type Reentrant struct {
 // arguments and does no I/O; the lock directory is created (as a container
 // node) at the first Lock.
 func NewReentrant(sess *session.Session, path string, opts ...Option) (*Reentrant, error) {
-	in, c, err := newInternals(sess, path, opts)
+	e, c, err := newEngine(sess, path, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &Reentrant{in: in, path: path, id: c.id, data: []byte(c.id)}, nil
+	return &Reentrant{e: e, path: path, data: []byte(c.id)}, nil
 }
 
 // Path returns the lock's path as given to NewReentrant.
 func (m *Reentrant) Path() string { return m.path }
-
-// ServerPath returns the full server path of the lock directory (namespace
-// included).
-func (m *Reentrant) ServerPath() string { return m.in.Path() }
-
-// ID returns the participant id stored in our lock nodes.
-func (m *Reentrant) ID() string { return m.id }
 
 // Lock blocks until the calling goroutine holds the lock and returns its
 // lease. If the goroutine already holds it, Lock returns at once with a new
@@ -64,9 +56,9 @@ func (m *Reentrant) ID() string { return m.id }
 // also when the lock was won just as ctx ended (it is released), and its
 // node is deleted as Mutex.Lock says. While the
 // session is suspended it keeps its place and waits. Other errors:
-// ErrClosed, session.ErrLost (the session ended while waiting; a wait never
-// carries over to a new session), ErrLockLost (our waiting node was deleted
-// by someone else), ZooKeeper errors; ErrBadOption for a nil ctx, before
+// session.ErrClosed, session.ErrLost (the session ended while waiting; a wait never
+// carries over to a new session), recipes.ErrNodeDeleted (our waiting node was deleted
+// by someone else), ZooKeeper errors; session.ErrBadArgument for a nil ctx, before
 // anything else (a holding goroutine does not re-enter then). Safe for
 // concurrent use.
 func (m *Reentrant) Lock(ctx context.Context) (*Lease, error) {
@@ -74,7 +66,7 @@ func (m *Reentrant) Lock(ctx context.Context) (*Lease, error) {
 }
 
 // TryLock is Lock without waiting: if another participant holds the lock it
-// returns an error matching ErrLocked (its node already deleted). ctx bounds
+// returns an error matching recipes.ErrBusy (its node already deleted). ctx bounds
 // the requests only. A goroutine that holds the lock re-enters it.
 func (m *Reentrant) TryLock(ctx context.Context) (*Lease, error) {
 	return m.lock(ctx, true)
@@ -86,19 +78,16 @@ func (m *Reentrant) lock(ctx context.Context, try bool) (*Lease, error) {
 	}
 	if l, _, err := m.re.Enter(); l != nil {
 		if err != nil {
-			return nil, recipes.NewError("mutex", m.path, err)
+			return nil, engine.NewError("mutex", m.path, err)
 		}
 		return &Lease{l: l, path: m.path, re: &m.re, owner: goid.ID()}, nil
 	}
-	var l *recipes.Lease
+	var l *engine.Lease
 	var err error
 	if try {
-		l, err = m.in.TryAcquire(ctx, driver, m.data)
-		if errors.Is(err, recipes.ErrWouldBlock) {
-			return nil, recipes.NewError("mutex", m.path, ErrLocked)
-		}
+		l, err = m.e.TryAcquire(ctx, driver, m.data)
 	} else {
-		l, err = m.in.Acquire(ctx, driver, m.data)
+		l, err = m.e.Acquire(ctx, driver, m.data)
 	}
 	if err != nil {
 		return nil, err
@@ -106,43 +95,38 @@ func (m *Reentrant) lock(ctx context.Context, try bool) (*Lease, error) {
 	if err := m.re.Add(l); err != nil {
 		// Cannot happen: only this goroutine adds for itself.
 		_ = l.Release(context.WithoutCancel(ctx))
-		return nil, recipes.NewError("mutex", m.path, err)
+		return nil, engine.NewError("mutex", m.path, err)
 	}
 	m.held.Add(l)
 	return &Lease{l: l, path: m.path, re: &m.re, owner: goid.ID()}, nil
 }
 
-// HeldByMe reports whether the calling goroutine holds the lock (Curator's
-// isOwnedByCurrentThread); a lost hold still counts until it is unlocked.
-// It does no I/O.
-func (m *Reentrant) HeldByMe() bool { return m.re.Count() > 0 }
-
 // Held reports whether any goroutine of this process holds the lock through
 // this Reentrant (Curator's isAcquiredInThisProcess): a hold that has not
-// been unlocked and whose lease has not ended. It does no I/O.
+// been released and whose lease has not ended. It does no I/O.
 func (m *Reentrant) Held() bool { return m.held.Count() > 0 }
 
 // Participants returns the lock's contenders in queue order: the holder
 // first, then the waiters. It reads the lock directory (ctx bounds it);
 // nodes of other processes, Curator's included, are listed with their ids.
-func (m *Reentrant) Participants(ctx context.Context) ([]Participant, error) {
+func (m *Reentrant) Participants(ctx context.Context) ([]recipes.Participant, error) {
 	if ctx == nil {
 		return nil, errNilContext(m.path)
 	}
-	return m.in.Participants(ctx, driver)
+	return m.e.Participants(ctx, driver)
 }
 
 // Holder reads who holds the lock: ok is false when it is free. ctx bounds
 // the reads.
-func (m *Reentrant) Holder(ctx context.Context) (p Participant, ok bool, err error) {
+func (m *Reentrant) Holder(ctx context.Context) (p recipes.Participant, ok bool, err error) {
 	if ctx == nil {
-		return Participant{}, false, errNilContext(m.path)
+		return recipes.Participant{}, false, errNilContext(m.path)
 	}
-	return holder(m.in.Participants(ctx, driver))
+	return holder(m.e.Participants(ctx, driver))
 }
 
-// Close ends the leases of this Reentrant (cause ErrClosed; their nodes are
-// deleted), makes waiting Locks return ErrClosed, and returns when every
+// Close ends the leases of this Reentrant (cause session.ErrClosed; their nodes are
+// deleted), makes waiting Locks return session.ErrClosed, and returns when every
 // goroutine it started has exited. Idempotent; calls after Close return
-// ErrClosed. The session stays open.
-func (m *Reentrant) Close() error { return m.in.Close() }
+// session.ErrClosed. The session stays open.
+func (m *Reentrant) Close() error { return m.e.Close() }

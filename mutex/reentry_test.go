@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -34,7 +36,7 @@ func TestReentrancy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !m.HeldByMe() {
+	if !mutex.HeldByMe(m) {
 		t.Fatal("HeldByMe = false")
 	}
 	if ks := lockKids(t, raw, ns); len(ks) != 1 || l1.Node() != ks[0] || l2.Node() != ks[0] || l3.Node() != ks[0] {
@@ -54,41 +56,41 @@ func TestReentrancy(t *testing.T) {
 	ch := make(chan res, 1)
 	go func() {
 		_, terr := m.TryLock(ctx)
-		ch <- res{held: m.HeldByMe(), try: terr, unl: l1.Unlock(ctx), inner: l3.Unlock(ctx)}
+		ch <- res{held: mutex.HeldByMe(m), try: terr, unl: l1.Release(ctx), inner: l3.Release(ctx)}
 	}()
 	r := <-ch
-	if r.held || !errors.Is(r.try, mutex.ErrLocked) {
+	if r.held || !errors.Is(r.try, recipes.ErrBusy) {
 		t.Fatalf("other goroutine: HeldByMe=%v TryLock=%v", r.held, r.try)
 	}
-	if !errors.Is(r.unl, mutex.ErrNotOwner) || !errors.Is(r.inner, mutex.ErrNotOwner) {
+	if !errors.Is(r.unl, recipes.ErrNotOwner) || !errors.Is(r.inner, recipes.ErrNotOwner) {
 		t.Fatalf("Unlock from another goroutine = %v, %v; want ErrNotOwner", r.unl, r.inner)
 	}
-	if _, err := other.TryLock(ctx); !errors.Is(err, mutex.ErrLocked) {
+	if _, err := other.TryLock(ctx); !errors.Is(err, recipes.ErrBusy) {
 		t.Fatalf("other session TryLock = %v", err)
 	}
 
 	// Unlock in any order; the node goes at the last one.
 	for i, l := range []*mutex.Lease{l2, l3} {
-		if err := l.Unlock(ctx); err != nil {
+		if err := l.Release(ctx); err != nil {
 			t.Fatalf("Unlock %d: %v", i, err)
 		}
-		if err := l.Unlock(ctx); err != nil { // idempotent per handle
+		if err := l.Release(ctx); err != nil { // idempotent per handle
 			t.Fatalf("second Unlock %d: %v", i, err)
 		}
 		if l1.Err() != nil || len(lockKids(t, raw, ns)) != 1 {
 			t.Fatalf("lock released before the last Unlock")
 		}
 	}
-	if err := l1.Unlock(ctx); err != nil {
+	if err := l1.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := sessiontest.WaitDone(t, l1, wait); !errors.Is(err, mutex.ErrReleased) {
+	if err := sessiontest.WaitDone(t, l1, wait); !errors.Is(err, recipes.ErrReleased) {
 		t.Fatalf("cause %v", err)
 	}
 	if ks := lockKids(t, raw, ns); len(ks) != 0 {
 		t.Fatalf("nodes left %q", ks)
 	}
-	if m.HeldByMe() {
+	if mutex.HeldByMe(m) {
 		t.Fatal("HeldByMe after last Unlock")
 	}
 }
@@ -104,21 +106,21 @@ func TestReentryAfterLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := raw.Delete(l.Path(), -1); err != nil {
+	if err := raw.Delete(mutex.NodePath(l), -1); err != nil {
 		t.Fatal(err)
 	}
 	sessiontest.WaitDone(t, l, wait)
-	if _, err := m.Lock(ctx); !errors.Is(err, mutex.ErrLockLost) {
-		t.Fatalf("nested Lock after loss = %v, want ErrLockLost", err)
+	if _, err := m.Lock(ctx); !errors.Is(err, recipes.ErrNodeDeleted) {
+		t.Fatalf("nested Lock after loss = %v, want ErrNodeDeleted", err)
 	}
-	if err := l.Unlock(ctx); err != nil {
+	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	l2, err := m.Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l2.Unlock(ctx)
+	l2.Release(ctx)
 }
 
 // TestNonReentrant: the handle may be unlocked from another goroutine; a
@@ -137,8 +139,8 @@ func TestNonReentrant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.TryLock(ctx); !errors.Is(err, mutex.ErrLocked) {
-		t.Fatalf("TryLock by the holder = %v, want ErrLocked", err)
+	if _, err := m.TryLock(ctx); !errors.Is(err, recipes.ErrBusy) {
+		t.Fatalf("TryLock by the holder = %v, want ErrBusy", err)
 	}
 
 	// A second Lock by the same goroutine waits until ctx ends. The deadline
@@ -167,7 +169,7 @@ func TestNonReentrant(t *testing.T) {
 	got := lockAsync(t, ctx, m, new(atomic.Int64))
 	waitKids(t, raw, ns, 2)
 	unl := make(chan error, 1)
-	go func() { unl <- l1.Unlock(ctx) }()
+	go func() { unl <- l1.Release(ctx) }()
 	if err := <-unl; err != nil {
 		t.Fatalf("Unlock from another goroutine: %v", err)
 	}
@@ -175,7 +177,7 @@ func TestNonReentrant(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if err := r.l.Unlock(ctx); err != nil { // any goroutine may unlock
+	if err := r.l.Release(ctx); err != nil { // any goroutine may unlock
 		t.Fatal(err)
 	}
 	waitKids(t, raw, ns, 0)
@@ -196,14 +198,14 @@ func TestExcludesAcrossKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nr.TryLock(ctx); !errors.Is(err, mutex.ErrLocked) {
+	if _, err := nr.TryLock(ctx); !errors.Is(err, recipes.ErrBusy) {
 		t.Fatalf("NonReentrant TryLock while Mutex holds = %v", err)
 	}
 	ps, err := nr.Participants(ctx)
 	if err != nil || len(ps) != 1 || ps[0].Node != l.Node() {
 		t.Fatalf("Participants = %+v, %v", ps, err)
 	}
-	l.Unlock(ctx)
+	l.Release(ctx)
 }
 
 // TestMultiRollback: a multi-lock whose second lock is held elsewhere times
@@ -272,14 +274,14 @@ func TestMultiRollback(t *testing.T) {
 		kb, _, _ = raw.Children(ns.Path("/locks/b"))
 		return len(kb) == 1 && kb[0] == bl.Node()
 	}, "/locks/b: %q, want only the blocker's node %s", &kb, bl.Node())
-	if _, err := ml.TryLock(ctx); !errors.Is(err, mutex.ErrLocked) {
-		t.Fatalf("multi TryLock = %v, want ErrLocked", err)
+	if _, err := ml.TryLock(ctx); !errors.Is(err, recipes.ErrBusy) {
+		t.Fatalf("multi TryLock = %v, want ErrBusy", err)
 	}
-	if a.HeldByMe() {
+	if mutex.HeldByMe(a) {
 		t.Fatal("a still held after the rollback")
 	}
 
-	bl.Unlock(ctx)
+	bl.Release(ctx)
 	mlease, err := ml.Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -288,13 +290,13 @@ func TestMultiRollback(t *testing.T) {
 		t.Fatalf("leases %d, err %v", len(mlease.Leases()), mlease.Err())
 	}
 	// Losing one lock ends the set.
-	if err := raw.Delete(mlease.Leases()[1].Path(), -1); err != nil {
+	if err := raw.Delete(mutex.NodePath(mlease.Leases()[1]), -1); err != nil {
 		t.Fatal(err)
 	}
-	if err := sessiontest.WaitDone(t, mlease, wait); !errors.Is(err, mutex.ErrLockLost) {
+	if err := sessiontest.WaitDone(t, mlease, wait); !errors.Is(err, recipes.ErrNodeDeleted) {
 		t.Fatalf("multi cause = %v", err)
 	}
-	if err := mlease.Unlock(ctx); err != nil {
+	if err := mlease.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"/locks/a", "/locks/b", "/locks/c"} {
@@ -303,10 +305,10 @@ func TestMultiRollback(t *testing.T) {
 			t.Fatalf("%s left: %q", p, k)
 		}
 	}
-	if _, err := mutex.NewMulti(); !errors.Is(err, mutex.ErrNoLocks) {
+	if _, err := mutex.NewMulti(); !errors.Is(err, session.ErrBadArgument) {
 		t.Fatalf("NewMulti() = %v", err)
 	}
-	if _, err := mutex.NewMulti(a, nil); !errors.Is(err, mutex.ErrNoLocks) {
+	if _, err := mutex.NewMulti(a, nil); !errors.Is(err, session.ErrBadArgument) {
 		t.Fatalf("NewMulti(a, nil) = %v", err)
 	}
 }
@@ -360,7 +362,7 @@ func TestMultiUnlockNotOwner(t *testing.T) {
 		case <-unlockReq:
 		case <-stop:
 		}
-		unlocked <- l.Unlock(ctx)
+		unlocked <- l.Release(ctx)
 	}()
 	t.Cleanup(func() { close(stop); <-done })
 	r := sessiontest.Recv(t, locked, wait, "multi Lock")
@@ -368,7 +370,7 @@ func TestMultiUnlockNotOwner(t *testing.T) {
 		t.Fatal(r.err)
 	}
 
-	if err := r.l.Unlock(ctx); !errors.Is(err, mutex.ErrNotOwner) {
+	if err := r.l.Release(ctx); !errors.Is(err, recipes.ErrNotOwner) {
 		t.Fatalf("Unlock from another goroutine = %v, want ErrNotOwner", err)
 	}
 	if err := r.l.Err(); err != nil {
@@ -376,10 +378,10 @@ func TestMultiUnlockNotOwner(t *testing.T) {
 	}
 	for i, l := range r.l.Leases() {
 		if err := l.Err(); err != nil {
-			t.Fatalf("lease %d (%s) ended by a refused Unlock: %v", i, l.Path(), err)
+			t.Fatalf("lease %d (%s) ended by a refused Unlock: %v", i, mutex.NodePath(l), err)
 		}
-		if ok, _, err := raw.Exists(l.Path()); err != nil || !ok {
-			t.Fatalf("lease %d: node %s gone after a refused Unlock (%v)", i, l.Path(), err)
+		if ok, _, err := raw.Exists(mutex.NodePath(l)); err != nil || !ok {
+			t.Fatalf("lease %d: node %s gone after a refused Unlock (%v)", i, mutex.NodePath(l), err)
 		}
 	}
 	// Still exclusive for everyone else.
@@ -395,8 +397,8 @@ func TestMultiUnlockNotOwner(t *testing.T) {
 	}
 	defer oc.Close()
 	for _, lk := range []mutex.Locker{ob, oc} {
-		if _, err := lk.TryLock(ctx); !errors.Is(err, mutex.ErrLocked) {
-			t.Fatalf("%s: TryLock by another session = %v, want ErrLocked", lk.Path(), err)
+		if _, err := lk.TryLock(ctx); !errors.Is(err, recipes.ErrBusy) {
+			t.Fatalf("%s: TryLock by another session = %v, want ErrBusy", lk.Path(), err)
 		}
 	}
 
@@ -404,7 +406,7 @@ func TestMultiUnlockNotOwner(t *testing.T) {
 	if err := sessiontest.Recv(t, unlocked, wait, "owner's Unlock"); err != nil {
 		t.Fatalf("owner's Unlock: %v", err)
 	}
-	if err := r.l.Err(); !errors.Is(err, mutex.ErrReleased) {
+	if err := r.l.Err(); !errors.Is(err, recipes.ErrReleased) {
 		t.Fatalf("set cause after Unlock = %v, want ErrReleased", err)
 	}
 	for _, p := range []string{"/locks/a", "/locks/b", "/locks/c"} {

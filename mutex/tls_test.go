@@ -5,14 +5,15 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // Every lock kind works over TLS (sessions on the secure port of the
 // package's shared TLS server): one session holds, another's TryLock fails
-// with ErrLocked and its Lock waits, and gets the lock with a greater token
+// with ErrBusy and its Lock waits, and gets the lock with a greater token
 // once the first unlocks; nothing is left behind.
 func TestTLSLockHandover(t *testing.T) {
 	for _, k := range kinds {
@@ -28,8 +29,8 @@ func TestTLSLockHandover(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Lock over TLS: %v", err)
 			}
-			if _, err := b.TryLock(ctx); !errors.Is(err, mutex.ErrLocked) {
-				t.Fatalf("TryLock while held: %v, want ErrLocked", err)
+			if _, err := b.TryLock(ctx); !errors.Is(err, recipes.ErrBusy) {
+				t.Fatalf("TryLock while held: %v, want ErrBusy", err)
 			}
 			// b locks on a goroutine of its own, which also unlocks (a
 			// reentrant lease must be unlocked by its goroutine).
@@ -50,7 +51,7 @@ func TestTLSLockHandover(t *testing.T) {
 					return
 				}
 				<-release
-				unlocked <- l.Unlock(ctx)
+				unlocked <- l.Release(ctx)
 			}()
 			waitQueued(t, ns, k, sb)
 			select {
@@ -58,7 +59,7 @@ func TestTLSLockHandover(t *testing.T) {
 				t.Fatalf("second Lock returned while the first held: %v, %v", r.l, r.err)
 			default:
 			}
-			if err := la.Unlock(ctx); err != nil {
+			if err := la.Release(ctx); err != nil {
 				t.Fatalf("Unlock: %v", err)
 			}
 			r := sessiontest.Recv(t, got, wait, "second Lock")

@@ -111,7 +111,7 @@ func testWatchesPerRelease(t *testing.T, watch bool) {
 	var sids []int64
 	tapped := func() *session.Session {
 		s, w := tappedSession(t, ns)
-		taps, sids = append(taps, w), append(sids, s.Epoch().SessionID())
+		taps, sids = append(taps, w), append(sids, s.SessionID())
 		return s
 	}
 	holder := newMutex(t, tapped(), opt)
@@ -125,7 +125,7 @@ func testWatchesPerRelease(t *testing.T, watch bool) {
 	}
 
 	var mu sync.Mutex
-	owner := map[string]int64{hl.Path(): hl.SessionID()} // lock node → owning session
+	owner := map[string]int64{mutex.NodePath(hl): mutex.NodeSessionID(hl)} // lock node → owning session
 	errs := make(chan error, waiters)
 	var wg sync.WaitGroup
 	for i := 0; i < waiters; i++ {
@@ -136,9 +136,9 @@ func testWatchesPerRelease(t *testing.T, watch bool) {
 			l, err := m.Lock(ctx)
 			if err == nil {
 				mu.Lock()
-				owner[l.Path()] = l.SessionID()
+				owner[mutex.NodePath(l)] = mutex.NodeSessionID(l)
 				mu.Unlock()
-				err = l.Unlock(ctx)
+				err = l.Release(ctx)
 			}
 			errs <- err
 		}()
@@ -162,7 +162,7 @@ func testWatchesPerRelease(t *testing.T, watch bool) {
 	}
 	fired0, events0 := watchCounters(t, addr)
 
-	if err := hl.Unlock(ctx); err != nil {
+	if err := hl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
@@ -311,7 +311,7 @@ func testHerdControl(t *testing.T) {
 	zktest.Eventually(t, wait, func() bool { return watchesUnder(t, addr, ns.Root) == waiters },
 		"the %d waiters do not all watch the lock node", waiters)
 	fired0, events0 := watchCounters(t, addr)
-	if err := hl.Unlock(ctx); err != nil {
+	if err := hl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// The winner holds until we unlock it: one delete so far.
@@ -332,7 +332,7 @@ func testHerdControl(t *testing.T) {
 	}
 	l := first
 	for i := 0; ; i++ {
-		if err := l.Unlock(ctx); err != nil {
+		if err := l.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if i == waiters-1 {

@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -93,7 +94,7 @@ func TestWatchesBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { nonFair.Close() })
-	sid := s.Epoch().SessionID()
+	sid := s.SessionID()
 	phase := func(what string, n int, start time.Time) {
 		t.Logf("%d %s in %v (%v each): watches client=%d", n, what, time.Since(start).Round(time.Millisecond),
 			(time.Since(start) / time.Duration(n)).Round(10*time.Microsecond), tap.WatchCount())
@@ -101,16 +102,16 @@ func TestWatchesBounded(t *testing.T) {
 
 	start := time.Now()
 	for i := 0; i < pileNonFairTries; i++ {
-		if _, err := nonFair.TryLock(ctx); !errors.Is(err, mutex.ErrLocked) {
-			t.Fatalf("NonFair.TryLock %d = %v, want ErrLocked", i, err)
+		if _, err := nonFair.TryLock(ctx); !errors.Is(err, recipes.ErrBusy) {
+			t.Fatalf("NonFair.TryLock %d = %v, want ErrBusy", i, err)
 		}
 	}
 	phase("failed NonFair.TryLock", pileNonFairTries, start)
 
 	start = time.Now()
 	for i := 0; i < pileFairTries; i++ {
-		if _, err := fair.TryLock(ctx); !errors.Is(err, mutex.ErrLocked) {
-			t.Fatalf("fair TryLock %d = %v, want ErrLocked", i, err)
+		if _, err := fair.TryLock(ctx); !errors.Is(err, recipes.ErrBusy) {
+			t.Fatalf("fair TryLock %d = %v, want ErrBusy", i, err)
 		}
 	}
 	phase("failed fair TryLock", pileFairTries, start)
@@ -144,7 +145,7 @@ func TestWatchesBounded(t *testing.T) {
 			defer wg.Done()
 			l, err := fair.Lock(wctx)
 			if err == nil {
-				_ = l.Unlock(context.Background())
+				_ = l.Release(context.Background())
 				err = errors.New("a waiter got the lock while the holder held it")
 			} else if errors.Is(err, context.Canceled) {
 				err = nil

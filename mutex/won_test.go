@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -46,7 +46,7 @@ func TestWonAsCtxEnded(t *testing.T) {
 				dir := ns.Path(lockPath)
 				if watch {
 					hp.OnRequest(func(r zktest.Request) zktest.Action {
-						if armed.Load() && r.Op == zktest.OpDelete && r.Path == hl.Path() && !fired.Swap(true) {
+						if armed.Load() && r.Op == zktest.OpDelete && r.Path == mutex.NodePath(hl) && !fired.Swap(true) {
 							cancel() // before the delete reaches the server
 						}
 						return zktest.Forward
@@ -65,7 +65,7 @@ func TestWonAsCtxEnded(t *testing.T) {
 				// pass unhooked.
 				waitQueued(t, ns, k, ws)
 				armed.Store(true)
-				if err := hl.Unlock(ctx); err != nil {
+				if err := hl.Release(ctx); err != nil {
 					t.Fatal(err)
 				}
 				r := got.result(t)
@@ -82,7 +82,7 @@ func TestWonAsCtxEnded(t *testing.T) {
 				if err != nil {
 					t.Fatalf("lock leaked: TryLock = %v", err)
 				}
-				l.Unlock(ctx)
+				l.Release(ctx)
 			})
 		}
 	}
@@ -119,7 +119,7 @@ func TestWonAsCtxEndedNonFair(t *testing.T) {
 	got := lockAsync(t, wctx, waiter, new(atomic.Int64))
 	zktest.Eventually(t, wait, func() bool { return reads.Load() >= 2 }, "waiter never watched the node")
 	armed.Store(true)
-	if err := hl.Unlock(ctx); err != nil {
+	if err := hl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	r := got.result(t)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -64,12 +64,12 @@ func TestACLRWLockNodes(t *testing.T) {
 	qctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	queued := make(chan error, 2)
-	for i, side := range []rwlock.Side{rwlock.Write, rwlock.Read} {
+	for i, side := range []Side{Write, Read} {
 		lk := locks[i+1]
 		go func() {
 			l, err := acquire(qctx, lk, side, false)
 			if err == nil {
-				_ = l.Unlock(context.Background())
+				_ = l.Release(context.Background())
 			}
 			queued <- err
 		}()
@@ -90,8 +90,8 @@ func TestACLRWLockNodes(t *testing.T) {
 			writes++
 		}
 	}
-	if reads != 2 || writes != 1 || !containsStr(nodes, r.Path()) || !containsStr(nodes, dir) || !containsStr(nodes, app) {
-		t.Errorf("nodes read: %v; want the namespace, the directory, %s (placed), a queued reader's and a queued writer's node", nodes, r.Path())
+	if reads != 2 || writes != 1 || !containsStr(nodes, rwlock.NodePath(r)) || !containsStr(nodes, dir) || !containsStr(nodes, app) {
+		t.Errorf("nodes read: %v; want the namespace, the directory, %s (placed), a queued reader's and a queued writer's node", nodes, rwlock.NodePath(r))
 	}
 	cancel()
 	for i := 0; i < 2; i++ {
@@ -131,9 +131,9 @@ func TestACLRWLockIntruder(t *testing.T) {
 			s, log := sessiontest.ConnectIntruder(t, ns, who)
 			for _, k := range kinds {
 				lk := k.make(t, s)
-				for _, side := range []rwlock.Side{rwlock.Read, rwlock.Write} {
+				for _, side := range []Side{Read, Write} {
 					for _, try := range []bool{false, true} {
-						name := k.name + " " + side.String()
+						name := k.name + " " + side
 						if try {
 							name += " try"
 						}
@@ -147,7 +147,7 @@ func TestACLRWLockIntruder(t *testing.T) {
 					}
 				}
 			}
-			if err := s.Conn().Delete(rd.Path(), -1); !errors.Is(err, zk.ErrNoAuth) {
+			if err := s.Conn().Delete(rwlock.NodePath(rd), -1); !errors.Is(err, zk.ErrNoAuth) {
 				t.Errorf("delete of the reader's node without alice's credentials = %v, want zk.ErrNoAuth", err)
 			}
 			if got := sortedKids(t, admin, dir); len(got) != 1 || got[0] != rd.Node() {
@@ -163,7 +163,7 @@ func TestACLRWLockIntruder(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TryRLock with alice's credentials: %v", err)
 	}
-	if err := w.Unlock(ctx); err != nil {
+	if err := w.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -185,18 +185,18 @@ func TestACLRWLockOpenDirectory(t *testing.T) {
 	s, log := sessiontest.ConnectIntruder(t, ns, "")
 	lk := newRWMutex(t, s)
 	ctx := ctxT(t)
-	for _, c := range []struct{ held, want rwlock.Side }{{rwlock.Write, rwlock.Read}, {rwlock.Read, rwlock.Write}} {
+	for _, c := range []struct{ held, want Side }{{Write, Read}, {Read, Write}} {
 		held, err := acquire(ctx, own, c.held, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		name := c.want.String() + " behind a " + c.held.String()
-		oe := sessiontest.CheckRefused(t, name, log, admin, held.Path(), aliceOnly, func(ctx context.Context) error {
+		name := c.want + " behind a " + c.held
+		oe := sessiontest.CheckRefused(t, name, log, admin, rwlock.NodePath(held), aliceOnly, func(ctx context.Context) error {
 			_, err := acquire(ctx, lk, c.want, false)
 			return err
 		})
-		if oe != nil && (oe.Op != "watch" || oe.Path != held.Path()) {
-			t.Errorf("%s: refused %s %s, want the watch of alice's %s", name, oe.Op, oe.Path, held.Path())
+		if oe != nil && (oe.Op != "watch" || oe.Path != rwlock.NodePath(held)) {
+			t.Errorf("%s: refused %s %s, want the watch of alice's %s", name, oe.Op, oe.Path, rwlock.NodePath(held))
 		}
 		zktest.Eventually(t, wait, func() bool {
 			k := sortedKids(t, admin, dir)
@@ -205,7 +205,7 @@ func TestACLRWLockOpenDirectory(t *testing.T) {
 		if err := held.Err(); err != nil {
 			t.Fatalf("alice's lease ended: %v", err)
 		}
-		if err := held.Unlock(ctx); err != nil {
+		if err := held.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -39,15 +40,15 @@ func TestNormalPath(t *testing.T) {
 				t.Fatalf("TryRLock beside a reader: %v", err)
 			}
 			for _, l := range []*rwlock.Lease{l1, l2} {
-				if l.Side() != rwlock.Read || l.Err() != nil || l.Token() <= 0 || !nodeName.MatchString(l.Node()) {
-					t.Fatalf("read lease: side %v, err %v, token %d, node %q", l.Side(), l.Err(), l.Token(), l.Node())
+				if rwlock.LeaseKind(l) != Read || l.Err() != nil || l.Token() <= 0 || !nodeName.MatchString(l.Node()) {
+					t.Fatalf("read lease: side %v, err %v, token %d, node %q", rwlock.LeaseKind(l), l.Err(), l.Token(), l.Node())
 				}
 			}
 			if l2.Token() <= l1.Token() {
 				t.Errorf("tokens %d then %d: not growing", l1.Token(), l2.Token())
 			}
-			if _, err := w.TryLock(ctx); !errors.Is(err, rwlock.ErrLocked) {
-				t.Fatalf("TryLock while read-locked: %v, want ErrLocked", err)
+			if _, err := w.TryLock(ctx); !errors.Is(err, recipes.ErrBusy) {
+				t.Fatalf("TryLock while read-locked: %v, want ErrBusy", err)
 			}
 			if ks := nodes(t, raw, ns); len(ks) != 2 {
 				t.Fatalf("a failed TryLock left nodes: %q", ks)
@@ -55,67 +56,67 @@ func TestNormalPath(t *testing.T) {
 
 			// A writer queues behind both readers.
 			var clock atomic.Int64
-			wa := lockAsync(t, ctx, w, rwlock.Write, &clock)
-			ps := waitWaiting(t, ctx, w, wrd, 3, func(p rwlock.Participant) bool { return p.ID == "w" })
+			wa := lockAsync(t, ctx, w, Write, &clock)
+			ps := waitWaiting(t, ctx, w, wrd, 3, func(p recipes.Participant) bool { return p.ID == "w" })
 			wantPs := []struct {
 				id    string
-				side  rwlock.Side
+				side  Side
 				holds bool
-			}{{"r1", rwlock.Read, true}, {"r2", rwlock.Read, true}, {"w", rwlock.Write, false}}
+			}{{"r1", Read, true}, {"r2", Read, true}, {"w", Write, false}}
 			for i, p := range ps {
-				if p.ID != wantPs[i].id || p.Side != wantPs[i].side || p.Holds != wantPs[i].holds || !nodeName.MatchString(p.Node) {
+				if p.ID != wantPs[i].id || p.Kind != wantPs[i].side || p.Holds != wantPs[i].holds || !nodeName.MatchString(p.Node) {
 					t.Fatalf("participant %d: %+v, want %+v", i, p, wantPs[i])
 				}
 			}
-			if ps[0].Node != l1.Node() || ps[0].Token != l1.Token() || ps[0].SessionID != l1.SessionID() {
+			if ps[0].Node != l1.Node() || ps[0].Token != l1.Token() || ps[0].SessionID != rwlock.NodeSessionID(l1) {
 				t.Fatalf("participant 0 %+v does not match lease %s", ps[0], l1.Node())
 			}
 			// A reader arriving now waits for the writer: TryRLock fails.
-			if _, err := late.TryRLock(ctx); !errors.Is(err, rwlock.ErrLocked) {
-				t.Fatalf("TryRLock behind a queued writer: %v, want ErrLocked", err)
+			if _, err := late.TryRLock(ctx); !errors.Is(err, recipes.ErrBusy) {
+				t.Fatalf("TryRLock behind a queued writer: %v, want ErrBusy", err)
 			}
 			wa.pending(t, "writer behind two readers")
 
 			u1 := clock.Add(1)
-			if err := l1.Unlock(ctx); err != nil {
+			if err := l1.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
 			wa.pending(t, "writer behind one reader") // still waits for r2: it read r2's node
 			u2 := clock.Add(1)
-			if err := l2.Unlock(ctx); err != nil {
+			if err := l2.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
 			got := wa.held(t)
 			if got.n < u2 || got.n < u1 {
 				t.Fatalf("writer acquired (#%d) before the readers unlocked (#%d, #%d)", got.n, u1, u2)
 			}
-			if got.l.Side() != rwlock.Write || !nodeName.MatchString(got.l.Node()) || got.l.ID() != "w" || got.l.Token() <= l2.Token() {
-				t.Fatalf("write lease: side %v node %q id %q token %d", got.l.Side(), got.l.Node(), got.l.ID(), got.l.Token())
+			if rwlock.LeaseKind(got.l) != Write || !nodeName.MatchString(got.l.Node()) || rwlock.NodeID(got.l) != "w" || got.l.Token() <= l2.Token() {
+				t.Fatalf("write lease: side %v node %q id %q token %d", rwlock.LeaseKind(got.l), got.l.Node(), rwlock.NodeID(got.l), got.l.Token())
 			}
-			data, st, err := raw.Get(got.l.Path())
-			if err != nil || string(data) != "w" || st.EphemeralOwner != got.l.SessionID() || st.Czxid != got.l.Token() {
+			data, st, err := raw.Get(rwlock.NodePath(got.l))
+			if err != nil || string(data) != "w" || st.EphemeralOwner != rwlock.NodeSessionID(got.l) || st.Czxid != got.l.Token() {
 				t.Fatalf("write node: data %q stat %+v err %v", data, st, err)
 			}
 			// While a writer holds, nobody else gets either side.
-			if _, err := late.TryRLock(ctx); !errors.Is(err, rwlock.ErrLocked) {
-				t.Fatalf("TryRLock while write-locked: %v, want ErrLocked", err)
+			if _, err := late.TryRLock(ctx); !errors.Is(err, recipes.ErrBusy) {
+				t.Fatalf("TryRLock while write-locked: %v, want ErrBusy", err)
 			}
-			if _, err := late.TryLock(ctx); !errors.Is(err, rwlock.ErrLocked) {
-				t.Fatalf("TryLock while write-locked: %v, want ErrLocked", err)
+			if _, err := late.TryLock(ctx); !errors.Is(err, recipes.ErrBusy) {
+				t.Fatalf("TryLock while write-locked: %v, want ErrBusy", err)
 			}
 			ps, err = late.Participants(ctx)
-			if err != nil || len(ps) != 1 || ps[0].Side != rwlock.Write || !ps[0].Holds || ps[0].Node != got.l.Node() {
+			if err != nil || len(ps) != 1 || ps[0].Kind != Write || !ps[0].Holds || ps[0].Node != got.l.Node() {
 				t.Fatalf("participants while write-locked: %+v, %v", ps, err)
 			}
 			wa.unlock(t)
-			if got.l.Err() == nil || !errors.Is(got.l.Err(), rwlock.ErrReleased) {
+			if got.l.Err() == nil || !errors.Is(got.l.Err(), recipes.ErrReleased) {
 				t.Fatalf("write lease after Unlock: %v, want ErrReleased", got.l.Err())
 			}
 			for _, l := range []*rwlock.Lease{l1, l2} {
-				if !errors.Is(l.Err(), rwlock.ErrReleased) {
+				if !errors.Is(l.Err(), recipes.ErrReleased) {
 					t.Fatalf("read lease after Unlock: %v", l.Err())
 				}
-				if err := l.Unlock(ctx); err != nil {
+				if err := l.Release(ctx); err != nil {
 					t.Fatalf("second Unlock: %v", err)
 				}
 			}
@@ -139,20 +140,20 @@ func TestKindsExcludeEachOther(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.TryRLock(ctx); !errors.Is(err, rwlock.ErrLocked) {
+	if _, err := b.TryRLock(ctx); !errors.Is(err, recipes.ErrBusy) {
 		t.Fatalf("Reentrant TryRLock while an RWMutex writes: %v", err)
 	}
-	if err := wl.Unlock(ctx); err != nil {
+	if err := wl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	bl, err := b.Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.TryRLock(ctx); !errors.Is(err, rwlock.ErrLocked) {
+	if _, err := a.TryRLock(ctx); !errors.Is(err, recipes.ErrBusy) {
 		t.Fatalf("RWMutex TryRLock while a Reentrant writes: %v", err)
 	}
-	if err := bl.Unlock(ctx); err != nil {
+	if err := bl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/curatortest"
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/curatortest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -71,7 +71,7 @@ func mixed(ctx context.Context, lks []locker, rounds int) (reads, writes []time.
 					} else {
 						rs = append(rs, d)
 					}
-					if err := l.Unlock(ctx); err != nil {
+					if err := l.Release(ctx); err != nil {
 						return err
 					}
 				}

@@ -5,76 +5,47 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/session"
 )
 
 // core is what both lock kinds share: the engine and the identity.
 type core struct {
-	in   *recipes.Engine
+	e    *engine.Engine
 	path string
-	id   string
+	data []byte // the participant id, our nodes' data (never written)
 }
 
 // acquire takes one side with the engine. anchor, for the read side, is the
 // name of a write node we hold: the read node is placed beside it.
-func (c *core) acquire(ctx context.Context, s Side, try bool, anchor string) (*recipes.Lease, error) {
-	var d recipes.Driver = writeDriver{}
-	if s == Read {
-		d = readDriver{anchor: anchor}
+func (c *core) acquire(ctx context.Context, write, try bool, anchor string) (*engine.Lease, error) {
+	d := writeDriver
+	if !write {
+		d = readDriver(anchor)
 	}
 	if !try {
-		return c.in.Acquire(ctx, d, []byte(c.id))
+		return c.e.Acquire(ctx, d, c.data)
 	}
-	l, err := c.in.TryAcquire(ctx, d, []byte(c.id))
-	if errors.Is(err, recipes.ErrWouldBlock) {
-		return nil, recipes.NewError("rwlock", c.path, ErrLocked)
-	}
-	return l, err
+	return c.e.TryAcquire(ctx, d, c.data)
 }
 
 // nilCtx returns the error for a nil context.
 func (c *core) nilCtx() error {
-	return recipes.NewError("rwlock", c.path, fmt.Errorf("%w: nil context", ErrBadOption))
-}
-
-// Participant is one contender of the lock, as Participants reads it: the
-// node's name, participant id, sequence, owner session and creation zxid
-// (recipes.Participant), the side it holds or waits for, and whether it
-// holds it.
-type Participant struct {
-	recipes.Participant
-	// Side is the side the node holds or waits for. The embedded Holds
-	// reports whether the node holds its side in the snapshot read: a writer
-	// when only its own downgrade read nodes sort before it, a reader when no
-	// writer with another sequence sorts before it. (A read node that Curator
-	// 5.4 creates for a downgrade is an ordinary sequential node; while
-	// writers queued before it remain, it is listed as waiting although its
-	// owner holds it.)
-	Side Side
+	return engine.NewError("rwlock", c.path, fmt.Errorf("%w: nil context", session.ErrBadArgument))
 }
 
 // participants reads the lock directory: every read and write node in queue
-// order, with its side and whether it holds.
-func (c *core) participants(ctx context.Context) ([]Participant, error) {
+// order, with whether it holds its side.
+func (c *core) participants(ctx context.Context) ([]recipes.Participant, error) {
 	if ctx == nil {
 		return nil, c.nilCtx()
 	}
-	ps, err := c.in.Participants(ctx, writeDriver{})
-	if err != nil {
-		return nil, err
-	}
-	kids := make([]recipes.Child, len(ps))
-	for i, p := range ps {
-		kids[i] = recipes.Child{Name: p.Node, Marker: p.Marker, Seq: p.Seq}
-	}
-	out := make([]Participant, len(ps))
-	for i, p := range ps {
-		side := Write
-		if p.Marker == ReadMarker {
-			side = Read
-		}
-		p.Holds, _, _ = driverFor(side).Decide(kids, i)
-		out[i] = Participant{Participant: p, Side: side}
-	}
-	return out, nil
+	return c.e.Participants(ctx, everyone)
 }
+
+// ErrUpgrade is returned by a Reentrant's Lock and TryLock called by a
+// goroutine that holds only the read lock: waiting for the write lock would
+// wait for itself (Curator blocks for ever there). Release the read lease
+// first. Nothing is queued.
+var ErrUpgrade = errors.New("rwlock: cannot upgrade: the calling goroutine holds the read lock")

@@ -6,8 +6,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -31,7 +33,7 @@ var downgradeWays = []struct {
 		if err != nil {
 			return nil, err
 		}
-		return r, w.Unlock(ctx)
+		return r, w.Release(ctx)
 	}},
 }
 
@@ -104,16 +106,16 @@ func TestDowngrade(t *testing.T) {
 				case <-ctx.Done():
 				}
 				unlockN.Store(clock.Add(1))
-				unlocked <- rl.Unlock(context.WithoutCancel(ctx))
+				unlocked <- rl.Release(context.WithoutCancel(ctx))
 			}()
 			first := sessiontest.Recv(t, steps, wait, "holder's Lock")
 			if first.err != nil {
 				t.Fatal(first.err)
 			}
-			wa := lockAsync(t, ctx, w2, rwlock.Write, &clock)
-			waitWaiting(t, ctx, w2, w2rd, 2, func(p rwlock.Participant) bool { return p.ID == "W2" })
-			ra := lockAsync(t, ctx, r, rwlock.Read, &clock)
-			waitWaiting(t, ctx, r, rrd, 3, func(p rwlock.Participant) bool { return p.ID == "R" })
+			wa := lockAsync(t, ctx, w2, Write, &clock)
+			waitWaiting(t, ctx, w2, w2rd, 2, func(p recipes.Participant) bool { return p.ID == "W2" })
+			ra := lockAsync(t, ctx, r, Read, &clock)
+			waitWaiting(t, ctx, r, rrd, 3, func(p recipes.Participant) bool { return p.ID == "R" })
 
 			close(downReq)
 			down := sessiontest.Recv(t, steps, wait, "downgrade")
@@ -121,10 +123,10 @@ func TestDowngrade(t *testing.T) {
 				t.Fatalf("downgrade: %v", down.err)
 			}
 			rl := down.r
-			if rl.Side() != rwlock.Read || rl.Err() != nil {
-				t.Fatalf("downgraded lease: side %v err %v", rl.Side(), rl.Err())
+			if rwlock.LeaseKind(rl) != Read || rl.Err() != nil {
+				t.Fatalf("downgraded lease: side %v err %v", rwlock.LeaseKind(rl), rl.Err())
 			}
-			if !errors.Is(down.w.Err(), rwlock.ErrReleased) {
+			if !errors.Is(down.w.Err(), recipes.ErrReleased) {
 				t.Fatalf("write lease after the downgrade: %v, want ErrReleased", down.w.Err())
 			}
 			// The read node: EPHEMERAL, named with the writer's sequence.
@@ -133,13 +135,13 @@ func TestDowngrade(t *testing.T) {
 			if rl.Node() != wantName || !nodeName.MatchString(rl.Node()) {
 				t.Fatalf("downgraded read node %q, want %q (the writer's sequence)", rl.Node(), wantName)
 			}
-			data, st, err := raw.Get(rl.Path())
-			if err != nil || string(data) != "holder" || st.EphemeralOwner != hs.Epoch().SessionID() || st.Czxid != rl.Token() {
+			data, st, err := raw.Get(rwlock.NodePath(rl))
+			if err != nil || string(data) != "holder" || st.EphemeralOwner != hs.SessionID() || st.Czxid != rl.Token() {
 				t.Fatalf("read node: data %q stat %+v err %v", data, st, err)
 			}
 			// The write node is gone; W2 and R still wait.
 			zktest.Eventually(t, wait, func() bool {
-				ok, _, err := raw.Exists(first.w.Path())
+				ok, _, err := raw.Exists(rwlock.NodePath(first.w))
 				return err == nil && !ok
 			}, "write node still there after the downgrade")
 			ps, err := r.Participants(ctx)
@@ -179,7 +181,7 @@ func leaseOf(w *rwlock.WriteLease) *rwlock.Lease {
 }
 
 // TestDowngradeLostWriteNode: when our write node was deleted by someone
-// else, Downgrade fails with ErrLockLost and creates nothing, even while the
+// else, Downgrade fails with ErrNodeDeleted and creates nothing, even while the
 // lease does not know it yet (no node watch): the read node's create is
 // conditional on the write node.
 func TestDowngradeLostWriteNode(t *testing.T) {
@@ -193,22 +195,22 @@ func TestDowngradeLostWriteNode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := raw.Delete(wl.Path(), -1); err != nil {
+			if err := raw.Delete(rwlock.NodePath(&wl.Lease), -1); err != nil {
 				t.Fatal(err)
 			}
 			if watch {
-				if err := sessiontest.WaitDone(t, wl, wait); !errors.Is(err, rwlock.ErrLockLost) {
+				if err := sessiontest.WaitDone(t, wl, wait); !errors.Is(err, recipes.ErrNodeDeleted) {
 					t.Fatalf("lease after the delete: %v", err)
 				}
 			}
 			rl, err := wl.Downgrade(ctx)
-			if !errors.Is(err, rwlock.ErrLockLost) {
-				t.Fatalf("Downgrade after the write node was deleted: %v, %v; want ErrLockLost", rl, err)
+			if !errors.Is(err, recipes.ErrNodeDeleted) {
+				t.Fatalf("Downgrade after the write node was deleted: %v, %v; want ErrNodeDeleted", rl, err)
 			}
 			if ks := nodes(t, raw, ns); len(ks) != 0 {
 				t.Fatalf("nodes after a failed downgrade: %q", ks)
 			}
-			if err := wl.Unlock(ctx); err != nil {
+			if err := wl.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -228,19 +230,19 @@ func TestDowngradeMisuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	var nilCtx context.Context
-	if _, err := wl.Downgrade(nilCtx); !errors.Is(err, rwlock.ErrBadOption) {
+	if _, err := wl.Downgrade(nilCtx); !errors.Is(err, session.ErrBadArgument) {
 		t.Fatalf("Downgrade(nil): %v", err)
 	}
 	rl, err := wl.Downgrade(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := wl.Downgrade(ctx); !errors.Is(err, rwlock.ErrReleased) {
+	if _, err := wl.Downgrade(ctx); !errors.Is(err, recipes.ErrReleased) {
 		t.Fatalf("second Downgrade: %v, want ErrReleased", err)
 	}
 	// Another goroutine may unlock an RWMutex's downgraded lease.
 	unl := make(chan error, 1)
-	go func() { unl <- rl.Unlock(ctx) }()
+	go func() { unl <- rl.Release(ctx) }()
 	if err := sessiontest.Recv(t, unl, wait, "Unlock"); err != nil {
 		t.Fatal(err)
 	}
@@ -256,13 +258,13 @@ func TestDowngradeMisuse(t *testing.T) {
 		_, err := rw.Downgrade(ctx)
 		other <- err
 	}()
-	if err := sessiontest.Recv(t, other, wait, "Downgrade from another goroutine"); !errors.Is(err, rwlock.ErrNotOwner) {
+	if err := sessiontest.Recv(t, other, wait, "Downgrade from another goroutine"); !errors.Is(err, recipes.ErrNotOwner) {
 		t.Fatalf("Downgrade from another goroutine: %v, want ErrNotOwner", err)
 	}
-	if err := rw.Unlock(ctx); err != nil {
+	if err := rw.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rw.Downgrade(ctx); !errors.Is(err, rwlock.ErrReleased) {
+	if _, err := rw.Downgrade(ctx); !errors.Is(err, recipes.ErrReleased) {
 		t.Fatalf("Downgrade after Unlock: %v, want ErrReleased", err)
 	}
 	waitEmpty(t, raw, ns)
@@ -281,7 +283,7 @@ func TestDowngradeSameSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	var clock atomic.Int64
-	wa := lockAsync(t, ctx, m, rwlock.Write, &clock)
+	wa := lockAsync(t, ctx, m, Write, &clock)
 	rd.waitRead(t, wl.Node())
 	rl, err := wl.Downgrade(ctx)
 	if err != nil {
@@ -290,7 +292,7 @@ func TestDowngradeSameSession(t *testing.T) {
 	rd.waitRead(t, rl.Node())
 	wa.pending(t, "the process's second writer after the downgrade")
 	u := clock.Add(1)
-	if err := rl.Unlock(ctx); err != nil {
+	if err := rl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if g := wa.held(t); g.n < u {

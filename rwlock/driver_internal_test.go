@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipes"
 )
 
@@ -12,19 +13,19 @@ import (
 // write node; a suffix after the sequence ("R5b") distinguishes nodes of one
 // sequence (a downgrade's read node beside its writer) and orders them by
 // name, as SortChildren does.
-func child(spec string) recipes.Child {
-	marker := ReadMarker
+func child(spec string) engine.Child {
+	marker := readMarker
 	if spec[0] == 'W' {
-		marker = WriteMarker
+		marker = writeMarker
 	}
 	var seq int64
 	var tag string
 	fmt.Sscanf(spec[1:], "%d%s", &seq, &tag)
-	return recipes.Child{Name: fmt.Sprintf("_c_%s-%s%010d", tag, marker, seq), Marker: marker, Seq: seq}
+	return engine.Child{Name: fmt.Sprintf("_c_%s-%s%010d", tag, marker, seq), Marker: marker, Seq: seq}
 }
 
-func snapshot(specs ...string) []recipes.Child {
-	out := make([]recipes.Child, len(specs))
+func snapshot(specs ...string) []engine.Child {
+	out := make([]engine.Child, len(specs))
 	for i, s := range specs {
 		out[i] = child(s)
 	}
@@ -67,9 +68,9 @@ func TestDecide(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sorted := snapshot(tc.kids...)
-			d := driverFor(Read)
-			if sorted[tc.self].Marker == WriteMarker {
-				d = driverFor(Write)
+			d := readDriver("")
+			if sorted[tc.self].Marker == writeMarker {
+				d = writeDriver
 			}
 			held, watch, err := d.Decide(sorted, tc.self)
 			if err != nil {
@@ -87,29 +88,32 @@ func TestDecide(t *testing.T) {
 }
 
 func TestDecideBadIndex(t *testing.T) {
-	for _, d := range []recipes.Driver{writeDriver{}, readDriver{}} {
+	for _, d := range []*engine.Driver{writeDriver, readDriver("")} {
 		for _, self := range []int{-1, 1} {
-			if _, _, err := d.Decide(snapshot("W1"), self); !errors.Is(err, recipes.ErrLockLost) {
-				t.Errorf("%T.Decide(self %d) = %v, want ErrLockLost", d, self, err)
+			if _, _, err := d.Decide(snapshot("W1"), self); !errors.Is(err, recipes.ErrNodeDeleted) {
+				t.Errorf("%s driver: Decide(self %d) = %v, want ErrNodeDeleted", d.Marker, self, err)
 			}
 		}
 	}
 }
 
 func TestDriverShape(t *testing.T) {
-	if m, ok := any(writeDriver{}).(recipes.Monotone); !ok || !m.Monotone() {
+	if !writeDriver.Monotone {
 		t.Error("the write driver should be monotone")
 	}
-	if _, ok := any(readDriver{}).(recipes.Settled); ok {
+	if readDriver("").Settled != nil || readDriver("x").Settled != nil {
 		t.Error("the read driver needs no Settled: placed nodes are readers, which never block it")
 	}
-	if m, ok := any(readDriver{}).(recipes.Monotone); !ok || !m.Monotone() {
+	if !readDriver("").Monotone || !readDriver("x").Monotone {
 		t.Error("the read driver should be monotone")
 	}
-	if a := (readDriver{anchor: "x"}).Anchor(); a != "x" {
+	if a := readDriver("x").Anchor; a != "x" {
 		t.Errorf("anchor %q", a)
 	}
-	if _, ok := any(writeDriver{}).(recipes.Placed); ok {
+	if a := readDriver("").Anchor; a != "" {
+		t.Errorf("a queued reader is placed: anchor %q", a)
+	}
+	if writeDriver.Anchor != "" {
 		t.Error("the write driver is never placed")
 	}
 }
@@ -130,7 +134,7 @@ func TestWriterSettled(t *testing.T) {
 		{[]string{"R5a", "W7"}, true}, // a downgrade node whose writer is gone
 		{nil, false},
 	} {
-		if got := (writeDriver{}).Settled(snapshot(tc.prefix...)); got != tc.want {
+		if got := writeDriver.Settled(snapshot(tc.prefix...)); got != tc.want {
 			t.Errorf("Settled(%v) = %v, want %v", tc.prefix, got, tc.want)
 		}
 	}

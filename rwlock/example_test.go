@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -47,16 +48,16 @@ func Example() {
 		return
 	}
 	_, err = m.TryLock(lctx) // a writer would wait for both readers
-	fmt.Println("TryLock while reading:", errors.Is(err, rwlock.ErrLocked))
-	r1.Unlock(ctx)
-	r2.Unlock(ctx)
+	fmt.Println("TryLock while reading:", errors.Is(err, recipes.ErrBusy))
+	r1.Release(ctx)
+	r2.Release(ctx)
 
 	w, err := m.Lock(lctx)
 	if err != nil {
 		fmt.Println("write lock:", err)
 		return
 	}
-	defer w.Unlock(context.WithoutCancel(ctx))
+	defer w.Release(context.WithoutCancel(ctx))
 	work := func(ctx context.Context) error {
 		select {
 		case <-ctx.Done(): // lock lost: stop writing
@@ -69,7 +70,16 @@ func Example() {
 		fmt.Println("lost the write lock:", err)
 		return
 	}
-	fmt.Println("wrote under", w.Side(), "lease held by", w.ID())
+	ps, err := m.Participants(lctx) // the lock's queue, as read from ZooKeeper
+	if err != nil {
+		fmt.Println("participants:", err)
+		return
+	}
+	for _, p := range ps {
+		if p.Node == w.Node() {
+			fmt.Println("wrote under", p.Kind, "lease held by", p.ID)
+		}
+	}
 	// Output:
 	// TryLock while reading: true
 	// wrote under write lease held by service-1
@@ -103,9 +113,14 @@ func ExampleWriteLease_Downgrade() {
 		fmt.Println("downgrade:", err)
 		return
 	}
-	defer r.Unlock(context.WithoutCancel(ctx))
+	defer r.Release(context.WithoutCancel(ctx))
 	// ... read what was written ...
-	fmt.Println("write lease:", errors.Is(w.Err(), rwlock.ErrReleased), "read lease:", r.Side(), r.Err() == nil)
+	ps, err := m.Participants(ctx)
+	if err != nil || len(ps) != 1 || ps[0].Node != r.Node() {
+		fmt.Println("participants:", ps, err)
+		return
+	}
+	fmt.Println("write lease:", errors.Is(w.Err(), recipes.ErrReleased), "read lease:", ps[0].Kind, r.Err() == nil)
 	// Output:
 	// write lease: true read lease: read true
 }
@@ -138,12 +153,25 @@ func ExampleReentrant() {
 		fmt.Println(err)
 		return
 	}
-	w.Unlock(ctx) // downgraded: this goroutine still reads
-	reads, writes := m.Holds()
+	w.Release(ctx) // downgraded: this goroutine still reads
+	ps, err := m.Participants(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	reads, writes := 0, 0
+	for _, p := range ps {
+		switch {
+		case p.Holds && p.Kind == "read":
+			reads++
+		case p.Holds && p.Kind == "write":
+			writes++
+		}
+	}
 	fmt.Println("holds:", reads, "read,", writes, "write")
 	_, err = m.Lock(ctx)
 	fmt.Println("upgrade refused:", errors.Is(err, rwlock.ErrUpgrade))
-	r.Unlock(ctx)
+	r.Release(ctx)
 	// Output:
 	// holds: 1 read, 0 write
 	// upgrade refused: true

@@ -13,7 +13,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -35,13 +36,23 @@ func connect(t testing.TB, ns *zktest.Namespace, opts ...session.Option) *sessio
 	return sessiontest.Connect(t, ns, opts...)
 }
 
+// Side is a side of the lock, named as recipes.Participant.Kind names it
+// (and rwlock.LeaseKind a lease's).
+type Side = string
+
+// The two sides.
+const (
+	Read  Side = "read"
+	Write Side = "write"
+)
+
 // locker is what both lock kinds offer.
 type locker interface {
 	Lock(ctx context.Context) (*rwlock.WriteLease, error)
 	TryLock(ctx context.Context) (*rwlock.WriteLease, error)
 	RLock(ctx context.Context) (*rwlock.Lease, error)
 	TryRLock(ctx context.Context) (*rwlock.Lease, error)
-	Participants(ctx context.Context) ([]rwlock.Participant, error)
+	Participants(ctx context.Context) ([]recipes.Participant, error)
 	Close() error
 }
 
@@ -86,8 +97,8 @@ func newReentrant(t testing.TB, s *session.Session, opts ...rwlock.Option) *rwlo
 }
 
 // acquire takes one side of lk.
-func acquire(ctx context.Context, lk locker, side rwlock.Side, try bool) (*rwlock.Lease, error) {
-	if side == rwlock.Write {
+func acquire(ctx context.Context, lk locker, side Side, try bool) (*rwlock.Lease, error) {
+	if side == Write {
 		var w *rwlock.WriteLease
 		var err error
 		if try {
@@ -188,7 +199,7 @@ type async struct {
 
 // lockAsync runs one acquire of side in a goroutine and stamps its return.
 // The goroutine unlocks when asked (unlock) or at the test's end.
-func lockAsync(t testing.TB, ctx context.Context, lk locker, side rwlock.Side, clock *atomic.Int64) *async {
+func lockAsync(t testing.TB, ctx context.Context, lk locker, side Side, clock *atomic.Int64) *async {
 	return lockAsyncThen(t, ctx, lk, side, clock, nil)
 }
 
@@ -196,7 +207,7 @@ func lockAsync(t testing.TB, ctx context.Context, lk locker, side rwlock.Side, c
 // the moment the acquire returns (before anything else runs there), and
 // records its answer in the result's then field: the exact order of an
 // event against the acquire, free of other goroutines' scheduling.
-func lockAsyncThen(t testing.TB, ctx context.Context, lk locker, side rwlock.Side, clock *atomic.Int64, then func() bool) *async {
+func lockAsyncThen(t testing.TB, ctx context.Context, lk locker, side Side, clock *atomic.Int64, then func() bool) *async {
 	a := &async{res: make(chan result, 1), unlockReq: make(chan struct{}), unlockErr: make(chan error, 1), stop: make(chan struct{}), clock: clock}
 	done := make(chan struct{})
 	ctx, cancel := context.WithCancel(ctx)
@@ -215,7 +226,7 @@ func lockAsyncThen(t testing.TB, ctx context.Context, lk locker, side rwlock.Sid
 		case <-a.stop:
 		}
 		a.unlockedN.Store(clock.Add(1))
-		a.unlockErr <- l.Unlock(context.Background())
+		a.unlockErr <- l.Release(context.Background())
 	}()
 	t.Cleanup(func() { cancel(); close(a.stop); <-done })
 	return a
@@ -320,9 +331,9 @@ func (r *reads) waitRead(t testing.TB, node string) {
 // waitWaiting waits until the participant list shows n nodes, and the
 // waiter's session (through rd) has read the node it waits for: the
 // nearest node before its own that blocks its side. It returns the list.
-func waitWaiting(t testing.TB, ctx context.Context, lk locker, rd *reads, n int, mine func(rwlock.Participant) bool) []rwlock.Participant {
+func waitWaiting(t testing.TB, ctx context.Context, lk locker, rd *reads, n int, mine func(recipes.Participant) bool) []recipes.Participant {
 	t.Helper()
-	var ps []rwlock.Participant
+	var ps []recipes.Participant
 	zktest.Eventually(t, wait, func() bool {
 		var err error
 		ps, err = lk.Participants(ctx)
@@ -334,10 +345,10 @@ func waitWaiting(t testing.TB, ctx context.Context, lk locker, rd *reads, n int,
 		}
 		for j := i - 1; j >= 0; j-- {
 			q := ps[j]
-			if q.Seq == p.Seq {
+			if seqOf(q.Node) == seqOf(p.Node) {
 				continue
 			}
-			if p.Side == rwlock.Write || q.Side == rwlock.Write {
+			if p.Kind == Write || q.Kind == Write {
 				rd.waitRead(t, q.Node)
 				return ps
 			}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/session"
@@ -38,24 +38,23 @@ func TestBadInput(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for _, p := range []string{"", "locks", "/", "/locks/", "/a//b", "/a/./b", "/a/../b", "/a\x00b", "/a\x01"} {
 				l, err := mk(s, p)
-				if err == nil || !errors.Is(err, rwlock.ErrBadPath) || !errors.Is(err, session.ErrBadPath) {
-					t.Errorf("path %q: %v, %v; want ErrBadPath", p, l, err)
+				if err == nil || !errors.Is(err, session.ErrBadArgument) {
+					t.Errorf("path %q: %v, %v; want ErrBadArgument", p, l, err)
 				}
 			}
-			if _, err := mk(nil, lockPath); !errors.Is(err, rwlock.ErrNilSession) {
+			if _, err := mk(nil, lockPath); !errors.Is(err, session.ErrBadArgument) {
 				t.Errorf("nil session: %v", err)
 			}
 			for what, o := range map[string]rwlock.Option{
-				"nil option":           nil,
-				"nil logger":           rwlock.WithLogger(nil),
-				"zero cleanup timeout": rwlock.WithCleanupTimeout(0),
-				"empty id":             rwlock.WithID(""),
-				"id with NUL":          rwlock.WithID("a\x00b"),
-				"id not UTF-8":         rwlock.WithID("\xff"),
-				"id too long":          rwlock.WithID(strings.Repeat("x", 513<<10)),
+				"nil option":   nil,
+				"nil logger":   rwlock.WithLogger(nil),
+				"empty id":     rwlock.WithID(""),
+				"id with NUL":  rwlock.WithID("a\x00b"),
+				"id not UTF-8": rwlock.WithID("\xff"),
+				"id too long":  rwlock.WithID(strings.Repeat("x", 513<<10)),
 			} {
-				if _, err := mk(s, lockPath, o); !errors.Is(err, rwlock.ErrBadOption) {
-					t.Errorf("%s: %v, want ErrBadOption", what, err)
+				if _, err := mk(s, lockPath, o); !errors.Is(err, session.ErrBadArgument) {
+					t.Errorf("%s: %v, want ErrBadArgument", what, err)
 				}
 			}
 			lk, err := mk(s, lockPath)
@@ -64,19 +63,19 @@ func TestBadInput(t *testing.T) {
 			}
 			defer lk.Close()
 			var nilCtx context.Context
-			if _, err := lk.Lock(nilCtx); !errors.Is(err, rwlock.ErrBadOption) {
+			if _, err := lk.Lock(nilCtx); !errors.Is(err, session.ErrBadArgument) {
 				t.Errorf("Lock(nil): %v", err)
 			}
-			if _, err := lk.TryLock(nilCtx); !errors.Is(err, rwlock.ErrBadOption) {
+			if _, err := lk.TryLock(nilCtx); !errors.Is(err, session.ErrBadArgument) {
 				t.Errorf("TryLock(nil): %v", err)
 			}
-			if _, err := lk.RLock(nilCtx); !errors.Is(err, rwlock.ErrBadOption) {
+			if _, err := lk.RLock(nilCtx); !errors.Is(err, session.ErrBadArgument) {
 				t.Errorf("RLock(nil): %v", err)
 			}
-			if _, err := lk.TryRLock(nilCtx); !errors.Is(err, rwlock.ErrBadOption) {
+			if _, err := lk.TryRLock(nilCtx); !errors.Is(err, session.ErrBadArgument) {
 				t.Errorf("TryRLock(nil): %v", err)
 			}
-			if _, err := lk.Participants(nilCtx); !errors.Is(err, rwlock.ErrBadOption) {
+			if _, err := lk.Participants(nilCtx); !errors.Is(err, session.ErrBadArgument) {
 				t.Errorf("Participants(nil): %v", err)
 			}
 			// Unlock with a nil ctx still releases (as a background ctx).
@@ -84,7 +83,7 @@ func TestBadInput(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := l.Unlock(nilCtx); err != nil || !errors.Is(l.Err(), rwlock.ErrReleased) {
+			if err := l.Release(nilCtx); err != nil || !errors.Is(l.Err(), recipes.ErrReleased) {
 				t.Errorf("Unlock(nil): %v, lease %v", err, l.Err())
 			}
 			waitEmpty(t, raw, ns)
@@ -125,14 +124,14 @@ func TestUseAfterClose(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for _, side := range []rwlock.Side{rwlock.Read, rwlock.Write} {
+			for _, side := range []Side{Read, Write} {
 				for _, try := range []bool{false, true} {
-					if _, err := acquire(ctx, lk, side, try); !errors.Is(err, rwlock.ErrClosed) || !errors.Is(err, recipes.ErrClosed) {
+					if _, err := acquire(ctx, lk, side, try); !errors.Is(err, session.ErrClosed) {
 						t.Errorf("%v acquire (try %v) after Close = %v", side, try, err)
 					}
 				}
 			}
-			if _, err := lk.Participants(ctx); !errors.Is(err, rwlock.ErrClosed) {
+			if _, err := lk.Participants(ctx); !errors.Is(err, session.ErrClosed) {
 				t.Errorf("Participants after Close = %v", err)
 			}
 		})
@@ -172,25 +171,25 @@ func TestCloseWhileBusy(t *testing.T) {
 				t.Fatal(err)
 			}
 			var clock atomic.Int64
-			ww := lockAsync(t, ctx, lk, rwlock.Write, &clock) // waits for both readers
+			ww := lockAsync(t, ctx, lk, Write, &clock) // waits for both readers
 			waitNodes(t, raw, ns, 3)
-			wr := lockAsync(t, ctx, lk, rwlock.Read, &clock) // waits for the writer
+			wr := lockAsync(t, ctx, lk, Read, &clock) // waits for the writer
 			waitNodes(t, raw, ns, 4)
-			ow := lockAsync(t, ctx, other, rwlock.Write, &clock) // other's writer, last
+			ow := lockAsync(t, ctx, other, Write, &clock) // other's writer, last
 			waitNodes(t, raw, ns, 5)
 
 			if err := lk.Close(); err != nil {
 				t.Fatal(err)
 			}
 			for what, a := range map[string]*async{"waiting Lock": ww, "waiting RLock": wr} {
-				if r := a.result(t); !errors.Is(r.err, rwlock.ErrClosed) {
+				if r := a.result(t); !errors.Is(r.err, session.ErrClosed) {
 					t.Fatalf("%s after Close = %v", what, r.err)
 				}
 			}
-			if err := sessiontest.WaitDone(t, r1, wait); !errors.Is(err, rwlock.ErrClosed) {
+			if err := sessiontest.WaitDone(t, r1, wait); !errors.Is(err, session.ErrClosed) {
 				t.Fatalf("held read lease after Close: %v", err)
 			}
-			if err := r1.Unlock(ctx); err != nil {
+			if err := r1.Release(ctx); err != nil {
 				t.Fatalf("Unlock after Close: %v", err)
 			}
 			// Only other's nodes are left; its reader still holds, its
@@ -200,7 +199,7 @@ func TestCloseWhileBusy(t *testing.T) {
 				t.Fatalf("the other lock's lease ended: %v", ol.Err())
 			}
 			ow.pending(t, "other's writer behind other's reader")
-			if err := ol.Unlock(ctx); err != nil {
+			if err := ol.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
 			ow.held(t)

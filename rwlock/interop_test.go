@@ -16,7 +16,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/curatortest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/curatortest"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -146,7 +147,7 @@ func cycles(ctx context.Context, conn *zk.Conn, lk locker, counter string, c, n 
 			}
 			writes.Add(1)
 			activeW.Add(-1)
-			if err := wl.Unlock(ctx); err != nil {
+			if err := wl.Release(ctx); err != nil {
 				return err
 			}
 			continue
@@ -171,7 +172,7 @@ func cycles(ctx context.Context, conn *zk.Conn, lk locker, counter string, c, n 
 		}
 		reads.Add(1)
 		activeR.Add(-1)
-		if err := l.Unlock(ctx); err != nil {
+		if err := l.Release(ctx); err != nil {
 			return err
 		}
 	}
@@ -202,10 +203,10 @@ func TestCuratorRWLockQueue(t *testing.T) {
 		t.Fatalf("Curator's write node %+v", jw)
 	}
 	var clock atomic.Int64
-	ra := lockAsync(t, ctx, r, rwlock.Read, &clock)
-	waitWaiting(t, ctx, r, rrd, 2, func(p rwlock.Participant) bool { return p.ID == "go-reader" })
-	wa := lockAsync(t, ctx, w, rwlock.Write, &clock)
-	ps := waitWaiting(t, ctx, w, wrd, 3, func(p rwlock.Participant) bool { return p.ID == "go-writer" })
+	ra := lockAsync(t, ctx, r, Read, &clock)
+	waitWaiting(t, ctx, r, rrd, 2, func(p recipes.Participant) bool { return p.ID == "go-reader" })
+	wa := lockAsync(t, ctx, w, Write, &clock)
+	ps := waitWaiting(t, ctx, w, wrd, 3, func(p recipes.Participant) bool { return p.ID == "go-writer" })
 	checkQueue(t, ctx, java, ps, []string{"java", "go-reader", "go-writer"}, []bool{true, false, false})
 	if _, err := r.TryRLock(ctx); err == nil {
 		t.Fatal("TryRLock succeeded while Curator writes")
@@ -250,7 +251,7 @@ func TestCuratorRWLockQueue(t *testing.T) {
 	if _, err := w.TryLock(ctx); err == nil {
 		t.Fatal("Go TryLock succeeded while Curator and Go read")
 	}
-	if err := gl.Unlock(ctx); err != nil {
+	if err := gl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := java.Release(ctx, false); err != nil {
@@ -289,7 +290,7 @@ func TestCuratorWriterRespectsDowngrade(t *testing.T) {
 				t.Fatal(err)
 			}
 			ps = waitParticipants(t, ctx, g, 2)
-			if ps[0].Node != rl.Node() || ps[0].Seq != seqOf(wl.Node()) || !ps[0].Holds || ps[1].ID != "java" || ps[1].Holds {
+			if ps[0].Node != rl.Node() || seqOf(ps[0].Node) != seqOf(wl.Node()) || !ps[0].Holds || ps[1].ID != "java" || ps[1].Holds {
 				t.Fatalf("after the downgrade: %+v", ps)
 			}
 			names, err := java.Participants(ctx)
@@ -308,7 +309,7 @@ func TestCuratorWriterRespectsDowngrade(t *testing.T) {
 				}
 			}
 			unlocked := time.Now()
-			if err := rl.Unlock(ctx); err != nil {
+			if err := rl.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
 			jw, err := java.WaitAcquired(ctx)
@@ -327,9 +328,9 @@ func TestCuratorWriterRespectsDowngrade(t *testing.T) {
 }
 
 // waitParticipants waits until lk lists n participants.
-func waitParticipants(t *testing.T, ctx context.Context, lk locker, n int) []rwlock.Participant {
+func waitParticipants(t *testing.T, ctx context.Context, lk locker, n int) []recipes.Participant {
 	t.Helper()
-	var ps []rwlock.Participant
+	var ps []recipes.Participant
 	zktest.Eventually(t, wait, func() bool {
 		var err error
 		ps, err = lk.Participants(ctx)
@@ -340,7 +341,7 @@ func waitParticipants(t *testing.T, ctx context.Context, lk locker, n int) []rwl
 
 // checkQueue checks Go's view of the queue (ids and holders, Curator's name
 // format) and that Curator lists the same nodes in the same order.
-func checkQueue(t *testing.T, ctx context.Context, java *curatortest.RWLock, ps []rwlock.Participant, ids []string, holds []bool) {
+func checkQueue(t *testing.T, ctx context.Context, java *curatortest.RWLock, ps []recipes.Participant, ids []string, holds []bool) {
 	t.Helper()
 	if len(ps) != len(ids) {
 		t.Fatalf("queue %+v, want ids %v", ps, ids)

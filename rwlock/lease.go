@@ -6,62 +6,37 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/goid"
 	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/session"
 )
-
-// Side is the side of the lock a lease or a participant holds or waits for.
-type Side int
-
-// The two sides.
-const (
-	// Read is the shared side: any number of readers hold it at once, while
-	// no writer does.
-	Read Side = iota + 1
-	// Write is the exclusive side.
-	Write
-)
-
-// String returns "read" or "write".
-func (s Side) String() string {
-	switch s {
-	case Read:
-		return "read"
-	case Write:
-		return "write"
-	}
-	return fmt.Sprintf("Side(%d)", int(s))
-}
 
 // Lease is the handle of a held side of the lock, returned by RLock and
 // TryRLock (read), and, inside a WriteLease, by Lock and TryLock (write). It
 // tells the holder when the lock is lost: Done is closed when ownership
-// ends, Err says why (ErrReleased; session.ErrSuspended under the standard
-// loss policy; session.ErrLost; session.ErrClosed; ErrLockLost when someone
-// else deleted our node; ErrClosed when the lock was closed), and Context is
+// ends, Err says why (recipes.ErrReleased; session.ErrSuspended under the standard
+// loss policy; session.ErrLost; session.ErrClosed; recipes.ErrNodeDeleted when someone
+// else deleted our node; session.ErrClosed when the lock was closed), and Context is
 // canceled with that cause, so guarded work can simply run under it. Token
 // is a fencing token.
 //
 // For a Reentrant lock, each acquire returns its own handle, and the handles
 // of one goroutine's nested holds of one side share one node (and Done, Err,
-// Context, Token): the side is released at the last Unlock. A Lease is safe
+// Context, Token): the side is released at the last Release. A Lease is safe
 // for concurrent use.
 type Lease struct {
-	l    *recipes.Lease
-	side Side
+	l    *engine.Lease
 	path string
-	// A Reentrant lock's lease: Unlock must come from the owner goroutine,
+	// A Reentrant lock's lease: Release must come from the owner goroutine,
 	// and goes through the hold count in re.
-	re    *recipes.GoroutineHolds
+	re    *engine.GoroutineHolds
 	owner uint64
 
-	unlocked atomic.Bool
+	released atomic.Bool
 	once     sync.Once
 	err      error
 }
-
-// Side returns the side this lease holds.
-func (l *Lease) Side() Side { return l.side }
 
 // Done returns a channel that is closed when ownership ends.
 func (l *Lease) Done() <-chan struct{} { return l.l.Done() }
@@ -79,52 +54,43 @@ func (l *Lease) Context() context.Context { return l.l.Context() }
 // has seen can refuse a stale writer.
 func (l *Lease) Token() int64 { return l.l.Token() }
 
-// Path returns the full server path of our node.
-func (l *Lease) Path() string { return l.l.Path() }
-
 // Node returns the name of our node.
 func (l *Lease) Node() string { return l.l.Node() }
 
-// SessionID returns the ZooKeeper session id that owns our node.
-func (l *Lease) SessionID() int64 { return l.l.Epoch().SessionID() }
-
-// ID returns the participant id stored in our node.
-func (l *Lease) ID() string { return l.l.ID() }
-
-// Unlock gives up this hold. For a Reentrant lock it must be called by the
-// goroutine that locked (else ErrNotOwner and nothing changes), and the node
-// is deleted at the goroutine's last Unlock of that side. For RWMutex any
+// Release gives up this hold. For a Reentrant lock it must be called by the
+// goroutine that locked (else recipes.ErrNotOwner and nothing changes), and the node
+// is deleted at the goroutine's last Release of that side. For RWMutex any
 // goroutine may call it. The node is deleted within ctx, or handed to the
 // session's guaranteed-delete queue if the connection is down or ctx ends,
-// so it never stays behind. Unlock after the lease was lost returns nil (the
+// so it never stays behind. Release after the lease was lost returns nil (the
 // engine already removed the node). Idempotent per handle.
-func (l *Lease) Unlock(ctx context.Context) error {
+func (l *Lease) Release(ctx context.Context) error {
 	if l.re != nil {
 		if err := l.checkOwner(); err != nil {
 			return err
 		}
-		if !l.unlocked.CompareAndSwap(false, true) {
+		if !l.released.CompareAndSwap(false, true) {
 			return nil
 		}
 		last, err := l.re.Exit(l.l)
 		if err != nil {
-			return recipes.NewError("rwlock", l.path, ErrNotOwner)
+			return engine.NewError("rwlock", l.path, recipes.ErrNotOwner)
 		}
 		if !last {
 			return nil
 		}
 	} else {
-		l.unlocked.Store(true)
+		l.released.Store(true)
 	}
 	l.once.Do(func() { l.err = l.l.Release(ctx) })
 	return l.err
 }
 
-// checkOwner returns ErrNotOwner (wrapped) if this is a Reentrant lock's
+// checkOwner returns recipes.ErrNotOwner (wrapped) if this is a Reentrant lock's
 // handle and the calling goroutine is not the one that locked it.
 func (l *Lease) checkOwner() error {
 	if l.re != nil && goid.ID() != l.owner {
-		return recipes.NewError("rwlock", l.path, ErrNotOwner)
+		return engine.NewError("rwlock", l.path, recipes.ErrNotOwner)
 	}
 	return nil
 }
@@ -149,48 +115,48 @@ type WriteLease struct {
 //
 // ctx bounds the create (the read lock is held as soon as the node exists:
 // no waiting). Errors: the write lease's cause if it has ended (the write
-// lease was lost, unlocked or already downgraded), an error matching
-// ErrLockLost if our write node was deleted, ctx's error, ErrClosed, and
+// lease was lost, released or already downgraded), an error matching
+// recipes.ErrNodeDeleted if our write node was deleted, ctx's error, session.ErrClosed, and
 // ZooKeeper errors; on error the write lease is left as it was. If the
 // write node cannot be deleted (ZooKeeper refuses it), the read lease is
-// unlocked too and the error returned.
+// released too and the error returned.
 //
 // For a Reentrant lock, Downgrade must be called by the goroutine that
-// locked (else ErrNotOwner); it is that goroutine's RLock followed by this
-// handle's Unlock, so the write lock is released only if this was the
+// locked (else recipes.ErrNotOwner); it is that goroutine's RLock followed by this
+// handle's Release, so the write lock is released only if this was the
 // goroutine's last write hold, and the returned read handle is one more
 // hold if the goroutine already held the read lock.
 func (w *WriteLease) Downgrade(ctx context.Context) (*Lease, error) {
 	if ctx == nil {
-		return nil, recipes.NewError("rwlock", w.path, fmt.Errorf("%w: nil context", ErrBadOption))
+		return nil, engine.NewError("rwlock", w.path, fmt.Errorf("%w: nil context", session.ErrBadArgument))
 	}
 	if err := w.checkOwner(); err != nil {
 		return nil, err
 	}
 	w.down.Lock()
 	defer w.down.Unlock()
-	if w.unlocked.Load() {
-		return nil, recipes.NewError("rwlock", w.path, fmt.Errorf("downgrade of an unlocked write lease: %w", ErrReleased))
+	if w.released.Load() {
+		return nil, engine.NewError("rwlock", w.path, fmt.Errorf("downgrade of a released write lease: %w", recipes.ErrReleased))
 	}
 	if err := w.Err(); err != nil {
-		return nil, recipes.NewError("rwlock", w.path, fmt.Errorf("downgrade: the write lease has ended: %w", err))
+		return nil, engine.NewError("rwlock", w.path, fmt.Errorf("downgrade: the write lease has ended: %w", err))
 	}
 	var r *Lease
 	var err error
 	if w.rm != nil {
 		r, err = w.rm.rlock(ctx, false) // the goroutine holds the write lock: placed beside it
 	} else {
-		var l *recipes.Lease
-		l, err = w.c.acquire(ctx, Read, false, w.l.Node())
+		var l *engine.Lease
+		l, err = w.c.acquire(ctx, false, false, w.l.Node())
 		if err == nil {
-			r = &Lease{l: l, side: Read, path: w.path}
+			r = &Lease{l: l, path: w.path}
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := w.Unlock(context.WithoutCancel(ctx)); err != nil {
-		_ = r.Unlock(context.WithoutCancel(ctx))
+	if err := w.Release(context.WithoutCancel(ctx)); err != nil {
+		_ = r.Release(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	return r, nil

@@ -9,20 +9,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // sidePairs are the (holder, waiter) sides that conflict.
-var sidePairs = []struct{ holder, waiter rwlock.Side }{
-	{rwlock.Write, rwlock.Read},
-	{rwlock.Read, rwlock.Write},
-	{rwlock.Write, rwlock.Write},
+var sidePairs = []struct{ holder, waiter Side }{
+	{Write, Read},
+	{Read, Write},
+	{Write, Write},
 }
 
-func pairName(k kind, h, w rwlock.Side) string {
+func pairName(k kind, h, w Side) string {
 	return fmt.Sprintf("%s/%v-holder/%v-waiter", k.name, h, w)
 }
 
@@ -67,7 +68,7 @@ func TestHolderSessionExpired(t *testing.T) {
 				if !errors.Is(hl.Err(), session.ErrSuspended) && !errors.Is(hl.Err(), session.ErrLost) {
 					t.Fatalf("holder cause = %v", hl.Err())
 				}
-				if err := hl.Unlock(ctx); err != nil {
+				if err := hl.Release(ctx); err != nil {
 					t.Fatalf("Unlock of a lost lease: %v", err)
 				}
 			})
@@ -119,7 +120,7 @@ func TestHolderPartitioned(t *testing.T) {
 // cut. Session-only policy: the lease and its node survive.
 func TestShortDisconnect(t *testing.T) {
 	for _, k := range kinds {
-		for _, side := range []rwlock.Side{rwlock.Read, rwlock.Write} {
+		for _, side := range []Side{Read, Write} {
 			t.Run(fmt.Sprintf("%s/%v/standard", k.name, side), func(t *testing.T) {
 				ns := zktest.NewNamespace(t)
 				raw := ns.Conn(t)
@@ -137,15 +138,15 @@ func TestShortDisconnect(t *testing.T) {
 					t.Fatalf("cause = %v, want session.ErrSuspended", err)
 				}
 				rec.Wait(t, wait, session.Reconnected)
-				if hs.Epoch().SessionID() != hl.SessionID() {
+				if hs.SessionID() != rwlock.NodeSessionID(hl) {
 					t.Fatal("a short cut changed the session")
 				}
 				waitEmpty(t, raw, ns)
-				ol, err := acquire(ctx, other, rwlock.Write, true)
+				ol, err := acquire(ctx, other, Write, true)
 				if err != nil {
 					t.Fatalf("TryLock after the lost lease: %v", err)
 				}
-				if err := hl.Unlock(ctx); err != nil {
+				if err := hl.Release(ctx); err != nil {
 					t.Fatal(err)
 				}
 				// The cut session now waits behind other's write; a cut keeps
@@ -156,7 +157,7 @@ func TestShortDisconnect(t *testing.T) {
 				p.Cut()
 				rec.Wait(t, wait, session.Reconnected)
 				u := clock.Add(1)
-				if err := ol.Unlock(ctx); err != nil {
+				if err := ol.Release(ctx); err != nil {
 					t.Fatal(err)
 				}
 				r := got.held(t)
@@ -187,10 +188,10 @@ func TestShortDisconnect(t *testing.T) {
 				if ks := nodes(t, raw, ns); len(ks) != 1 || ks[0] != hl.Node() {
 					t.Fatalf("nodes %q, want the lease's %s", ks, hl.Node())
 				}
-				if _, err := other.TryLock(ctx); !errors.Is(err, rwlock.ErrLocked) {
-					t.Fatalf("TryLock beside a held lease: %v, want ErrLocked", err)
+				if _, err := other.TryLock(ctx); !errors.Is(err, recipes.ErrBusy) {
+					t.Fatalf("TryLock beside a held lease: %v, want ErrBusy", err)
 				}
-				if err := hl.Unlock(ctx); err != nil {
+				if err := hl.Release(ctx); err != nil {
 					t.Fatal(err)
 				}
 				waitEmpty(t, raw, ns)
@@ -206,7 +207,7 @@ func TestShortDisconnect(t *testing.T) {
 func TestPartitionShortCtx(t *testing.T) {
 	const bound = 400 * time.Millisecond
 	for _, k := range kinds {
-		for _, side := range []rwlock.Side{rwlock.Read, rwlock.Write} {
+		for _, side := range []Side{Read, Write} {
 			t.Run(fmt.Sprintf("%s/%v", k.name, side), func(t *testing.T) {
 				ns := zktest.NewNamespace(t)
 				raw := ns.Conn(t)
@@ -227,7 +228,7 @@ func TestPartitionShortCtx(t *testing.T) {
 				go func() {
 					l, err := acquire(qctx, waiter, side, false)
 					if err == nil {
-						l.Unlock(ctx)
+						l.Release(ctx)
 						err = errors.New("acquired")
 					}
 					res <- err
@@ -266,7 +267,7 @@ func TestPartitionShortCtx(t *testing.T) {
 					ks := nodes(t, raw, ns)
 					return len(ks) == 1 && ks[0] == hl.Node()
 				}, "the waiter's node is left behind")
-				if err := hl.Unlock(ctx); err != nil {
+				if err := hl.Release(ctx); err != nil {
 					t.Fatal(err)
 				}
 			})
@@ -275,8 +276,8 @@ func TestPartitionShortCtx(t *testing.T) {
 }
 
 // TestThirdPartyDelete: someone deletes our node. A holder's lease ends with
-// ErrLockLost (and the waiter gets the lock); a waiter's acquire returns
-// ErrLockLost.
+// ErrNodeDeleted (and the waiter gets the lock); a waiter's acquire returns
+// ErrNodeDeleted.
 func TestThirdPartyDelete(t *testing.T) {
 	for _, k := range kinds {
 		for _, p := range sidePairs {
@@ -300,21 +301,21 @@ func TestThirdPartyDelete(t *testing.T) {
 				if err := raw.Delete(ns.Path(lockPath)+"/"+ks[1], -1); err != nil {
 					t.Fatal(err)
 				}
-				if r := wa.result(t); !errors.Is(r.err, rwlock.ErrLockLost) {
-					t.Fatalf("waiter whose node was deleted: %v, want ErrLockLost", r.err)
+				if r := wa.result(t); !errors.Is(r.err, recipes.ErrNodeDeleted) {
+					t.Fatalf("waiter whose node was deleted: %v, want ErrNodeDeleted", r.err)
 				}
 				// The holder's node is deleted: its lease ends, and a waiter
 				// gets the lock.
 				ta := lockAsync(t, ctx, third, p.waiter, &clock)
 				waitNodes(t, raw, ns, 2)
-				if err := raw.Delete(hl.Path(), -1); err != nil {
+				if err := raw.Delete(rwlock.NodePath(hl), -1); err != nil {
 					t.Fatal(err)
 				}
-				if err := sessiontest.WaitDone(t, hl, wait); !errors.Is(err, rwlock.ErrLockLost) {
-					t.Fatalf("holder's lease: %v, want ErrLockLost", err)
+				if err := sessiontest.WaitDone(t, hl, wait); !errors.Is(err, recipes.ErrNodeDeleted) {
+					t.Fatalf("holder's lease: %v, want ErrNodeDeleted", err)
 				}
 				ta.held(t)
-				if err := hl.Unlock(ctx); err != nil {
+				if err := hl.Release(ctx); err != nil {
 					t.Fatalf("Unlock of a lost lease: %v", err)
 				}
 				ta.unlock(t)
@@ -354,7 +355,7 @@ func TestCancelWhileQueued(t *testing.T) {
 					go func() {
 						l, err := acquire(wctx, waiter, p.waiter, false)
 						if err == nil {
-							l.Unlock(ctx)
+							l.Release(ctx)
 							err = errors.New("acquired")
 						}
 						res <- err
@@ -374,11 +375,11 @@ func TestCancelWhileQueued(t *testing.T) {
 						ks = nodes(t, raw, ns)
 						return len(ks) == 1 && ks[0] == hl.Node()
 					}, "nodes %q, want only the holder's %s", &ks, hl.Node())
-					_, st, err := raw.Get(hl.Path())
-					if err != nil || st.EphemeralOwner != hl.SessionID() || st.Czxid != hl.Token() || hl.Err() != nil {
+					_, st, err := raw.Get(rwlock.NodePath(hl))
+					if err != nil || st.EphemeralOwner != rwlock.NodeSessionID(hl) || st.Czxid != hl.Token() || hl.Err() != nil {
 						t.Fatalf("holder's node: stat %+v, %v; lease %v", st, err, hl.Err())
 					}
-					if err := hl.Unlock(ctx); err != nil {
+					if err := hl.Release(ctx); err != nil {
 						t.Fatal(err)
 					}
 				})

@@ -2,12 +2,11 @@ package rwlock
 
 import (
 	"fmt"
-	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/participant"
-	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
@@ -16,60 +15,49 @@ type Option func(*config) error
 
 type config struct {
 	id        string
-	idSet     bool
 	nodeWatch bool
 	lg        *zap.Logger
-	cleanup   time.Duration
 }
 
 // newCore builds the configuration and the engine both lock kinds run on.
 func newCore(sess *session.Session, path string, opts []Option) (*core, error) {
-	c := &config{nodeWatch: true}
+	c := &config{id: participant.LocalID(), nodeWatch: true}
 	for _, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("%w: nil option", ErrBadOption)
+			return nil, engine.NewError("rwlock", path, fmt.Errorf("%w: nil option", session.ErrBadArgument))
 		}
 		if err := o(c); err != nil {
-			return nil, err
+			return nil, engine.NewError("rwlock", path, err)
 		}
 	}
-	if !c.idSet {
-		c.id = participant.LocalID()
-	}
-	io := []recipes.Option{
-		recipes.WithName("rwlock"),
-		recipes.WithNodeWatch(c.nodeWatch),
-	}
+	eopts := []engine.Option{engine.WithName("rwlock"), engine.WithNodeWatch(c.nodeWatch)}
 	if c.lg != nil {
-		io = append(io, recipes.WithLogger(c.lg))
+		eopts = append(eopts, engine.WithLogger(c.lg))
 	}
-	if c.cleanup > 0 {
-		io = append(io, recipes.WithCleanupTimeout(c.cleanup))
-	}
-	in, err := recipes.NewEngine(sess, path, io...)
+	e, err := engine.New(sess, path, eopts...)
 	if err != nil {
 		return nil, err
 	}
-	return &core{in: in, path: path, id: c.id}, nil
+	return &core{e: e, path: path, data: []byte(c.id)}, nil
 }
 
 // WithID sets the participant id stored in our lock nodes (Curator stores
 // the lockData given to InterProcessReadWriteLock there). It must be
 // non-empty valid UTF-8 of at most 512 KiB without NUL bytes; otherwise the
-// constructor returns an error matching ErrBadOption. Default: the local IP
+// constructor returns an error matching session.ErrBadArgument. Default: the local IP
 // address as text, as Curator's default node data.
 func WithID(id string) Option {
 	return func(c *config) error {
 		if err := participant.Validate(id); err != nil {
-			return fmt.Errorf("%w: %w", ErrBadOption, err)
+			return fmt.Errorf("%w: %w", session.ErrBadArgument, err)
 		}
-		c.id, c.idSet = id, true
+		c.id = id
 		return nil
 	}
 }
 
 // WithNodeWatch says whether a held lease watches its own node, so that a
-// deletion by a third party ends the lease at once with ErrLockLost (default
+// deletion by a third party ends the lease at once with recipes.ErrNodeDeleted (default
 // true), or at the latest 100 ms (and a round trip) after the acquire
 // returned: the watch is set once a lease has been held 100 ms (or inherited
 // from a wait next in line that lasted 100 ms), so it adds no latency to an
@@ -87,22 +75,9 @@ func WithNodeWatch(on bool) Option {
 func WithLogger(lg *zap.Logger) Option {
 	return func(c *config) error {
 		if lg == nil {
-			return fmt.Errorf("%w: nil logger", ErrBadOption)
+			return fmt.Errorf("%w: nil logger", session.ErrBadArgument)
 		}
 		c.lg = lg
-		return nil
-	}
-}
-
-// WithCleanupTimeout bounds the detached delete of the node of a failed or
-// canceled acquire (default 5s); after it the delete is left to the
-// session's guaranteed-delete queue.
-func WithCleanupTimeout(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("%w: cleanup timeout %v", ErrBadOption, d)
-		}
-		c.cleanup = d
 		return nil
 	}
 }

@@ -12,7 +12,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -35,12 +36,12 @@ func TestKazoo649(t *testing.T) {
 			w2 := k.make(t, w2s, rwlock.WithID("W2"))
 
 			var clock atomic.Int64
-			a1 := lockAsync(t, ctx, w1, rwlock.Write, &clock)
+			a1 := lockAsync(t, ctx, w1, Write, &clock)
 			a1.held(t)
-			ar := lockAsync(t, ctx, r, rwlock.Read, &clock)
-			waitWaiting(t, ctx, r, rrd, 2, func(p rwlock.Participant) bool { return p.ID == "R" })
-			a2 := lockAsync(t, ctx, w2, rwlock.Write, &clock)
-			ps := waitWaiting(t, ctx, w2, w2rd, 3, func(p rwlock.Participant) bool { return p.ID == "W2" })
+			ar := lockAsync(t, ctx, r, Read, &clock)
+			waitWaiting(t, ctx, r, rrd, 2, func(p recipes.Participant) bool { return p.ID == "R" })
+			a2 := lockAsync(t, ctx, w2, Write, &clock)
+			ps := waitWaiting(t, ctx, w2, w2rd, 3, func(p recipes.Participant) bool { return p.ID == "W2" })
 			if ps[0].ID != "W1" || ps[1].ID != "R" || ps[2].ID != "W2" {
 				t.Fatalf("queue %+v, want W1 R W2", ps)
 			}
@@ -87,8 +88,8 @@ func TestWritersNotStarved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wa := lockAsync(t, ctx, w, rwlock.Write, &clock)
-	waitWaiting(t, ctx, w, wrd, 2, func(p rwlock.Participant) bool { return p.ID == "writer" })
+	wa := lockAsync(t, ctx, w, Write, &clock)
+	waitWaiting(t, ctx, w, wrd, 2, func(p recipes.Participant) bool { return p.ID == "writer" })
 
 	type grant struct {
 		seq      int64
@@ -127,7 +128,7 @@ func TestWritersNotStarved(t *testing.T) {
 					mu.Lock()
 					grants = append(grants, g)
 					mu.Unlock()
-					if err := l.Unlock(ctx); err != nil {
+					if err := l.Release(ctx); err != nil {
 						return err
 					}
 				}
@@ -144,7 +145,7 @@ func TestWritersNotStarved(t *testing.T) {
 	raw := ns.Conn(t)
 	waitNodes(t, raw, ns, 2+readers)
 	u := clock.Add(1)
-	if err := held.Unlock(ctx); err != nil {
+	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	type wgrant struct {
@@ -161,7 +162,7 @@ func TestWritersNotStarved(t *testing.T) {
 	// More writers queue while the readers keep coming; each must get in.
 	for i := 1; i < writes; i++ {
 		queued := time.Now()
-		a := lockAsync(t, ctx, w, rwlock.Write, &clock)
+		a := lockAsync(t, ctx, w, Write, &clock)
 		r := sessiontest.Recv(t, a.res, wait, fmt.Sprintf("write %d among a stream of readers", i))
 		if r.err != nil {
 			t.Fatal(r.err)
@@ -238,7 +239,7 @@ func TestReadersInParallel(t *testing.T) {
 						if err := l.Err(); err != nil {
 							return err
 						}
-						return l.Unlock(ctx)
+						return l.Release(ctx)
 					}()
 				}()
 			}
@@ -268,7 +269,7 @@ func TestReadersInParallel(t *testing.T) {
 							mu.Lock()
 							iv = append(iv, [2]time.Time{t0, t1})
 							mu.Unlock()
-							if err := l.Unlock(ctx); err != nil {
+							if err := l.Release(ctx); err != nil {
 								return err
 							}
 						}
@@ -392,7 +393,7 @@ func mixedCycles(ctx context.Context, conn *zk.Conn, lk locker, counter string, 
 			}
 			writes.Add(1)
 			activeW.Add(-1)
-			if err := wl.Unlock(ctx); err != nil {
+			if err := wl.Release(ctx); err != nil {
 				return err
 			}
 			continue
@@ -417,7 +418,7 @@ func mixedCycles(ctx context.Context, conn *zk.Conn, lk locker, counter string, 
 		}
 		reads.Add(1)
 		activeR.Add(-1)
-		if err := l.Unlock(ctx); err != nil {
+		if err := l.Release(ctx); err != nil {
 			return err
 		}
 	}

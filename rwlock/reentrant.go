@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/goid"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
@@ -14,12 +15,12 @@ import (
 // with it.
 //
 //   - A goroutine that holds a side may acquire it again: each acquire
-//     returns its own handle and needs its own Unlock, by that goroutine
-//     (else ErrNotOwner); the node goes at the last one.
+//     returns its own handle and needs its own Release, by that goroutine
+//     (else recipes.ErrNotOwner); the node goes at the last one.
 //   - A goroutine that holds the write lock may take the read lock
 //     (Curator's downgrade): its read node is placed beside its write node
 //     with the writer's sequence (as Curator 5.5+ does, CURATOR-621), so it
-//     holds at once and, once the goroutine unlocks the write lock, no
+//     holds at once and, once the goroutine releases the write lock, no
 //     writer queued meanwhile can take it while the goroutine reads.
 //     WriteLease.Downgrade does both steps.
 //   - A goroutine that holds the read lock and not the write lock gets
@@ -34,8 +35,8 @@ import (
 // A Reentrant is safe for concurrent use.
 type Reentrant struct {
 	c  *core
-	rd recipes.GoroutineHolds // the goroutines' read holds
-	wr recipes.GoroutineHolds // the goroutines' write holds
+	rd engine.GoroutineHolds // the goroutines' read holds
+	wr engine.GoroutineHolds // the goroutines' write holds
 }
 
 // NewReentrant returns a per-goroutine reentrant read-write lock on path. It
@@ -51,12 +52,6 @@ func NewReentrant(sess *session.Session, path string, opts ...Option) (*Reentran
 // Path returns the lock's path as given to NewReentrant.
 func (m *Reentrant) Path() string { return m.c.path }
 
-// ServerPath returns the full server path of the lock directory.
-func (m *Reentrant) ServerPath() string { return m.c.in.Path() }
-
-// ID returns the participant id stored in our lock nodes.
-func (m *Reentrant) ID() string { return m.c.id }
-
 // Lock blocks until the calling goroutine holds the write lock and returns a
 // handle. If the goroutine holds the write lock already, Lock returns at once
 // (hold count + 1), or with an error wrapping the cause if that hold was lost
@@ -65,7 +60,7 @@ func (m *Reentrant) ID() string { return m.c.id }
 // does (same ctx, errors and cleanup).
 func (m *Reentrant) Lock(ctx context.Context) (*WriteLease, error) { return m.lock(ctx, false) }
 
-// TryLock is Lock without waiting: ErrLocked if another node sorts before
+// TryLock is Lock without waiting: recipes.ErrBusy if another node sorts before
 // ours; it re-enters and refuses upgrades as Lock does.
 func (m *Reentrant) TryLock(ctx context.Context) (*WriteLease, error) { return m.lock(ctx, true) }
 
@@ -76,30 +71,30 @@ func (m *Reentrant) lock(ctx context.Context, try bool) (*WriteLease, error) {
 	l, _, err := m.wr.Enter()
 	if l != nil {
 		if err != nil {
-			return nil, recipes.NewError("rwlock", m.c.path, err)
+			return nil, engine.NewError("rwlock", m.c.path, err)
 		}
 		return m.writeHandle(l), nil
 	}
 	if err != nil {
-		return nil, recipes.NewError("rwlock", m.c.path, err)
+		return nil, engine.NewError("rwlock", m.c.path, err)
 	}
 	if m.rd.Count() > 0 {
-		return nil, recipes.NewError("rwlock", m.c.path, ErrUpgrade)
+		return nil, engine.NewError("rwlock", m.c.path, ErrUpgrade)
 	}
-	l, err = m.c.acquire(ctx, Write, try, "")
+	l, err = m.c.acquire(ctx, true, try, "")
 	if err != nil {
 		return nil, err
 	}
 	if err := m.wr.Add(l); err != nil {
 		// Cannot happen: only this goroutine adds for itself.
 		_ = l.Release(context.WithoutCancel(ctx))
-		return nil, recipes.NewError("rwlock", m.c.path, err)
+		return nil, engine.NewError("rwlock", m.c.path, err)
 	}
 	return m.writeHandle(l), nil
 }
 
-func (m *Reentrant) writeHandle(l *recipes.Lease) *WriteLease {
-	return &WriteLease{Lease: Lease{l: l, side: Write, path: m.c.path, re: &m.wr, owner: goid.ID()}, c: m.c, rm: m}
+func (m *Reentrant) writeHandle(l *engine.Lease) *WriteLease {
+	return &WriteLease{Lease: Lease{l: l, path: m.c.path, re: &m.wr, owner: goid.ID()}, c: m.c, rm: m}
 }
 
 // RLock blocks until the calling goroutine holds the read lock and returns a
@@ -111,7 +106,7 @@ func (m *Reentrant) writeHandle(l *recipes.Lease) *WriteLease {
 // RWMutex.RLock does.
 func (m *Reentrant) RLock(ctx context.Context) (*Lease, error) { return m.rlock(ctx, false) }
 
-// TryRLock is RLock without waiting: ErrLocked if a writer sorts before our
+// TryRLock is RLock without waiting: recipes.ErrBusy if a writer sorts before our
 // node; it re-enters and downgrades as RLock does.
 func (m *Reentrant) TryRLock(ctx context.Context) (*Lease, error) { return m.rlock(ctx, true) }
 
@@ -122,47 +117,42 @@ func (m *Reentrant) rlock(ctx context.Context, try bool) (*Lease, error) {
 	l, _, err := m.rd.Enter()
 	if l != nil {
 		if err != nil {
-			return nil, recipes.NewError("rwlock", m.c.path, err)
+			return nil, engine.NewError("rwlock", m.c.path, err)
 		}
 		return m.readHandle(l), nil
 	}
 	if err != nil {
-		return nil, recipes.NewError("rwlock", m.c.path, err)
+		return nil, engine.NewError("rwlock", m.c.path, err)
 	}
 	anchor := ""
 	if w := m.wr.Held(); w != nil {
 		if err := w.Err(); err != nil {
-			return nil, recipes.NewError("rwlock", m.c.path, fmt.Errorf("the write lock this goroutine holds has ended: %w", err))
+			return nil, engine.NewError("rwlock", m.c.path, fmt.Errorf("the write lock this goroutine holds has ended: %w", err))
 		}
 		anchor = w.Node()
 	}
-	l, err = m.c.acquire(ctx, Read, try, anchor)
+	l, err = m.c.acquire(ctx, false, try, anchor)
 	if err != nil {
 		return nil, err
 	}
 	if err := m.rd.Add(l); err != nil {
 		_ = l.Release(context.WithoutCancel(ctx))
-		return nil, recipes.NewError("rwlock", m.c.path, err)
+		return nil, engine.NewError("rwlock", m.c.path, err)
 	}
 	return m.readHandle(l), nil
 }
 
-func (m *Reentrant) readHandle(l *recipes.Lease) *Lease {
-	return &Lease{l: l, side: Read, path: m.c.path, re: &m.rd, owner: goid.ID()}
+func (m *Reentrant) readHandle(l *engine.Lease) *Lease {
+	return &Lease{l: l, path: m.c.path, re: &m.rd, owner: goid.ID()}
 }
-
-// Holds returns the calling goroutine's hold counts of the read and the
-// write lock (Curator's isOwnedByCurrentThread, per side); a lost hold still
-// counts until it is unlocked.
-func (m *Reentrant) Holds() (read, write int) { return m.rd.Count(), m.wr.Count() }
 
 // Participants returns the lock's contenders in queue order, with the side
 // each holds or waits for and whether it holds it (ctx bounds the reads).
-func (m *Reentrant) Participants(ctx context.Context) ([]Participant, error) {
+func (m *Reentrant) Participants(ctx context.Context) ([]recipes.Participant, error) {
 	return m.c.participants(ctx)
 }
 
-// Close ends the leases of this lock (cause ErrClosed; their nodes are
-// deleted), makes waiting acquires return ErrClosed, and returns when every
+// Close ends the leases of this lock (cause session.ErrClosed; their nodes are
+// deleted), makes waiting acquires return session.ErrClosed, and returns when every
 // goroutine it started has exited. Idempotent. The session stays open.
-func (m *Reentrant) Close() error { return m.c.in.Close() }
+func (m *Reentrant) Close() error { return m.c.e.Close() }

@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -34,34 +35,34 @@ func TestReentrantHolds(t *testing.T) {
 	if r1.Node() != r2.Node() || len(nodes(t, raw, ns)) != 1 {
 		t.Fatalf("re-entered read: nodes %q, %q", r1.Node(), r2.Node())
 	}
-	if rd, wr := m.Holds(); rd != 2 || wr != 0 {
+	if rd, wr := rwlock.Holds(m); rd != 2 || wr != 0 {
 		t.Fatalf("Holds = %d, %d; want 2, 0", rd, wr)
 	}
 	// Another goroutine cannot unlock it, and holds nothing itself.
 	res := make(chan error, 1)
 	go func() {
-		if rd, wr := m.Holds(); rd != 0 || wr != 0 {
+		if rd, wr := rwlock.Holds(m); rd != 0 || wr != 0 {
 			res <- errors.New("another goroutine sees holds")
 			return
 		}
-		res <- r1.Unlock(ctx)
+		res <- r1.Release(ctx)
 	}()
-	if err := sessiontest.Recv(t, res, wait, "Unlock from another goroutine"); !errors.Is(err, rwlock.ErrNotOwner) {
+	if err := sessiontest.Recv(t, res, wait, "Unlock from another goroutine"); !errors.Is(err, recipes.ErrNotOwner) {
 		t.Fatalf("Unlock from another goroutine: %v, want ErrNotOwner", err)
 	}
-	if err := r1.Unlock(ctx); err != nil {
+	if err := r1.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := r1.Unlock(ctx); err != nil { // idempotent per handle: no second exit
+	if err := r1.Release(ctx); err != nil { // idempotent per handle: no second exit
 		t.Fatal(err)
 	}
 	if r2.Err() != nil || len(nodes(t, raw, ns)) != 1 {
 		t.Fatalf("the first Unlock of two released the read lock: %v", r2.Err())
 	}
-	if err := r2.Unlock(ctx); err != nil {
+	if err := r2.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !errors.Is(r1.Err(), rwlock.ErrReleased) {
+	if !errors.Is(r1.Err(), recipes.ErrReleased) {
 		t.Fatalf("after the last Unlock: %v", r1.Err())
 	}
 	waitEmpty(t, raw, ns)
@@ -83,14 +84,14 @@ func TestReentrantHolds(t *testing.T) {
 	if err != nil || w3.Node() != w1.Node() {
 		t.Fatalf("write while holding both: %v %v", w3, err)
 	}
-	if rd, wr := m.Holds(); rd != 1 || wr != 3 {
+	if rd, wr := rwlock.Holds(m); rd != 1 || wr != 3 {
 		t.Fatalf("Holds = %d, %d; want 1, 3", rd, wr)
 	}
-	if _, err := other.TryRLock(ctx); !errors.Is(err, rwlock.ErrLocked) {
+	if _, err := other.TryRLock(ctx); !errors.Is(err, recipes.ErrBusy) {
 		t.Fatalf("other's TryRLock while written: %v", err)
 	}
 	for _, w := range []*rwlock.WriteLease{w3, w2, w1} {
-		if err := w.Unlock(ctx); err != nil {
+		if err := w.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -106,7 +107,7 @@ func TestReentrantHolds(t *testing.T) {
 		t.Fatalf("Lock while holding only the read lock: %v, want ErrUpgrade", err)
 	}
 	for _, l := range []*rwlock.Lease{rr, ol} {
-		if err := l.Unlock(ctx); err != nil {
+		if err := l.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -151,7 +152,7 @@ func TestReentrantUpgradeFailsAtOnce(t *testing.T) {
 	if ks := nodes(t, raw, ns); len(ks) != 1 || ks[0] != rl.Node() {
 		t.Fatalf("nodes %q, want only the read node", ks)
 	}
-	if err := rl.Unlock(ctx); err != nil {
+	if err := rl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// Without the read hold the write lock is granted.
@@ -159,7 +160,7 @@ func TestReentrantUpgradeFailsAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := wl.Unlock(ctx); err != nil {
+	if err := wl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -195,18 +196,18 @@ func TestRWMutexUpgradeWaits(t *testing.T) {
 		ks = nodes(t, raw, ns)
 		return len(ks) == 1 && ks[0] == rl.Node()
 	}, "nodes %q, want only the read node %s", &ks, rl.Node())
-	if _, err := m.TryLock(ctx); !errors.Is(err, rwlock.ErrLocked) {
-		t.Fatalf("TryLock behind our own read lease: %v, want ErrLocked", err)
+	if _, err := m.TryLock(ctx); !errors.Is(err, recipes.ErrBusy) {
+		t.Fatalf("TryLock behind our own read lease: %v, want ErrBusy", err)
 	}
 
 	// Another goroutine unlocks the read lease: the write Lock goes through.
 	var clock atomic.Int64
-	wa := lockAsync(t, ctx, m, rwlock.Write, &clock)
+	wa := lockAsync(t, ctx, m, Write, &clock)
 	rd.waitRead(t, rl.Node())
 	wa.pending(t, "write behind our own read lease")
 	u := clock.Add(1)
 	unl := make(chan error, 1)
-	go func() { unl <- rl.Unlock(ctx) }()
+	go func() { unl <- rl.Release(ctx) }()
 	if err := sessiontest.Recv(t, unl, wait, "Unlock from another goroutine"); err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +231,7 @@ func TestRWMutexHandoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	errs := make(chan error, 3)
-	go func() { errs <- wl.Unlock(ctx) }()
+	go func() { errs <- wl.Release(ctx) }()
 	if err := sessiontest.Recv(t, errs, wait, "Unlock from a child goroutine"); err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +246,7 @@ func TestRWMutexHandoff(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				return l.Unlock(ctx)
+				return l.Release(ctx)
 			}()
 		}()
 	}
@@ -254,7 +255,7 @@ func TestRWMutexHandoff(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := parent.Unlock(ctx); err != nil {
+	if err := parent.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	waitEmpty(t, raw, ns)

@@ -5,13 +5,14 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
 
 // Both kinds work over TLS (sessions on the secure port of the package's
 // shared TLS server): two readers hold together, a writer's TryLock fails
-// with ErrLocked and its Lock waits until both readers unlock, then holds
+// with ErrBusy and its Lock waits until both readers unlock, then holds
 // with a greater token; nothing is left behind.
 func TestTLSReadersThenWriter(t *testing.T) {
 	for _, k := range kinds {
@@ -24,14 +25,14 @@ func TestTLSReadersThenWriter(t *testing.T) {
 			w := k.make(t, sessiontest.ConnectTLS(t, ns), rwlock.WithID("w"))
 
 			var clock atomic.Int64
-			ra1 := lockAsync(t, ctx, r1, rwlock.Read, &clock)
+			ra1 := lockAsync(t, ctx, r1, Read, &clock)
 			l1 := ra1.held(t)
-			ra2 := lockAsync(t, ctx, r2, rwlock.Read, &clock)
+			ra2 := lockAsync(t, ctx, r2, Read, &clock)
 			l2 := ra2.held(t)
-			if _, err := w.TryLock(ctx); !errors.Is(err, rwlock.ErrLocked) {
-				t.Fatalf("TryLock while read-locked: %v, want ErrLocked", err)
+			if _, err := w.TryLock(ctx); !errors.Is(err, recipes.ErrBusy) {
+				t.Fatalf("TryLock while read-locked: %v, want ErrBusy", err)
 			}
-			wa := lockAsync(t, ctx, w, rwlock.Write, &clock)
+			wa := lockAsync(t, ctx, w, Write, &clock)
 			waitNodes(t, raw, ns, 3) // the writer queued behind both readers
 			wa.pending(t, "writer behind two readers")
 			u1 := ra1.unlock(t)

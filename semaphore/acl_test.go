@@ -8,7 +8,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -69,7 +70,7 @@ func TestACLSemaphoreNodes(t *testing.T) {
 			leaseNodes++
 		}
 	}
-	for _, p := range []string{app, app + "/counts", app + aclCountPath, app + semPath, locks, l.Path()} {
+	for _, p := range []string{app, app + "/counts", app + aclCountPath, app + semPath, locks, semaphore.NodePath(l)} {
 		if !containsStr(nodes, p) {
 			t.Errorf("%s was not among the nodes read: %v", p, nodes)
 		}
@@ -129,8 +130,8 @@ func TestACLSemaphoreIntruder(t *testing.T) {
 				{"TryAcquire", "create", semFull, func(ctx context.Context) error { _, err := fixed.TryAcquire(ctx); return err }},
 				{"AcquireN", "create", semFull, func(ctx context.Context) error { _, err := fixed.AcquireN(ctx, 2); return err }},
 				{"shared Acquire", "create", semFull, func(ctx context.Context) error { _, err := shared.Acquire(ctx); return err }},
-				{"Mutex.Lock", "create", semFull, func(ctx context.Context) error { _, err := mu.Lock(ctx); return err }},
-				{"Mutex.TryLock", "create", semFull, func(ctx context.Context) error { _, err := mu.TryLock(ctx); return err }},
+				{"NewMutex Acquire", "create", semFull, func(ctx context.Context) error { _, err := mu.Acquire(ctx); return err }},
+				{"NewMutex TryAcquire", "create", semFull, func(ctx context.Context) error { _, err := mu.TryAcquire(ctx); return err }},
 				{"SharedCount.Set", "set", countFull, func(ctx context.Context) error { _, err := count.Set(ctx, 7); return err }},
 				{"SharedCount.TrySet", "set", countFull, func(ctx context.Context) error {
 					_, _, err := count.TrySet(ctx, semaphore.CountValue{Count: 1}, 7)
@@ -144,7 +145,7 @@ func TestACLSemaphoreIntruder(t *testing.T) {
 					t.Errorf("%s: refused %s %s, want a %s", c.name, oe.Op, oe.Path, c.op)
 				}
 			}
-			if err := s.Conn().Delete(held.Path(), -1); !errors.Is(err, zk.ErrNoAuth) {
+			if err := s.Conn().Delete(semaphore.NodePath(held), -1); !errors.Is(err, zk.ErrNoAuth) {
 				t.Errorf("delete of alice's lease node without her credentials = %v, want zk.ErrNoAuth", err)
 			}
 			if got := children(t, admin, ns, semaphore.LeasesDir); len(got) != 1 || got[0] != held.Node() {
@@ -164,8 +165,8 @@ func TestACLSemaphoreIntruder(t *testing.T) {
 	// alice's second session is admitted once there is room.
 	alice2 := connect(t, ns, ownerOpts(zk.AuthACL(zk.PermAll))...)
 	sem2 := newShared(t, alice2, newCount(t, alice2, aclCountPath, 1))
-	if _, err := sem2.TryAcquire(ctx); !errors.Is(err, semaphore.ErrNoLease) {
-		t.Errorf("TryAcquire with alice's credentials while full = %v, want ErrNoLease", err)
+	if _, err := sem2.TryAcquire(ctx); !errors.Is(err, recipes.ErrBusy) {
+		t.Errorf("TryAcquire with alice's credentials while full = %v, want ErrBusy", err)
 	}
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -41,8 +42,8 @@ func TestAcquireRelease(t *testing.T) {
 	if got := children(t, raw, ns, semaphore.LocksDir); len(got) != 0 {
 		t.Fatalf("acquirer mutex nodes left: %v", got)
 	}
-	if _, err := b.TryAcquire(ctx); !errors.Is(err, semaphore.ErrNoLease) {
-		t.Fatalf("TryAcquire on a full semaphore: %v, want ErrNoLease", err)
+	if _, err := b.TryAcquire(ctx); !errors.Is(err, recipes.ErrBusy) {
+		t.Fatalf("TryAcquire on a full semaphore: %v, want ErrBusy", err)
 	}
 	ps, err := a.Participants(ctx)
 	if err != nil {
@@ -62,7 +63,7 @@ func TestAcquireRelease(t *testing.T) {
 	if err := held[1].Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := held[1].Err(); !errors.Is(err, semaphore.ErrReleased) {
+	if err := held[1].Err(); !errors.Is(err, recipes.ErrReleased) {
 		t.Fatalf("released lease Err = %v", err)
 	}
 	r := sessiontest.Recv(t, got, wait, "acquire")
@@ -72,7 +73,7 @@ func TestAcquireRelease(t *testing.T) {
 	if r.ls[0].Token() <= held[2].Token() {
 		t.Fatalf("token %d not above the earlier %d", r.ls[0].Token(), held[2].Token())
 	}
-	if err := semaphore.ReleaseAll(ctx, append(held, r.ls...)); err != nil {
+	if err := releaseAll(ctx, append(held, r.ls...)); err != nil {
 		t.Fatal(err)
 	}
 	waitNodes(t, raw, ns, semaphore.LeasesDir, 0)

@@ -11,7 +11,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -181,7 +182,7 @@ func TestAcquireNAllOrNone(t *testing.T) {
 		t.Fatalf("lease nodes while AcquireN(2) waits with one free: %v", got)
 	}
 	notAcquired(t, ga)
-	if err := semaphore.ReleaseAll(ctx, hl); err != nil {
+	if err := releaseAll(ctx, hl); err != nil {
 		t.Fatal(err)
 	}
 	ra := sessiontest.Recv(t, ga, wait, "a's AcquireN")
@@ -204,11 +205,11 @@ func TestAcquireNAllOrNone(t *testing.T) {
 	if rb.err != nil {
 		t.Fatal(rb.err)
 	}
-	semaphore.ReleaseAll(ctx, append(ra.ls[1:], rb.ls...))
+	releaseAll(ctx, append(ra.ls[1:], rb.ls...))
 	waitNodes(t, raw, ns, semaphore.LeasesDir, 0)
 }
 
-// TryAcquire succeeds while a lease is free, fails with ErrNoLease when all
+// TryAcquire succeeds while a lease is free, fails with ErrBusy when all
 // are held or another acquirer holds the mutex, and leaves no node.
 func TestTryAcquire(t *testing.T) {
 	ns := zktest.NewNamespace(t)
@@ -224,12 +225,12 @@ func TestTryAcquire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.TryAcquire(ctx); !errors.Is(err, semaphore.ErrNoLease) {
+	if _, err := a.TryAcquire(ctx); !errors.Is(err, recipes.ErrBusy) {
 		t.Fatalf("TryAcquire when full = %v", err)
 	}
 	got := acquireAsync(ctx, b, 1) // holds the mutex, waiting
 	waitNodes(t, raw, ns, semaphore.LocksDir, 1)
-	if _, err := a.TryAcquire(ctx); !errors.Is(err, semaphore.ErrNoLease) {
+	if _, err := a.TryAcquire(ctx); !errors.Is(err, recipes.ErrBusy) {
 		t.Fatalf("TryAcquire while another acquirer holds the mutex = %v", err)
 	}
 	if k := children(t, raw, ns, semaphore.LocksDir); len(k) != 1 {
@@ -240,7 +241,7 @@ func TestTryAcquire(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	semaphore.ReleaseAll(ctx, append(r.ls, l2))
+	releaseAll(ctx, append(r.ls, l2))
 	waitNodes(t, raw, ns, semaphore.LeasesDir, 0)
 }
 
@@ -285,7 +286,7 @@ func TestCancelLeavesNoNode(t *testing.T) {
 					t.Fatalf("holder's lease ended: %v", err)
 				}
 			}
-			semaphore.ReleaseAll(ctx, hl)
+			releaseAll(ctx, hl)
 			waitNodes(t, raw, ns, semaphore.LeasesDir, 0)
 		})
 	}
@@ -320,7 +321,8 @@ func TestDeadlineWhileWaiting(t *testing.T) {
 	waitNodes(t, raw, ns, semaphore.LocksDir, 0)
 }
 
-// The Mutex twin: one holder, TryLock fails, Holder and Held say who.
+// The semaphore of one lease (NewMutex): one holder, TryAcquire fails, the
+// first participant (the holder) and Held say who.
 func TestMutexBasic(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	ctx := ctxT(t)
@@ -335,26 +337,26 @@ func TestMutexBasic(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m2.Close()
-	if _, ok, err := m1.Holder(ctx); err != nil || ok {
+	if _, ok, err := holder(ctx, m1); err != nil || ok {
 		t.Fatalf("Holder of a free lock = %v, %v", ok, err)
 	}
-	l, err := m1.Lock(ctx)
+	l, err := m1.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !m1.Held() || m2.Held() {
+	if m1.Held() != 1 || m2.Held() != 0 {
 		t.Fatalf("Held = %v, %v", m1.Held(), m2.Held())
 	}
-	if _, err := m2.TryLock(ctx); !errors.Is(err, semaphore.ErrNoLease) {
-		t.Fatalf("TryLock of a held lock = %v", err)
+	if _, err := m2.TryAcquire(ctx); !errors.Is(err, recipes.ErrBusy) {
+		t.Fatalf("TryAcquire of a held lock = %v", err)
 	}
-	p, ok, err := m2.Holder(ctx)
-	if err != nil || !ok || p.ID != "m1" || p.Node != l.Node() || p.SessionID != s1.Epoch().SessionID() {
+	p, ok, err := holder(ctx, m2)
+	if err != nil || !ok || p.ID != "m1" || p.Node != l.Node() || p.SessionID != s1.SessionID() {
 		t.Fatalf("Holder = %+v, %v, %v", p, ok, err)
 	}
 	got := make(chan error, 1)
 	go func() {
-		l2, err := m2.Lock(ctx)
+		l2, err := m2.Acquire(ctx)
 		if err == nil {
 			err = l2.Release(ctx)
 		}
@@ -364,10 +366,10 @@ func TestMutexBasic(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if m1.Held() {
+	if m1.Held() != 0 {
 		t.Fatal("Held after Release")
 	}
-	if err := sessiontest.Recv(t, got, wait, "second Lock"); err != nil {
+	if err := sessiontest.Recv(t, got, wait, "second Acquire"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/zkrecipes/zkrecipes/session"
 )
 
 // Curator's SharedCount encoding: 4 bytes, big-endian two's complement.
@@ -15,7 +17,7 @@ func TestCountEncoding(t *testing.T) {
 		{0, []byte{0, 0, 0, 0}},
 		{1, []byte{0, 0, 0, 1}},
 		{258, []byte{0, 0, 1, 2}},
-		{MaxCount, []byte{0x7f, 0xff, 0xff, 0xff}},
+		{maxCount, []byte{0x7f, 0xff, 0xff, 0xff}},
 	} {
 		if got := encodeCount(c.n); !bytes.Equal(got, c.data) {
 			t.Errorf("encodeCount(%d) = %x, want %x", c.n, got, c.data)
@@ -33,9 +35,9 @@ func TestCountEncoding(t *testing.T) {
 			t.Errorf("decodeCount(%x) = %v, want ErrBadData", data, err)
 		}
 	}
-	for _, n := range []int{-1, MaxCount + 1} {
-		if err := checkCount(n); !errors.Is(err, ErrBadCount) {
-			t.Errorf("checkCount(%d) = %v, want ErrBadCount", n, err)
+	for _, n := range []int{-1, maxCount + 1} {
+		if err := checkCount(n); !errors.Is(err, session.ErrBadArgument) {
+			t.Errorf("checkCount(%d) = %v, want session.ErrBadArgument", n, err)
 		}
 	}
 }

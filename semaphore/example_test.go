@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -46,7 +47,16 @@ func Example() {
 		return
 	}
 	defer lease.Release(context.WithoutCancel(ctx))
-	fmt.Println("lease held by", lease.ID())
+	ps, err := sem.Participants(actx) // the lease nodes, with the id each stores
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, p := range ps {
+		if p.Node == lease.Node() {
+			fmt.Println("lease held by", p.ID)
+		}
+	}
 
 	export := func(ctx context.Context) error {
 		select {
@@ -97,7 +107,7 @@ func Example_sharedCount() {
 		return
 	}
 	defer first.Release(ctx)
-	if _, err := sem.TryAcquire(ctx); errors.Is(err, semaphore.ErrNoLease) {
+	if _, err := sem.TryAcquire(ctx); errors.Is(err, recipes.ErrBusy) {
 		fmt.Println("second lease: none free")
 	}
 
@@ -122,9 +132,10 @@ func Example_sharedCount() {
 	// leases held: 2
 }
 
-// The InterProcessSemaphoreMutex twin: a lock that excludes Curator's
-// InterProcessSemaphoreMutex on the same path (not package mutex's locks).
-func ExampleMutex() {
+// The InterProcessSemaphoreMutex twin: a semaphore of one lease that
+// excludes Curator's InterProcessSemaphoreMutex on the same path (not
+// package mutex's locks).
+func ExampleNewMutex() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	sess, err := session.Connect(ctx, exampleServers(), session.WithNamespace("/examples/mutex"))
@@ -140,17 +151,21 @@ func ExampleMutex() {
 		return
 	}
 	defer m.Close()
-	lease, err := m.Lock(ctx)
+	lease, err := m.Acquire(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	holder, ok, err := m.Holder(ctx)
-	fmt.Println("held:", m.Held(), "holder:", holder.ID, ok, err)
+	ps, err := m.Participants(ctx) // the holder comes first
+	var holder recipes.Participant
+	if len(ps) > 0 {
+		holder = ps[0]
+	}
+	fmt.Println("held:", m.Held() == 1, "holder:", holder.ID, len(ps) > 0, err)
 	if err := lease.Release(ctx); err != nil {
 		fmt.Println(err)
 	}
-	fmt.Println("held:", m.Held())
+	fmt.Println("held:", m.Held() == 1)
 	// Output:
 	// held: true holder: reporter true <nil>
 	// held: false
@@ -178,7 +193,11 @@ func ExampleSemaphore_AcquireN() {
 		fmt.Println(err)
 		return
 	}
-	defer semaphore.ReleaseAll(context.WithoutCancel(ctx), leases)
+	defer func() {
+		for _, l := range leases {
+			l.Release(context.WithoutCancel(ctx))
+		}
+	}()
 	ps, err := sem.Participants(ctx)
 	fmt.Println(len(leases), "leases,", len(ps), "lease nodes,", err)
 	// Output:

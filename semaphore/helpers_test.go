@@ -11,7 +11,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -148,4 +149,26 @@ func requests(tap *zktest.Tap) int64 {
 		n += k
 	}
 	return n
+}
+
+// releaseAll releases every lease (as AcquireN returns them) and returns the
+// errors joined (see Lease.Release); nil leases are skipped.
+func releaseAll(ctx context.Context, leases []*semaphore.Lease) error {
+	var errs []error
+	for _, l := range leases {
+		if l != nil {
+			errs = append(errs, l.Release(ctx))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// holder returns the first of m's participants (the holder of a semaphore of
+// one lease, as NewMutex returns); ok is false when there is none.
+func holder(ctx context.Context, m *semaphore.Semaphore) (p recipes.Participant, ok bool, err error) {
+	ps, err := m.Participants(ctx)
+	if err != nil || len(ps) == 0 {
+		return recipes.Participant{}, false, err
+	}
+	return ps[0], true, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/zkrecipes/zkrecipes/semaphore"
+	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -18,65 +19,63 @@ func TestBadInput(t *testing.T) {
 	ctx := ctxT(t)
 
 	for _, p := range []string{"", "sem", "/sem/", "/a/../b", "/a/./b", "/a\x00b", "//a"} {
-		if _, err := semaphore.New(s, p, 1); !errors.Is(err, semaphore.ErrBadPath) {
-			t.Errorf("New(path %q) = %v, want ErrBadPath", p, err)
+		if _, err := semaphore.New(s, p, 1); !errors.Is(err, session.ErrBadArgument) {
+			t.Errorf("New(path %q) = %v, want ErrBadArgument", p, err)
 		}
 	}
 	for _, max := range []int{0, -1, semaphore.MaxCount + 1} {
 		_, err := semaphore.New(s, semPath, max)
-		if !errors.Is(err, semaphore.ErrBadCount) {
-			t.Errorf("New(max %d) = %v, want ErrBadCount", max, err)
+		if !errors.Is(err, session.ErrBadArgument) {
+			t.Errorf("New(max %d) = %v, want ErrBadArgument", max, err)
 		}
 	}
-	if _, err := semaphore.New(nil, semPath, 1); !errors.Is(err, semaphore.ErrNilSession) {
+	if _, err := semaphore.New(nil, semPath, 1); !errors.Is(err, session.ErrBadArgument) {
 		t.Errorf("New(nil session) = %v", err)
 	}
-	if _, err := semaphore.NewMutex(nil, semPath); !errors.Is(err, semaphore.ErrNilSession) {
+	if _, err := semaphore.NewMutex(nil, semPath); !errors.Is(err, session.ErrBadArgument) {
 		t.Errorf("NewMutex(nil session) = %v", err)
 	}
-	if _, err := semaphore.NewShared(s, semPath, nil); !errors.Is(err, semaphore.ErrBadOption) {
+	if _, err := semaphore.NewShared(s, semPath, nil); !errors.Is(err, session.ErrBadArgument) {
 		t.Errorf("NewShared(nil count) = %v", err)
 	}
 	other := connect(t, ns)
-	if _, err := semaphore.NewShared(s, semPath, newCount(t, other, countPath, 1)); !errors.Is(err, semaphore.ErrBadOption) {
+	if _, err := semaphore.NewShared(s, semPath, newCount(t, other, countPath, 1)); !errors.Is(err, session.ErrBadArgument) {
 		t.Errorf("NewShared with another session's count = %v", err)
 	}
 	for name, o := range map[string]semaphore.Option{
-		"nil option":       nil,
-		"empty id":         semaphore.WithID(""),
-		"NUL id":           semaphore.WithID("a\x00b"),
-		"bad UTF-8 id":     semaphore.WithID("\xff"),
-		"huge id":          semaphore.WithID(strings.Repeat("x", 600<<10)),
-		"nil logger":       semaphore.WithLogger(nil),
-		"zero cleanup":     semaphore.WithCleanupTimeout(0),
-		"negative cleanup": semaphore.WithCleanupTimeout(-1),
+		"nil option":   nil,
+		"empty id":     semaphore.WithID(""),
+		"NUL id":       semaphore.WithID("a\x00b"),
+		"bad UTF-8 id": semaphore.WithID("\xff"),
+		"huge id":      semaphore.WithID(strings.Repeat("x", 600<<10)),
+		"nil logger":   semaphore.WithLogger(nil),
 	} {
-		if _, err := semaphore.New(s, semPath, 1, o); !errors.Is(err, semaphore.ErrBadOption) {
-			t.Errorf("New with %s = %v, want ErrBadOption", name, err)
+		if _, err := semaphore.New(s, semPath, 1, o); !errors.Is(err, session.ErrBadArgument) {
+			t.Errorf("New with %s = %v, want ErrBadArgument", name, err)
 		}
 	}
 
 	sem := newSem(t, s, 2)
 	//lint:ignore SA1012 a nil context is the bad input under test
-	if _, err := sem.Acquire(nil); !errors.Is(err, semaphore.ErrBadOption) { //nolint:staticcheck
+	if _, err := sem.Acquire(nil); !errors.Is(err, session.ErrBadArgument) { //nolint:staticcheck
 		t.Errorf("Acquire(nil) = %v", err)
 	}
 	//lint:ignore SA1012 a nil context is the bad input under test
-	if _, err := sem.TryAcquire(nil); !errors.Is(err, semaphore.ErrBadOption) { //nolint:staticcheck
+	if _, err := sem.TryAcquire(nil); !errors.Is(err, session.ErrBadArgument) { //nolint:staticcheck
 		t.Errorf("TryAcquire(nil) = %v", err)
 	}
 	//lint:ignore SA1012 a nil context is the bad input under test
-	if _, err := sem.Participants(nil); !errors.Is(err, semaphore.ErrBadOption) { //nolint:staticcheck
+	if _, err := sem.Participants(nil); !errors.Is(err, session.ErrBadArgument) { //nolint:staticcheck
 		t.Errorf("Participants(nil) = %v", err)
 	}
 	for _, n := range []int{0, -1, 3} {
-		if _, err := sem.AcquireN(ctx, n); !errors.Is(err, semaphore.ErrBadCount) {
-			t.Errorf("AcquireN(%d) of a maximum of 2 = %v, want ErrBadCount", n, err)
+		if _, err := sem.AcquireN(ctx, n); !errors.Is(err, session.ErrBadArgument) {
+			t.Errorf("AcquireN(%d) of a maximum of 2 = %v, want ErrBadArgument", n, err)
 		}
 	}
 	big := newSem(t, s, 100, semaphore.WithID(strings.Repeat("x", 100<<10)))
-	if _, err := big.AcquireN(ctx, 10); !errors.Is(err, semaphore.ErrBadCount) {
-		t.Errorf("AcquireN of 10 leases of a 100 KiB id = %v, want ErrBadCount", err)
+	if _, err := big.AcquireN(ctx, 10); !errors.Is(err, session.ErrBadArgument) {
+		t.Errorf("AcquireN of 10 leases of a 100 KiB id = %v, want ErrBadArgument", err)
 	}
 	if ok, _, err := raw.Exists(ns.Path(semPath)); err != nil || ok {
 		t.Fatalf("bad input created %s: %v %v", semPath, ok, err)
@@ -91,7 +90,7 @@ func TestBadInput(t *testing.T) {
 	if err := l.Release(nil); err != nil { //nolint:staticcheck
 		t.Fatalf("Release(nil) = %v", err)
 	}
-	if err := semaphore.ReleaseAll(context.Background(), []*semaphore.Lease{nil, l}); err != nil {
+	if err := releaseAll(context.Background(), []*semaphore.Lease{nil, l}); err != nil {
 		t.Fatalf("ReleaseAll with a nil lease = %v", err)
 	}
 	waitNodes(t, raw, ns, semaphore.LeasesDir, 0)
@@ -102,7 +101,7 @@ func TestErrorText(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	s := connect(t, ns)
 	_, err := semaphore.New(s, semPath, 0)
-	if err == nil || err.Error() != `semaphore "/sem/a": bad count: maximum 0, want 1 to 2147483647` {
+	if err == nil || err.Error() != `semaphore "/sem/a": bad argument: maximum 0, want 1 to 2147483647` {
 		t.Errorf("New(max 0) = %q", err)
 	}
 	sem := newSem(t, s, 1)
@@ -113,7 +112,7 @@ func TestErrorText(t *testing.T) {
 	}
 	defer l.Release(ctx)
 	_, err = sem.TryAcquire(ctx)
-	if err == nil || err.Error() != `semaphore "/sem/a": no lease available` {
+	if err == nil || err.Error() != `semaphore "/sem/a": busy` {
 		t.Errorf("TryAcquire when full = %q", err)
 	}
 }

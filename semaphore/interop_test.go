@@ -17,8 +17,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/curatortest"
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/curatortest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -186,7 +187,7 @@ func TestCuratorSemaphoreMutexCounter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	goSeen, err := goCycles(ctx, ns.Conn(t), m.Lock, cycles, 0, holders, counter)
+	goSeen, err := goCycles(ctx, ns.Conn(t), m.Acquire, cycles, 0, holders, counter)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +223,7 @@ func TestCuratorSemaphoreHandoff(t *testing.T) {
 	if len(nodes) != 1 || !leaseNode.MatchString(nodes[0]) {
 		t.Fatalf("Java lease nodes %v", nodes)
 	}
-	if _, err := sem.TryAcquire(ctx); !errors.Is(err, semaphore.ErrNoLease) {
+	if _, err := sem.TryAcquire(ctx); !errors.Is(err, recipes.ErrBusy) {
 		t.Fatalf("Go TryAcquire while Java holds = %v", err)
 	}
 	got := acquireAsync(ctx, sem, 1)
@@ -393,7 +394,7 @@ func TestCuratorSharedCountSemaphore(t *testing.T) {
 	if k := leases(t, raw, ns); len(k) != 3 {
 		t.Fatalf("lease nodes %v, want 3", k)
 	}
-	semaphore.ReleaseAll(ctx, append(r.ls, gl))
+	releaseAll(ctx, append(r.ls, gl))
 	if err := java.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +402,7 @@ func TestCuratorSharedCountSemaphore(t *testing.T) {
 }
 
 // The pair that does NOT exclude: Curator's InterProcessMutex queues lock
-// nodes directly under the path, this package's Mutex holds a lease under
+// nodes directly under the path, this package's NewMutex holds a lease under
 // <path>/leases, so both hold at once (README's table warns about it).
 func TestCuratorInterProcessMutexDoesNotExclude(t *testing.T) {
 	ctx := interopContext(t)
@@ -415,9 +416,9 @@ func TestCuratorInterProcessMutexDoesNotExclude(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	l, err := m.TryLock(ctx)
+	l, err := m.TryAcquire(ctx)
 	if err != nil {
-		t.Fatalf("TryLock while an InterProcessMutex holds the same path: %v (the two were expected not to exclude each other)", err)
+		t.Fatalf("TryAcquire while an InterProcessMutex holds the same path: %v (the two were expected not to exclude each other)", err)
 	}
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)

@@ -2,16 +2,15 @@ package semaphore
 
 import (
 	"context"
-	"errors"
 
-	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 )
 
 // Lease is one lease of a semaphore, returned by a successful acquire. It
 // tells the holder when the lease is lost: Done is closed when it ends, Err
-// says why (ErrReleased; session.ErrSuspended under the standard loss
-// policy; session.ErrLost; session.ErrClosed; ErrLeaseLost when someone else
-// deleted our node; ErrClosed when the semaphore was closed), and Context is
+// says why (recipes.ErrReleased; session.ErrSuspended under the standard loss
+// policy; session.ErrLost; session.ErrClosed; recipes.ErrNodeDeleted when someone else
+// deleted our node; session.ErrClosed when the semaphore was closed), and Context is
 // canceled with that cause, so guarded work can simply run under it. Whenever
 // a lease ends other than by Release, its node is deleted, so that a holder
 // told it lost its lease never keeps a slot from others.
@@ -19,7 +18,7 @@ import (
 // A Lease is not tied to a goroutine: any goroutine may Release it. It is
 // safe for concurrent use.
 type Lease struct {
-	l    *recipes.Lease
+	l    *engine.Lease
 	path string
 }
 
@@ -38,19 +37,10 @@ func (l *Lease) Context() context.Context { return l.l.Context() }
 // AcquireN share it (their nodes are created in one transaction).
 func (l *Lease) Token() int64 { return l.l.Token() }
 
-// Path returns the full server path of the lease node.
-func (l *Lease) Path() string { return l.l.Path() }
-
 // Node returns the name of the lease node ("_c_<uuid>-lease-<seq>").
 func (l *Lease) Node() string { return l.l.Node() }
 
-// SessionID returns the ZooKeeper session id that owns the lease node.
-func (l *Lease) SessionID() int64 { return l.l.Epoch().SessionID() }
-
-// ID returns the participant id stored in the lease node.
-func (l *Lease) ID() string { return l.l.ID() }
-
-// Release gives the lease back: it ends the lease (Err becomes ErrReleased)
+// Release gives the lease back: it ends the lease (Err becomes recipes.ErrReleased)
 // and deletes its node within ctx; if the connection is down or ctx ends
 // first, the delete is handed to the session's guaranteed-delete queue and
 // Release returns nil: the node goes once the session is back, or with the
@@ -58,15 +48,3 @@ func (l *Lease) ID() string { return l.l.ID() }
 // being deleted). Any goroutine may call it; it is idempotent, and returns an
 // error only when ZooKeeper refuses the delete (e.g. zk.ErrNoAuth).
 func (l *Lease) Release(ctx context.Context) error { return l.l.Release(ctx) }
-
-// ReleaseAll releases every lease (as AcquireN returns them) and returns the
-// errors joined (see Lease.Release). Nil leases are skipped.
-func ReleaseAll(ctx context.Context, leases []*Lease) error {
-	var errs []error
-	for _, l := range leases {
-		if l != nil {
-			errs = append(errs, l.Release(ctx))
-		}
-	}
-	return errors.Join(errs...)
-}

@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -141,11 +142,11 @@ func TestShortCutStandard(t *testing.T) {
 		t.Fatalf("cause = %v, want session.ErrSuspended", err)
 	}
 	rec.Wait(t, wait, session.Reconnected)
-	if s.Epoch().SessionID() != l.SessionID() {
+	if s.SessionID() != semaphore.NodeSessionID(l) {
 		t.Fatal("the short cut changed the session")
 	}
 	zktest.Eventually(t, wait, func() bool {
-		ok, _, err := raw.Exists(l.Path())
+		ok, _, err := raw.Exists(semaphore.NodePath(l))
 		return err == nil && !ok
 	}, "node of the ended lease not deleted")
 	ol, err := other.TryAcquire(ctx)
@@ -192,11 +193,11 @@ func TestShortCutSessionOnly(t *testing.T) {
 	if err := l.Err(); err != nil {
 		t.Fatalf("lease ended across a short cut: %v", err)
 	}
-	if ok, _, err := raw.Exists(l.Path()); err != nil || !ok {
+	if ok, _, err := raw.Exists(semaphore.NodePath(l)); err != nil || !ok {
 		t.Fatalf("lease node gone after a short cut: %v %v", ok, err)
 	}
-	if _, err := other.TryAcquire(ctx); !errors.Is(err, semaphore.ErrNoLease) {
-		t.Fatalf("other TryAcquire = %v, want ErrNoLease", err)
+	if _, err := other.TryAcquire(ctx); !errors.Is(err, recipes.ErrBusy) {
+		t.Fatalf("other TryAcquire = %v, want ErrBusy", err)
 	}
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -257,7 +258,7 @@ func TestPartitionShortCtx(t *testing.T) {
 }
 
 // Someone deletes a holder's lease node: with the node watch (default) the
-// lease ends with ErrLeaseLost; the waiter gets the freed lease.
+// lease ends with ErrNodeDeleted; the waiter gets the freed lease.
 func TestThirdPartyDeletesLease(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	raw := ns.Conn(t)
@@ -270,11 +271,11 @@ func TestThirdPartyDeletesLease(t *testing.T) {
 	}
 	got := acquireAsync(ctx, w, 1)
 	waitNodes(t, raw, ns, semaphore.LocksDir, 1)
-	if err := raw.Delete(hl.Path(), -1); err != nil {
+	if err := raw.Delete(semaphore.NodePath(hl), -1); err != nil {
 		t.Fatal(err)
 	}
-	if err := sessiontest.WaitDone(t, hl, wait); !errors.Is(err, semaphore.ErrLeaseLost) {
-		t.Fatalf("holder's cause = %v, want ErrLeaseLost", err)
+	if err := sessiontest.WaitDone(t, hl, wait); !errors.Is(err, recipes.ErrNodeDeleted) {
+		t.Fatalf("holder's cause = %v, want ErrNodeDeleted", err)
 	}
 	r := sessiontest.Recv(t, got, wait, "waiter's acquire")
 	if r.err != nil {
@@ -284,7 +285,7 @@ func TestThirdPartyDeletesLease(t *testing.T) {
 	if err := hl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _, _ := raw.Exists(r.ls[0].Path()); !ok {
+	if ok, _, _ := raw.Exists(semaphore.NodePath(r.ls[0])); !ok {
 		t.Fatal("the new holder's node was deleted by the old holder's Release")
 	}
 	r.ls[0].Release(ctx)
@@ -341,7 +342,7 @@ func TestThirdPartyDeletesMutexNode(t *testing.T) {
 		}
 	}
 	waitNodes(t, raw, ns, semaphore.LocksDir, 0)
-	semaphore.ReleaseAll(ctx, append(rs[0].ls, rs[1].ls...))
+	releaseAll(ctx, append(rs[0].ls, rs[1].ls...))
 	waitNodes(t, raw, ns, semaphore.LeasesDir, 0)
 	close(stop)
 	if most, _ := observed(); most > 2 {
@@ -388,8 +389,8 @@ func TestCountedGhost(t *testing.T) {
 			if len(k) != 1 || k[0] != l.Node() {
 				t.Fatalf("lease nodes %v, lease %s", k, l.Node())
 			}
-			_, st, err := raw.Get(l.Path())
-			if err != nil || st.EphemeralOwner != s.Epoch().SessionID() || st.Czxid != l.Token() {
+			_, st, err := raw.Get(semaphore.NodePath(l))
+			if err != nil || st.EphemeralOwner != s.SessionID() || st.Czxid != l.Token() {
 				t.Fatalf("lease node stat %+v, %v (token %d)", st, err, l.Token())
 			}
 			waitNodes(t, raw, ns, semaphore.LocksDir, 0)
@@ -424,22 +425,22 @@ func TestCloseWhileBusy(t *testing.T) {
 	closed := make(chan error, 1)
 	go func() { closed <- sem.Close() }()
 	for _, g := range []<-chan acquired{ga, gb} {
-		if r := sessiontest.Recv(t, g, wait, "acquire at Close"); !errors.Is(r.err, semaphore.ErrClosed) {
+		if r := sessiontest.Recv(t, g, wait, "acquire at Close"); !errors.Is(r.err, session.ErrClosed) {
 			t.Fatalf("acquire at Close = %v, want ErrClosed", r.err)
 		}
 	}
 	if err := sessiontest.Recv(t, closed, wait, "Close"); err != nil {
 		t.Fatal(err)
 	}
-	if err := sessiontest.WaitDone(t, l, wait); !errors.Is(err, semaphore.ErrClosed) {
+	if err := sessiontest.WaitDone(t, l, wait); !errors.Is(err, session.ErrClosed) {
 		t.Fatalf("lease cause = %v, want ErrClosed", err)
 	}
 	waitNodes(t, raw, ns, semaphore.LocksDir, 0)
 	waitNodes(t, raw, ns, semaphore.LeasesDir, 0)
-	if _, err := sem.Acquire(ctx); !errors.Is(err, semaphore.ErrClosed) {
+	if _, err := sem.Acquire(ctx); !errors.Is(err, session.ErrClosed) {
 		t.Fatalf("Acquire after Close = %v", err)
 	}
-	if _, err := sem.TryAcquire(ctx); !errors.Is(err, semaphore.ErrClosed) {
+	if _, err := sem.TryAcquire(ctx); !errors.Is(err, session.ErrClosed) {
 		t.Fatalf("TryAcquire after Close = %v", err)
 	}
 	if err := sem.Close(); err != nil {

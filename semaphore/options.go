@@ -2,11 +2,11 @@ package semaphore
 
 import (
 	"fmt"
-	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/internal/participant"
+	"github.com/zkrecipes/zkrecipes/session"
 )
 
 // Option configures New, NewShared and NewMutex.
@@ -14,24 +14,19 @@ type Option func(*config) error
 
 type config struct {
 	id        string
-	idSet     bool
 	nodeWatch bool
 	lg        *zap.Logger
-	cleanup   time.Duration
 }
 
 func buildConfig(opts []Option) (*config, error) {
-	c := &config{nodeWatch: true}
+	c := &config{id: participant.LocalID(), nodeWatch: true}
 	for _, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("%w: nil option", ErrBadOption)
+			return nil, fmt.Errorf("%w: nil option", session.ErrBadArgument)
 		}
 		if err := o(c); err != nil {
 			return nil, err
 		}
-	}
-	if !c.idSet {
-		c.id = LocalID()
 	}
 	return c, nil
 }
@@ -39,21 +34,21 @@ func buildConfig(opts []Option) (*config, error) {
 // WithID sets the participant id stored in our lease and acquirer nodes
 // (Curator's setNodeData; Participants reads it back). It must be non-empty
 // valid UTF-8 of at most 512 KiB without NUL bytes; otherwise the
-// constructor returns an error matching ErrBadOption. Default: LocalID(), as
+// constructor returns an error matching session.ErrBadArgument. Default: LocalID(), as
 // Curator's default node data is the local IP address as text.
 func WithID(id string) Option {
 	return func(c *config) error {
 		if err := participant.Validate(id); err != nil {
-			return fmt.Errorf("%w: %w", ErrBadOption, err)
+			return fmt.Errorf("%w: %w", session.ErrBadArgument, err)
 		}
-		c.id, c.idSet = id, true
+		c.id = id
 		return nil
 	}
 }
 
 // WithNodeWatch says whether a held lease watches its own node, so that a
 // deletion by a third party (an operator, a cleanup job) ends the lease at
-// once with ErrLeaseLost (default true), or at the latest 100 ms (and a round
+// once with recipes.ErrNodeDeleted (default true), or at the latest 100 ms (and a round
 // trip) after the acquire returned: the watch is set once a lease has been
 // held 100 ms, so it adds no latency to Acquire, and costs one request and
 // one watch notification at the release only for a lease held longer. Without it, the holder learns of such a
@@ -71,26 +66,9 @@ func WithNodeWatch(on bool) Option {
 func WithLogger(lg *zap.Logger) Option {
 	return func(c *config) error {
 		if lg == nil {
-			return fmt.Errorf("%w: nil logger", ErrBadOption)
+			return fmt.Errorf("%w: nil logger", session.ErrBadArgument)
 		}
 		c.lg = lg
 		return nil
 	}
 }
-
-// WithCleanupTimeout bounds the detached delete of the nodes of a failed or
-// canceled acquire (default 5s); after it the delete is left to the
-// session's guaranteed-delete queue.
-func WithCleanupTimeout(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("%w: cleanup timeout %v", ErrBadOption, d)
-		}
-		c.cleanup = d
-		return nil
-	}
-}
-
-// LocalID returns the default participant id, as Curator's: the local IP
-// address as text (see mutex.LocalID). It does no network I/O.
-func LocalID() string { return participant.LocalID() }

@@ -9,40 +9,36 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/participant"
+	"github.com/zkrecipes/zkrecipes/internal/zksession"
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
 // Node names and directories of Curator's InterProcessSemaphoreV2.
 const (
-	// LocksDir is the directory, under the semaphore's path, of the mutex
+	// locksDir is the directory, under the semaphore's path, of the mutex
 	// that serialises acquirers (an InterProcessMutex).
-	LocksDir = "locks"
-	// LeasesDir is the directory, under the semaphore's path, of the lease
+	locksDir = "locks"
+	// leasesDir is the directory, under the semaphore's path, of the lease
 	// nodes.
-	LeasesDir = "leases"
-	// LockMarker is the marker of acquirer mutex nodes ("_c_<uuid>-lock-<seq>").
-	LockMarker = "lock-"
-	// LeaseMarker is the marker of lease nodes ("_c_<uuid>-lease-<seq>").
-	LeaseMarker = "lease-"
+	leasesDir = "leases"
+	// lockMarker is the marker of acquirer mutex nodes ("_c_<uuid>-lock-<seq>").
+	lockMarker = "lock-"
+	// leaseMarker is the marker of lease nodes ("_c_<uuid>-lease-<seq>").
+	leaseMarker = "lease-"
 )
-
-// Participant is one lease node, as Participants reads it.
-type Participant = recipes.Participant
 
 // lockDriver is the acquirer mutex: Curator's InterProcessMutex, whose
 // handoff the engine takes on the deletion notice alone (see
 // recipes.TrustHandoff: the counted transaction deletes our mutex node, so it
 // fails if that node is gone).
-type lockDriver struct{ recipes.StandardDriver }
-
-func (lockDriver) TrustHandoff() bool { return true }
 
 // The drivers are boxed in their interface once, not at every acquire.
 var (
-	guardDriver recipes.Driver = lockDriver{recipes.StandardDriver{Name: LockMarker, MaxLeases: 1}}
-	leaseDriver recipes.Driver = recipes.StandardDriver{Name: LeaseMarker}
+	guardDriver = func() *engine.Driver { d := engine.Standard(lockMarker, 1); d.TrustHandoff = true; return d }()
+	leaseDriver = engine.Standard(leaseMarker, 1)
 )
 
 // Semaphore is a distributed counting semaphore, wire-compatible with Apache
@@ -58,34 +54,46 @@ var (
 // A Semaphore is safe for concurrent use; its leases are not tied to
 // goroutines.
 type Semaphore struct {
-	locks  *recipes.Engine // <path>/locks: the acquirer mutex
-	leases *recipes.Engine // <path>/leases: the lease nodes
+	locks  *engine.Engine // <path>/locks: the acquirer mutex
+	leases *engine.Engine // <path>/leases: the lease nodes
 	path   string
 	id     string
 	max    int          // fixed maximum; 0 with a SharedCount
 	count  *SharedCount // nil with a fixed maximum
-	sess   *session.Session
+	zs     *zksession.Session
 
 	ctx    context.Context // canceled by Close
 	cancel context.CancelFunc
 
 	mu        sync.Mutex
 	closed    bool
-	held      recipes.HeldLeases // leases granted (Held)
-	wg        sync.WaitGroup     // acquires in progress
+	held      engine.HeldLeases // leases granted (Held)
+	wg        sync.WaitGroup    // acquires in progress
 	closeOnce sync.Once
 }
 
 // New returns a semaphore on path (a recipe path, under the session's
-// namespace) whose maximum number of leases is max (1 to MaxCount; every
+// namespace) whose maximum number of leases is max (1 to maxCount; every
 // participant must use the same value). It validates its arguments and does
 // no I/O; the directories are created (as container nodes) at the first
 // acquire.
 func New(sess *session.Session, path string, max int, opts ...Option) (*Semaphore, error) {
-	if max < 1 || max > MaxCount {
-		return nil, recipes.NewError("semaphore", path, fmt.Errorf("%w: maximum %d, want 1 to %d", ErrBadCount, max, MaxCount))
+	if max < 1 || max > maxCount {
+		return nil, engine.NewError("semaphore", path, fmt.Errorf("%w: maximum %d, want 1 to %d", session.ErrBadArgument, max, maxCount))
 	}
 	return newSemaphore(sess, path, max, nil, opts)
+}
+
+// NewMutex returns a semaphore of one lease on path: the Go twin of
+// Curator's InterProcessSemaphoreMutex, on the same znodes (<path>/locks and
+// <path>/leases), which it excludes, as it excludes a Semaphore of maximum
+// 1 on the path. It is NOT the lock of package mutex: mutex.New (and
+// Curator's InterProcessMutex) queue nodes directly under the lock path, so
+// the two kinds do not exclude each other on one path; pick the one that
+// matches the Java side. Like New, it validates its arguments and does no
+// I/O.
+func NewMutex(sess *session.Session, path string, opts ...Option) (*Semaphore, error) {
+	return New(sess, path, 1, opts...)
 }
 
 // NewShared returns a semaphore on path whose maximum is the value of count
@@ -96,12 +104,12 @@ func New(sess *session.Session, path string, max int, opts ...Option) (*Semaphor
 // close the Semaphore first.
 func NewShared(sess *session.Session, path string, count *SharedCount, opts ...Option) (*Semaphore, error) {
 	if count == nil {
-		return nil, recipes.NewError("semaphore", path, fmt.Errorf("%w: nil shared count", ErrBadOption))
+		return nil, engine.NewError("semaphore", path, fmt.Errorf("%w: nil shared count", session.ErrBadArgument))
 	}
-	if count.sess != sess && sess != nil {
+	if zs, _ := zksession.Of(sess); count.zs != zs && zs != nil {
 		// A count on another session works, but its watch then follows
 		// another connection; say so rather than guess.
-		return nil, recipes.NewError("semaphore", path, fmt.Errorf("%w: the shared count belongs to another session", ErrBadOption))
+		return nil, engine.NewError("semaphore", path, fmt.Errorf("%w: the shared count belongs to another session", session.ErrBadArgument))
 	}
 	return newSemaphore(sess, path, 0, count, opts)
 }
@@ -109,32 +117,30 @@ func NewShared(sess *session.Session, path string, count *SharedCount, opts ...O
 func newSemaphore(sess *session.Session, path string, max int, count *SharedCount, opts []Option) (*Semaphore, error) {
 	c, err := buildConfig(opts)
 	if err != nil {
-		return nil, recipes.NewError("semaphore", path, err)
+		return nil, engine.NewError("semaphore", path, err)
 	}
-	if sess == nil {
-		return nil, recipes.NewError("semaphore", path, ErrNilSession)
+	zs, err := zksession.Of(sess)
+	if err != nil {
+		return nil, engine.NewError("semaphore", path, err)
 	}
-	if err := session.ValidatePath(path); err != nil {
-		return nil, recipes.NewError("semaphore", path, fmt.Errorf("%w: %w", ErrBadPath, err))
+	if err := zksession.ValidatePath(path); err != nil {
+		return nil, engine.NewError("semaphore", path, err)
 	}
-	base := []recipes.Option{recipes.WithName("semaphore")}
+	base := []engine.Option{engine.WithName("semaphore")}
 	if c.lg != nil {
-		base = append(base, recipes.WithLogger(c.lg))
-	}
-	if c.cleanup > 0 {
-		base = append(base, recipes.WithCleanupTimeout(c.cleanup))
+		base = append(base, engine.WithLogger(c.lg))
 	}
 	// The acquirer mutex is held for a round trip or two; watching its own
-	// node would cost a request per acquire for nothing (see lockDriver).
-	locks, err := recipes.NewEngine(sess, join(path, LocksDir), append(base, recipes.WithNodeWatch(false))...)
+	// node would cost a request per acquire for nothing (see guardDriver).
+	locks, err := engine.New(sess, join(path, locksDir), append(base, engine.WithNodeWatch(false))...)
 	if err != nil {
 		return nil, err
 	}
-	leases, err := recipes.NewEngine(sess, join(path, LeasesDir), append(base, recipes.WithNodeWatch(c.nodeWatch))...)
+	leases, err := engine.New(sess, join(path, leasesDir), append(base, engine.WithNodeWatch(c.nodeWatch))...)
 	if err != nil {
 		return nil, err
 	}
-	s := &Semaphore{locks: locks, leases: leases, path: path, id: c.id, max: max, count: count, sess: sess}
+	s := &Semaphore{locks: locks, leases: leases, path: path, id: c.id, max: max, count: count, zs: zs}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }
@@ -150,17 +156,14 @@ func join(dir, name string) string {
 // Path returns the semaphore's path as given to the constructor.
 func (s *Semaphore) Path() string { return s.path }
 
-// ID returns the participant id stored in our nodes.
-func (s *Semaphore) ID() string { return s.id }
-
-func (s *Semaphore) errf(err error) error { return recipes.NewError("semaphore", s.path, err) }
+func (s *Semaphore) errf(err error) error { return engine.NewError("semaphore", s.path, err) }
 
 // Acquire blocks until it holds one lease, and returns it. It queues on the
 // acquirer mutex behind earlier acquirers (Go or Java), then, holding it,
 // waits until fewer leases than the maximum are held, and takes one. ctx is
 // the only bound: when it ends, Acquire deletes its nodes and returns ctx's
 // error (matching context.Canceled or DeadlineExceeded), also when the lease
-// was won just as ctx ended (it is released). Other errors: ErrClosed,
+// was won just as ctx ended (it is released). Other errors: session.ErrClosed,
 // session.ErrLost (the session ended while waiting; a wait never carries
 // over to a new session), ErrBadData (a SharedCount maximum that cannot be
 // read), ZooKeeper errors. A connection that drops while waiting makes it
@@ -178,7 +181,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 // of them, and two AcquireN callers cannot each hold a part and wait for the
 // rest. On any error (ctx's end included) it holds none and has left no node
 // behind. n must be at least 1 and, with a fixed maximum, at most the
-// maximum (else ErrBadCount); with a SharedCount it waits until the maximum
+// maximum (else session.ErrBadArgument); with a SharedCount it waits until the maximum
 // allows n. The leases share one fencing token; release them with
 // ReleaseAll, or one by one.
 func (s *Semaphore) AcquireN(ctx context.Context, n int) ([]*Lease, error) {
@@ -186,7 +189,7 @@ func (s *Semaphore) AcquireN(ctx context.Context, n int) ([]*Lease, error) {
 }
 
 // TryAcquire takes one lease if that needs no waiting: it returns an error
-// matching ErrNoLease when all leases are held, and also when another
+// matching recipes.ErrBusy when all leases are held, and also when another
 // acquirer holds the acquirer mutex at that moment (as Curator's acquire with
 // a zero wait does). ctx bounds its requests.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
@@ -207,17 +210,17 @@ func (s *Semaphore) Held() int { return s.held.Count() }
 // acquirer waits, its waiting node (Curator creates its lease node before it
 // waits; this package does not). A missing directory gives an empty list.
 // ctx bounds the requests.
-func (s *Semaphore) Participants(ctx context.Context) ([]Participant, error) {
+func (s *Semaphore) Participants(ctx context.Context) ([]recipes.Participant, error) {
 	if ctx == nil {
-		return nil, s.errf(fmt.Errorf("%w: nil context", ErrBadOption))
+		return nil, s.errf(fmt.Errorf("%w: nil context", session.ErrBadArgument))
 	}
 	return s.leases.Participants(ctx, leaseDriver)
 }
 
-// Close ends the leases of this Semaphore (cause ErrClosed; their nodes are
-// deleted), makes waiting acquires return ErrClosed, and returns when every
+// Close ends the leases of this Semaphore (cause session.ErrClosed; their nodes are
+// deleted), makes waiting acquires return session.ErrClosed, and returns when every
 // goroutine it started has exited and every acquire in progress has
-// returned. Idempotent; calls after Close return ErrClosed. The session (and
+// returned. Idempotent; calls after Close return session.ErrClosed. The session (and
 // a SharedCount) stays open.
 func (s *Semaphore) Close() error {
 	s.closeOnce.Do(func() {
@@ -250,36 +253,36 @@ const retryPauseMax = time.Second
 
 func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, error) {
 	if ctx == nil {
-		return nil, s.errf(fmt.Errorf("%w: nil context", ErrBadOption))
+		return nil, s.errf(fmt.Errorf("%w: nil context", session.ErrBadArgument))
 	}
 	if n < 1 {
-		return nil, s.errf(fmt.Errorf("%w: %d leases asked for", ErrBadCount, n))
+		return nil, s.errf(fmt.Errorf("%w: %d leases asked for", session.ErrBadArgument, n))
 	}
 	if s.count == nil && n > s.max {
-		return nil, s.errf(fmt.Errorf("%w: %d leases asked for, the maximum is %d", ErrBadCount, n, s.max))
+		return nil, s.errf(fmt.Errorf("%w: %d leases asked for, the maximum is %d", session.ErrBadArgument, n, s.max))
 	}
 	if n*len(s.id) > participant.MaxLen {
 		// The transaction carries the id once per lease: keep it well under
 		// ZooKeeper's packet limit.
-		return nil, s.errf(fmt.Errorf("%w: %d leases of a %d-byte id exceed one request", ErrBadCount, n, len(s.id)))
+		return nil, s.errf(fmt.Errorf("%w: %d leases of a %d-byte id exceed one request", session.ErrBadArgument, n, len(s.id)))
 	}
 	if !s.enter() {
-		return nil, s.errf(recipes.Closed())
+		return nil, s.errf(engine.Closed())
 	}
 	defer s.wg.Done()
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stop := context.AfterFunc(s.ctx, func() { cancel(s.errf(recipes.Closed())) })
+	stop := context.AfterFunc(s.ctx, func() { cancel(s.errf(engine.Closed())) })
 	defer stop()
 
 	pause := 10 * time.Millisecond
 	for round := 0; ; round++ {
-		var ml *recipes.Lease
+		var ml *engine.Lease
 		var err error
 		if try {
 			ml, err = s.locks.TryAcquire(actx, guardDriver, []byte(s.id))
-			if errors.Is(err, recipes.ErrWouldBlock) {
-				return nil, s.errf(ErrNoLease)
+			if errors.Is(err, recipes.ErrBusy) {
+				return nil, s.errf(recipes.ErrBusy)
 			}
 		} else {
 			ml, err = s.locks.Acquire(actx, guardDriver, []byte(s.id))
@@ -305,17 +308,17 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, err
 }
 
 // result returns the error to report for an acquire that failed with err:
-// the caller's ctx error, ErrClosed, or err.
+// the caller's ctx error, session.ErrClosed, or err.
 func (s *Semaphore) result(ctx, actx context.Context, err error) error {
 	switch {
 	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || actx.Err() != nil):
 		return s.errf(ctxError(ctx))
 	case s.ctx.Err() != nil && actx.Err() != nil:
-		return s.errf(recipes.Closed())
-	case errors.Is(err, recipes.ErrWouldBlock):
-		return s.errf(ErrNoLease)
+		return s.errf(engine.Closed())
+	case errors.Is(err, recipes.ErrBusy):
+		return s.errf(recipes.ErrBusy)
 	}
-	return err
+	return s.errf(err)
 }
 
 // ctxError returns ctx's error, with its cause when that says more.
@@ -331,7 +334,7 @@ func ctxError(ctx context.Context) error {
 // not: within ctx while it lives, else with a short grace, so that a failed
 // acquire returns promptly (what is not done then, the session's
 // guaranteed-delete queue finishes).
-func (s *Semaphore) releaseGuard(ctx context.Context, ml *recipes.Lease) {
+func (s *Semaphore) releaseGuard(ctx context.Context, ml *engine.Lease) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Millisecond)
 	if ctx.Err() == nil {
 		cancel()
@@ -344,10 +347,10 @@ func (s *Semaphore) releaseGuard(ctx context.Context, ml *recipes.Lease) {
 // holding runs while this acquire holds the acquirer mutex ml: it waits
 // until n leases are free and takes them. again reports an error after which
 // the acquire should queue on the mutex again.
-func (s *Semaphore) holding(ctx context.Context, ml *recipes.Lease, n int, try bool) (ls []*Lease, again bool, err error) {
+func (s *Semaphore) holding(ctx context.Context, ml *engine.Lease, n int, try bool) (ls []*Lease, again bool, err error) {
 	ep := ml.Epoch()
 	est := -1 // our estimate of the number of children of the lease directory; -1: read it
-	var w *session.Watch
+	var w *zksession.Watch
 	for {
 		limit, limitChanged, err := s.currentMax(ctx)
 		if err != nil {
@@ -361,12 +364,12 @@ func (s *Semaphore) holding(ctx context.Context, ml *recipes.Lease, n int, try b
 			est, w = kids, watch
 		}
 		if est+n <= limit {
-			rs, err := s.leases.AcquireCounted(ctx, recipes.CountedSpec{
-				Marker: LeaseMarker, Data: []byte(s.id), N: n, Max: limit, Guard: ml,
+			rs, err := s.leases.AcquireCounted(ctx, engine.CountedSpec{
+				Marker: leaseMarker, Data: []byte(s.id), N: n, Max: limit, Guard: ml,
 			})
 			if err != nil {
-				if try && errors.Is(err, recipes.ErrWouldBlock) {
-					return nil, false, s.errf(ErrNoLease)
+				if try && errors.Is(err, recipes.ErrBusy) {
+					return nil, false, s.errf(recipes.ErrBusy)
 				}
 				return nil, s.retryable(err), err
 			}
@@ -378,7 +381,7 @@ func (s *Semaphore) holding(ctx context.Context, ml *recipes.Lease, n int, try b
 			return ls, false, nil
 		}
 		if try {
-			return nil, false, s.errf(ErrNoLease)
+			return nil, false, s.errf(recipes.ErrBusy)
 		}
 		var changes <-chan zk.Event
 		if w != nil {
@@ -420,11 +423,10 @@ func (s *Semaphore) holding(ctx context.Context, ml *recipes.Lease, n int, try b
 func (s *Semaphore) retryable(err error) bool {
 	switch {
 	case errors.Is(err, session.ErrLost), errors.Is(err, session.ErrClosed),
-		errors.Is(err, ErrClosed), errors.Is(err, recipes.ErrClosed),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return false
-	case errors.Is(err, recipes.ErrWouldBlock), errors.Is(err, recipes.ErrGuardLost),
-		errors.Is(err, recipes.ErrLockLost), errors.Is(err, session.ErrSuspended):
+	case errors.Is(err, recipes.ErrBusy), errors.Is(err, engine.ErrGuardLost),
+		errors.Is(err, recipes.ErrNodeDeleted), errors.Is(err, session.ErrSuspended):
 		return true
 	}
 	return false
@@ -446,14 +448,14 @@ func (s *Semaphore) currentMax(ctx context.Context) (int, <-chan struct{}, error
 // readLeases reads the number of children of the lease directory (all of
 // them, as Curator counts) on ep, with a child watch when watch is set. A
 // missing directory counts 0 and has no watch.
-func (s *Semaphore) readLeases(ctx context.Context, ep *session.Epoch, watch bool) (int, *session.Watch, error) {
+func (s *Semaphore) readLeases(ctx context.Context, ep *zksession.Epoch, watch bool) (int, *zksession.Watch, error) {
 	dir := s.leases.Path()
 	var kids []string
-	var w *session.Watch
-	err := s.sess.Toolkit().Retry(ctx, ep, func(c *zk.Conn) error {
+	var w *zksession.Watch
+	err := s.zs.Retry(ctx, ep, func(c *zk.Conn) error {
 		var err error
 		if watch {
-			kids, _, w, err = s.sess.Toolkit().ChildrenW(dir)
+			kids, _, w, err = s.zs.ChildrenW(dir)
 		} else {
 			kids, _, err = c.Children(dir)
 		}

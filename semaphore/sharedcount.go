@@ -14,13 +14,14 @@ import (
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
-	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zksession"
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
-// MaxCount is the largest value a SharedCount holds: Curator stores a Java
+// maxCount is the largest value a SharedCount holds: Curator stores a Java
 // int.
-const MaxCount = math.MaxInt32
+const maxCount = math.MaxInt32
 
 // CountValue is a SharedCount's value with the data version of its node, as
 // one read saw them (Curator's VersionedValue<Integer>). Pass it to TrySet to
@@ -43,7 +44,7 @@ type CountValue struct {
 // As in Curator, the node is created with the seed value by the first
 // participant that finds it missing (a read, a watch or TrySet), as a
 // PERSISTENT node whose missing parents are container nodes; Set creates it
-// with the value set. Values written from Go are from 0 to MaxCount (a
+// with the value set. Values written from Go are from 0 to maxCount (a
 // semaphore's maximum); a negative value written by another client (Curator
 // allows any int) is read as it is, and a semaphore admits nobody while its
 // maximum is below 1. Data of another length than 4 bytes is an error
@@ -53,7 +54,7 @@ type CountValue struct {
 // semaphore acquire), keeps a data watch on the node; Close stops it. A
 // SharedCount is safe for concurrent use.
 type SharedCount struct {
-	sess *session.Session
+	zs   *zksession.Session
 	path string // as given
 	full string // server path
 	seed int
@@ -76,23 +77,24 @@ type SharedCount struct {
 
 // NewSharedCount returns the count at path (under the session's namespace),
 // with seed as the value the node is created with when missing. It validates
-// its arguments (seed from 0 to MaxCount) and does no I/O.
+// its arguments (seed from 0 to maxCount) and does no I/O.
 func NewSharedCount(sess *session.Session, path string, seed int) (*SharedCount, error) {
-	if sess == nil {
-		return nil, recipes.NewError("semaphore shared count", path, ErrNilSession)
-	}
-	full, err := sess.Path(path)
+	zs, err := zksession.Of(sess)
 	if err != nil {
-		return nil, recipes.NewError("semaphore shared count", path, fmt.Errorf("%w: %w", ErrBadPath, err))
+		return nil, engine.NewError("semaphore count", path, err)
+	}
+	full, err := zs.Path(path)
+	if err != nil {
+		return nil, engine.NewError("semaphore count", path, err)
 	}
 	if full == "/" {
-		return nil, recipes.NewError("semaphore shared count", path, fmt.Errorf("%w: the root cannot hold a count", ErrBadPath))
+		return nil, engine.NewError("semaphore count", path, fmt.Errorf("%w: the root cannot hold a count", session.ErrBadArgument))
 	}
 	if err := checkCount(seed); err != nil {
-		return nil, recipes.NewError("semaphore shared count", path, fmt.Errorf("seed: %w", err))
+		return nil, engine.NewError("semaphore count", path, fmt.Errorf("seed: %w", err))
 	}
-	c := &SharedCount{sess: sess, path: path, full: full, seed: seed, changed: make(chan struct{})}
-	c.lg = sess.Logger().Named("semaphore").With(zap.String("path", full))
+	c := &SharedCount{zs: zs, path: path, full: full, seed: seed, changed: make(chan struct{})}
+	c.lg = zs.Logger().Named("semaphore").With(zap.String("path", full))
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c, nil
 }
@@ -101,9 +103,9 @@ func NewSharedCount(sess *session.Session, path string, seed int) (*SharedCount,
 func checkCount(n int) error {
 	switch {
 	case n < 0:
-		return fmt.Errorf("%w: %d is negative", ErrBadCount, n)
-	case n > MaxCount:
-		return fmt.Errorf("%w: %d overflows a 32-bit count (at most %d)", ErrBadCount, n, MaxCount)
+		return fmt.Errorf("%w: %d is negative", session.ErrBadArgument, n)
+	case n > maxCount:
+		return fmt.Errorf("%w: %d overflows a 32-bit count (at most %d)", session.ErrBadArgument, n, maxCount)
 	}
 	return nil
 }
@@ -127,19 +129,19 @@ func decodeCount(data []byte) (int, error) {
 func (c *SharedCount) Path() string { return c.path }
 
 func (c *SharedCount) errf(err error) error {
-	return recipes.NewError("semaphore shared count", c.path, err)
+	return engine.NewError("semaphore count", c.path, err)
 }
 
 // begin merges ctx with Close; it fails after Close.
 func (c *SharedCount) begin(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	if ctx == nil {
-		return nil, nil, c.errf(fmt.Errorf("%w: nil context", ErrBadOption))
+		return nil, nil, c.errf(fmt.Errorf("%w: nil context", session.ErrBadArgument))
 	}
 	c.mu.Lock()
 	closed := c.closed
 	c.mu.Unlock()
 	if closed {
-		return nil, nil, c.errf(recipes.Closed())
+		return nil, nil, c.errf(engine.Closed())
 	}
 	actx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(c.ctx, cancel)
@@ -152,7 +154,7 @@ func (c *SharedCount) result(ctx context.Context, err error) error {
 		return nil
 	}
 	if ctx.Err() == nil && c.ctx.Err() != nil {
-		return c.errf(recipes.Closed())
+		return c.errf(engine.Closed())
 	}
 	return c.errf(err)
 }
@@ -163,13 +165,13 @@ func (c *SharedCount) result(ctx context.Context, err error) error {
 // succeeded on another session than the one it was bound to succeeded.
 func (c *SharedCount) do(ctx context.Context, op func(*zk.Conn) error) error {
 	for {
-		ep, err := c.sess.WaitConnected(ctx)
+		ep, err := c.zs.WaitConnected(ctx)
 		if err != nil {
 			return err
 		}
-		err = c.sess.Toolkit().Retry(ctx, ep, op)
+		err = c.zs.Retry(ctx, ep, op)
 		switch {
-		case err == nil, errors.Is(err, session.ErrSessionChanged):
+		case err == nil, errors.Is(err, zksession.ErrSessionChanged):
 			return nil
 		case errors.Is(err, session.ErrLost) && ctx.Err() == nil:
 			continue
@@ -181,12 +183,12 @@ func (c *SharedCount) do(ctx context.Context, op func(*zk.Conn) error) error {
 // create creates the node with data (parents as containers); an existing
 // node is left alone.
 func (c *SharedCount) create(ctx context.Context, data []byte) (created bool, err error) {
-	if err := c.sess.Toolkit().EnsureContainers(ctx, path.Dir(c.full)); err != nil {
+	if err := c.zs.EnsureContainers(ctx, path.Dir(c.full)); err != nil {
 		return false, err
 	}
 	err = c.do(ctx, func(conn *zk.Conn) error {
-		_, err := conn.Create(c.full, data, zk.FlagPersistent, c.sess.ACL())
-		return session.Refused("create", c.full, err)
+		_, err := conn.Create(c.full, data, zk.FlagPersistent, c.zs.ACL())
+		return zksession.Refused("create", c.full, err)
 	})
 	if errors.Is(err, zk.ErrNodeExists) {
 		return false, nil
@@ -202,7 +204,7 @@ func (c *SharedCount) read(ctx context.Context) (CountValue, error) {
 		err := c.do(ctx, func(conn *zk.Conn) error {
 			var err error
 			data, st, err = conn.Get(c.full)
-			return session.Refused("read", c.full, err)
+			return zksession.Refused("read", c.full, err)
 		})
 		if errors.Is(err, zk.ErrNoNode) {
 			if _, err := c.create(ctx, encodeCount(c.seed)); err != nil {
@@ -222,7 +224,7 @@ func (c *SharedCount) read(ctx context.Context) (CountValue, error) {
 }
 
 // Get reads the count from the server (creating the node with the seed when
-// it is missing). ctx bounds it. Errors: ErrBadData, ctx's error, ErrClosed,
+// it is missing). ctx bounds it. Errors: ErrBadData, ctx's error, session.ErrClosed,
 // ZooKeeper errors.
 func (c *SharedCount) Get(ctx context.Context) (CountValue, error) {
 	actx, end, err := c.begin(ctx)
@@ -236,7 +238,7 @@ func (c *SharedCount) Get(ctx context.Context) (CountValue, error) {
 
 // Set writes n whatever the count is (creating the node with n when it is
 // missing) and returns the new value and version. n must be from 0 to
-// MaxCount (else ErrBadCount, and nothing is written). ctx bounds it.
+// maxCount (else session.ErrBadArgument, and nothing is written). ctx bounds it.
 func (c *SharedCount) Set(ctx context.Context, n int) (CountValue, error) {
 	if err := checkCount(n); err != nil {
 		return CountValue{}, c.errf(err)
@@ -252,7 +254,7 @@ func (c *SharedCount) Set(ctx context.Context, n int) (CountValue, error) {
 		err := c.do(actx, func(conn *zk.Conn) error {
 			var err error
 			st, err = conn.Set(c.full, data, -1)
-			return session.Refused("set", c.full, err)
+			return zksession.Refused("set", c.full, err)
 		})
 		if errors.Is(err, zk.ErrNoNode) {
 			created, err := c.create(actx, data)
@@ -275,7 +277,7 @@ func (c *SharedCount) Set(ctx context.Context, n int) (CountValue, error) {
 // version a Get, a Watch value or an earlier TrySet returned): it returns the
 // new value and true, or, when someone else changed the count since, the
 // current value and false (Curator's trySetCount). n must be from 0 to
-// MaxCount. A missing node is created with the seed, and TrySet returns that
+// maxCount. A missing node is created with the seed, and TrySet returns that
 // value and false. ctx bounds it.
 func (c *SharedCount) TrySet(ctx context.Context, prev CountValue, n int) (CountValue, bool, error) {
 	if err := checkCount(n); err != nil {
@@ -292,7 +294,7 @@ func (c *SharedCount) TrySet(ctx context.Context, prev CountValue, n int) (Count
 		attempts.Add(1)
 		var err error
 		st, err = conn.Set(c.full, encodeCount(n), prev.Version)
-		return session.Refused("set", c.full, err)
+		return zksession.Refused("set", c.full, err)
 	})
 	switch {
 	case err == nil:
@@ -364,7 +366,7 @@ func (c *SharedCount) current(ctx context.Context) (CountValue, error, <-chan st
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
-			return CountValue{}, c.errf(recipes.Closed()), nil
+			return CountValue{}, c.errf(engine.Closed()), nil
 		}
 		c.startLocked()
 		v, err, ready, ch := c.cur, c.curErr, c.ready, c.changed
@@ -441,7 +443,7 @@ func (c *SharedCount) watch() {
 		return true
 	}
 	for {
-		ep, err := c.sess.WaitConnected(c.ctx)
+		ep, err := c.zs.WaitConnected(c.ctx)
 		if err != nil {
 			if c.ctx.Err() == nil {
 				c.publishErr(c.errf(err)) // the session is closed
@@ -450,11 +452,11 @@ func (c *SharedCount) watch() {
 		}
 		var data []byte
 		var st *zk.Stat
-		var w *session.Watch
-		err = c.sess.Toolkit().Retry(c.ctx, ep, func(*zk.Conn) error {
+		var w *zksession.Watch
+		err = c.zs.Retry(c.ctx, ep, func(*zk.Conn) error {
 			var err error
-			data, st, w, err = c.sess.Toolkit().GetW(c.full)
-			return session.Refused("watch", c.full, err)
+			data, st, w, err = c.zs.GetW(c.full)
+			return zksession.Refused("watch", c.full, err)
 		})
 		switch {
 		case c.ctx.Err() != nil:
@@ -507,7 +509,7 @@ func pauseCtx(ctx context.Context, d time.Duration) error {
 }
 
 // Close stops the watch and closes the Watch channels, and returns once its
-// goroutines have exited. Later calls return ErrClosed; acquires of a
+// goroutines have exited. Later calls return session.ErrClosed; acquires of a
 // semaphore that uses the count fail with it (close the semaphore first).
 // The node stays. Idempotent.
 func (c *SharedCount) Close() error {
@@ -521,3 +523,7 @@ func (c *SharedCount) Close() error {
 	})
 	return nil
 }
+
+// ErrBadData is returned by a SharedCount whose node holds data that is not
+// a 4-byte big-endian count (a node some other program wrote).
+var ErrBadData = errors.New("semaphore: shared count data is not a 4-byte count")

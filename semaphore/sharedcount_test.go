@@ -9,8 +9,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/semaphore"
+	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -136,7 +137,7 @@ func TestSharedCountWatch(t *testing.T) {
 	if _, ok := <-c.Watch(ctx); ok {
 		t.Fatal("Watch after Close delivered a value")
 	}
-	if _, err := c.Get(ctx); !errors.Is(err, semaphore.ErrClosed) {
+	if _, err := c.Get(ctx); !errors.Is(err, session.ErrClosed) {
 		t.Fatalf("Get after Close = %v", err)
 	}
 }
@@ -150,35 +151,35 @@ func TestSharedCountBadInput(t *testing.T) {
 	ctx := ctxT(t)
 	s := connect(t, ns)
 	for _, seed := range []int{-1, semaphore.MaxCount + 1} {
-		if _, err := semaphore.NewSharedCount(s, countPath, seed); !errors.Is(err, semaphore.ErrBadCount) {
-			t.Errorf("seed %d: %v, want ErrBadCount", seed, err)
+		if _, err := semaphore.NewSharedCount(s, countPath, seed); !errors.Is(err, session.ErrBadArgument) {
+			t.Errorf("seed %d: %v, want ErrBadArgument", seed, err)
 		}
 	}
-	if _, err := semaphore.NewSharedCount(nil, countPath, 1); !errors.Is(err, semaphore.ErrNilSession) {
+	if _, err := semaphore.NewSharedCount(nil, countPath, 1); !errors.Is(err, session.ErrBadArgument) {
 		t.Errorf("nil session: %v", err)
 	}
 	for _, p := range []string{"", "x", "/x/", "/a/../b", "/a\x00b", "/"} {
-		if _, err := semaphore.NewSharedCount(s, p, 1); !errors.Is(err, semaphore.ErrBadPath) {
-			t.Errorf("path %q: %v, want ErrBadPath", p, err)
+		if _, err := semaphore.NewSharedCount(s, p, 1); !errors.Is(err, session.ErrBadArgument) {
+			t.Errorf("path %q: %v, want ErrBadArgument", p, err)
 		}
 	}
 	c := newCount(t, s, countPath, 1)
 	for _, n := range []int{-1, semaphore.MaxCount + 1} {
-		if _, err := c.Set(ctx, n); !errors.Is(err, semaphore.ErrBadCount) {
-			t.Errorf("Set(%d) = %v, want ErrBadCount", n, err)
+		if _, err := c.Set(ctx, n); !errors.Is(err, session.ErrBadArgument) {
+			t.Errorf("Set(%d) = %v, want ErrBadArgument", n, err)
 		}
-		if _, _, err := c.TrySet(ctx, semaphore.CountValue{}, n); !errors.Is(err, semaphore.ErrBadCount) {
-			t.Errorf("TrySet(%d) = %v, want ErrBadCount", n, err)
+		if _, _, err := c.TrySet(ctx, semaphore.CountValue{}, n); !errors.Is(err, session.ErrBadArgument) {
+			t.Errorf("TrySet(%d) = %v, want ErrBadArgument", n, err)
 		}
 	}
 	if ok, _, err := raw.Exists(ns.Path(countPath)); err != nil || ok {
 		t.Fatalf("bad values wrote the node: %v %v", ok, err)
 	}
 	//lint:ignore SA1012 a nil context is the bad input under test
-	if _, err := c.Get(nil); !errors.Is(err, semaphore.ErrBadOption) { //nolint:staticcheck
-		t.Errorf("Get(nil) = %v, want ErrBadOption", err)
+	if _, err := c.Get(nil); !errors.Is(err, session.ErrBadArgument) { //nolint:staticcheck
+		t.Errorf("Get(nil) = %v, want ErrBadArgument", err)
 	}
-	if err := s.Toolkit().EnsureContainers(ctx, ns.Root+"/sem"); err != nil {
+	if err := sessiontest.Core(s).EnsureContainers(ctx, ns.Root+"/sem"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := raw.Create(ns.Path(countPath), []byte("12345"), 0, zk.WorldACL(zk.PermAll)); err != nil {
@@ -227,7 +228,7 @@ func TestSharedMaxGrowsWakesWaiter(t *testing.T) {
 	if err := l.Err(); err != nil {
 		t.Fatalf("first lease ended: %v", err)
 	}
-	semaphore.ReleaseAll(ctx, append(r.ls, l))
+	releaseAll(ctx, append(r.ls, l))
 }
 
 // Lowering the shared maximum below the number of holders ends no lease and
@@ -272,7 +273,7 @@ func TestSharedMaxLowered(t *testing.T) {
 	}
 	var last int64
 	for i, l := range held {
-		res, err := raw.Multi(&zk.DeleteRequest{Path: l.Path(), Version: -1}, &zk.SetDataRequest{Path: marker, Version: -1})
+		res, err := raw.Multi(&zk.DeleteRequest{Path: semaphore.NodePath(l), Version: -1}, &zk.SetDataRequest{Path: marker, Version: -1})
 		if err != nil {
 			t.Fatal(err)
 		}

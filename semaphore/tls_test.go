@@ -4,13 +4,14 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 )
 
 // The semaphore works over TLS (sessions on the secure port of the
 // package's shared TLS server): two sessions hold both leases of a maximum
-// of two, a third's TryAcquire fails with ErrNoLease and its Acquire waits,
+// of two, a third's TryAcquire fails with ErrBusy and its Acquire waits,
 // and gets the lease given back; nothing is left behind.
 func TestTLSAcquireRelease(t *testing.T) {
 	ns := sessiontest.NamespaceTLS(t)
@@ -27,8 +28,8 @@ func TestTLSAcquireRelease(t *testing.T) {
 	if err != nil {
 		t.Fatalf("acquire over TLS: %v", err)
 	}
-	if _, err := c.TryAcquire(ctx); !errors.Is(err, semaphore.ErrNoLease) {
-		t.Fatalf("TryAcquire on a full semaphore: %v, want ErrNoLease", err)
+	if _, err := c.TryAcquire(ctx); !errors.Is(err, recipes.ErrBusy) {
+		t.Fatalf("TryAcquire on a full semaphore: %v, want ErrBusy", err)
 	}
 	got := acquireAsync(ctx, c, 1)
 	waitNodes(t, raw, ns, semaphore.LocksDir, 1) // it holds the mutex and waits
@@ -43,7 +44,7 @@ func TestTLSAcquireRelease(t *testing.T) {
 	if r.ls[0].Token() <= lb.Token() {
 		t.Errorf("token %d not above the earlier %d", r.ls[0].Token(), lb.Token())
 	}
-	if err := semaphore.ReleaseAll(ctx, append([]*semaphore.Lease{lb}, r.ls...)); err != nil {
+	if err := releaseAll(ctx, append([]*semaphore.Lease{lb}, r.ls...)); err != nil {
 		t.Fatal(err)
 	}
 	waitNodes(t, raw, ns, semaphore.LeasesDir, 0)

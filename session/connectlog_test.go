@@ -31,11 +31,11 @@ func deadAddr(t *testing.T) string {
 	return addr
 }
 
-// A Connect without a deadline against a dead address does not wait in
-// silence: it logs a warning naming the servers, the time waited, the last
-// dial error and the missing deadline. The test cancels ctx at the first
-// warning, so Connect must also return then, with an error naming the
-// address.
+// A Connect without any bound (ctx without deadline, WithConnectTimeout(0))
+// against a dead address does not wait in silence: it logs a warning naming
+// the servers, the time waited, the last dial error and the missing deadline.
+// The test cancels ctx at the first warning, so Connect must also return then,
+// with an error naming the address.
 func TestConnectWarnsWhileNoSession(t *testing.T) {
 	addr := deadAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -58,7 +58,7 @@ func TestConnectWarnsWhileNoSession(t *testing.T) {
 	defer safety.Stop()
 
 	start := time.Now()
-	s, err := session.Connect(ctx, []string{addr}, session.WithLogger(zap.New(hooked)))
+	s, err := session.Connect(ctx, []string{addr}, session.WithLogger(zap.New(hooked)), session.WithConnectTimeout(0))
 	if err == nil {
 		s.Close()
 		t.Fatalf("Connect to dead %s succeeded", addr)

@@ -1,34 +1,25 @@
 package session
 
-import "errors"
+import "github.com/zkrecipes/zkrecipes/internal/zksession"
 
-// Sentinel errors. Callers match them with errors.Is; the errors returned by this
-// package wrap them with the path or session id, and go-zookeeper's own sentinels
-// (zk.ErrNoNode, zk.ErrNoAuth, ...) stay reachable through wrapping.
+// Errors. Match them with errors.Is: the errors returned by this module wrap
+// them with the recipe, path or session id they concern, and go-zookeeper's
+// own sentinels (zk.ErrNoAuth, ...) stay reachable through wrapping.
 var (
-	// ErrClosed is returned by every call made after Close, and is the cause
-	// of every epoch and lease context canceled by Close.
-	ErrClosed = errors.New("session: closed")
-	// ErrLost means the ZooKeeper session of an epoch is gone (expired, replaced
-	// by a new session, or declared lost by the local timer).
-	ErrLost = errors.New("session: lost")
-	// ErrSuspended is the cause of a standard-policy lease context canceled
-	// because the connection went down (the session may still be alive).
-	ErrSuspended = errors.New("session: connection suspended")
-	// ErrSessionChanged means an operation bound to an epoch ran, or may have
-	// run, on a different ZooKeeper session (or after the epoch ended).
-	// CreateEphemeral undoes its create; Retry only reports it (the op's
-	// effect stays) and also wraps ErrLost or ErrClosed.
-	ErrSessionChanged = errors.New("session: session changed under the operation")
-	// ErrBadPath is returned for paths that are not valid ZooKeeper paths.
-	ErrBadPath = errors.New("session: bad path")
-	// ErrNoServers is returned by Connect for an empty server list.
-	ErrNoServers = errors.New("session: no servers")
-	// ErrBadOption is returned by Connect for an invalid option value, and by
-	// every call for an invalid argument (a nil context, a nil function,
-	// flags CreateEphemeral does not take); the message names the argument.
-	ErrBadOption = errors.New("session: bad option")
-	// ErrBadEpoch is returned when a nil *Epoch, or one from another Session,
-	// is passed to a method that binds an operation to an epoch.
-	ErrBadEpoch = errors.New("session: bad epoch")
+	// ErrClosed is returned by calls after Close, of the Session or of a
+	// recipe, and is the cause of every lease or term that Close ended.
+	ErrClosed = zksession.ErrClosed
+	// ErrLost means the ZooKeeper session is gone: expired, replaced, or down
+	// for longer than its timeout. Every lease of it has ended, and its
+	// ephemeral nodes are (or will soon be) deleted by the server.
+	ErrLost = zksession.ErrLost
+	// ErrSuspended is the cause of a lease ended under the Standard loss
+	// policy because the connection went down: the session may still be
+	// alive, but the server may expire it at any moment.
+	ErrSuspended = zksession.ErrSuspended
+	// ErrBadArgument is returned, before anything is started, for an invalid
+	// argument or option anywhere in this module: a nil context, session or
+	// function, a bad path, a malformed server list, a bad id or count. The
+	// message names what is wrong.
+	ErrBadArgument = zksession.ErrBadArgument
 )

@@ -2,231 +2,86 @@ package session
 
 import (
 	"crypto/tls"
-	"fmt"
-	"net"
-	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
+
+	"github.com/zkrecipes/zkrecipes/internal/zksession"
 )
 
-// DefaultSessionTimeout is the session timeout asked for when WithSessionTimeout
-// is not given. The server may negotiate it into its [2, 20] × tickTime range.
-const DefaultSessionTimeout = 10 * time.Second
+type config = zksession.Config
 
-// Option configures Connect. An invalid value makes Connect fail with an error
-// wrapping ErrBadOption; options never log and ignore a bad value.
+// Option configures Connect. An invalid value makes Connect fail with an
+// error matching ErrBadArgument; no option logs and ignores a bad value.
 type Option func(*config) error
 
-type authCred struct {
-	scheme string
-	auth   []byte
-}
-
-type config struct {
-	sessionTimeout time.Duration
-	logger         *zap.Logger
-	dialer         zk.Dialer
-	tls            *tls.Config // nil: plaintext
-	auth           []authCred
-	acl            []zk.ACL
-	namespace      string // "" or a valid path other than "/"
-	policy         LossPolicy
-	retry          func() backoff.BackOff
-}
-
-func defaultConfig() *config {
-	return &config{
-		sessionTimeout: DefaultSessionTimeout,
-		logger:         zap.NewNop(),
-		dialer:         net.DialTimeout,
-		acl:            zk.WorldACL(zk.PermAll),
-		policy:         Standard,
-		retry:          DefaultBackOff,
-	}
-}
-
-// DefaultBackOff is the retry policy used when WithRetry is not given:
-// exponential from 50 ms, factor 2, ±50 % jitter, capped at 2 s between
-// attempts, no elapsed-time limit (the caller's context bounds the retries).
-func DefaultBackOff() backoff.BackOff {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = 50 * time.Millisecond
-	b.Multiplier = 2
-	b.RandomizationFactor = 0.5
-	b.MaxInterval = 2 * time.Second
-	b.MaxElapsedTime = 0
-	b.Reset()
-	return b
-}
-
-func badOption(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrBadOption}, args...)...)
-}
-
 // WithSessionTimeout sets the session timeout asked of the server (default
-// DefaultSessionTimeout). The server negotiates it into [2, 20] × its tickTime;
-// the Session uses the negotiated value for its local loss timer. It must be
-// at least one millisecond.
-func WithSessionTimeout(d time.Duration) Option {
-	return func(c *config) error {
-		if d < time.Millisecond {
-			return badOption("session timeout %v: must be at least 1ms", d)
-		}
-		if d > time.Duration(1<<31-1)*time.Millisecond {
-			return badOption("session timeout %v: too large", d)
-		}
-		c.sessionTimeout = d
-		return nil
-	}
-}
+// DefaultSessionTimeout, at least a millisecond). The server negotiates it
+// into [2, 20] × its tickTime, and the Session declares Lost by its own
+// timer once the connection has been down that long.
+func WithSessionTimeout(d time.Duration) Option { return Option(zksession.WithSessionTimeout(d)) }
 
-// WithLogger sets the logger (default zap.NewNop()). go-zookeeper's own log
-// lines are routed into it at debug level. A nil logger is an error.
-func WithLogger(l *zap.Logger) Option {
-	return func(c *config) error {
-		if l == nil {
-			return badOption("nil logger (use zap.NewNop() for none)")
-		}
-		c.logger = l
-		return nil
-	}
-}
+// WithConnectTimeout bounds Connect's wait for the first session besides
+// its ctx (default DefaultConnectTimeout). 0 leaves ctx as the only bound:
+// with a ctx without deadline, Connect then waits for ever for a server. A
+// negative d is an error.
+func WithConnectTimeout(d time.Duration) Option { return Option(zksession.WithConnectTimeout(d)) }
 
-// WithDialer sets the function that opens TCP connections to the servers
-// (default net.DialTimeout), e.g. to go through a proxy or to bind a local
-// address. With WithTLS, the TLS handshake runs on the connections it opens.
-func WithDialer(d zk.Dialer) Option {
-	return func(c *config) error {
-		if d == nil {
-			return badOption("nil dialer")
-		}
-		c.dialer = d
-		return nil
-	}
-}
+// WithNamespace sets a chroot under which every recipe path lives: the path
+// "/locks/a" is then namespace+"/locks/a" on the server. "" or "/" means
+// none. The namespace's own nodes are created on first use.
+func WithNamespace(ns string) Option { return Option(zksession.WithNamespace(ns)) }
 
-// WithTLS makes every connection to the servers TLS: each connection is
-// dialed with the dialer (WithDialer's, or net.DialTimeout), then a TLS
-// client handshake with cfg runs on it, bounded by the same timeout
-// go-zookeeper gives the dial (one second) and aborted at once by Close. The
-// servers' addresses must be their secure client ports (ZooKeeper's
-// secureClientPort, served by NettyServerCnxnFactory).
-//
-// cfg is cloned, never modified, and used as is otherwise: set RootCAs to
-// the CA that signed the servers' certificates (nil means the system's
-// roots) and, since ZooKeeper requires a client certificate by default
-// (ssl.clientAuth=need), Certificates to the client's. When cfg.ServerName
-// is empty, the host of each server's address is the name verified, so a
-// certificate must name the host or IP address used in the server list (set
-// ServerName when all servers share a certificate for one name).
-//
-// A handshake that fails (a certificate signed by another CA, a plaintext
-// port, a server that wants a client certificate) makes go-zookeeper try
-// again, like any failed dial, until Connect's ctx ends; Connect's error then
-// names the last failure. A nil cfg is an error. Order with WithDialer does
-// not matter.
-func WithTLS(cfg *tls.Config) Option {
-	return func(c *config) error {
-		if cfg == nil {
-			return badOption("nil TLS config")
-		}
-		c.tls = cfg.Clone()
-		return nil
-	}
-}
-
-// WithDigestAuth adds digest credentials ("user:password"). They are added
-// when the first session is established, and go-zookeeper sends them again on
-// every connection, including the ones that open a new session. Pair it with
-// WithACL(zk.DigestACL(perms, user, password)) to protect the recipes' nodes.
-func WithDigestAuth(user, password string) Option {
-	return func(c *config) error {
-		if user == "" || strings.Contains(user, ":") {
-			return badOption("digest user %q: must be non-empty and contain no ':'", user)
-		}
-		c.auth = append(c.auth, authCred{scheme: "digest", auth: []byte(user + ":" + password)})
-		return nil
-	}
-}
-
-// WithAuth adds credentials of any scheme (see zk.Conn.AddAuth); like
-// WithDigestAuth they are applied on every connection.
-func WithAuth(scheme string, auth []byte) Option {
-	return func(c *config) error {
-		if scheme == "" {
-			return badOption("empty auth scheme")
-		}
-		c.auth = append(c.auth, authCred{scheme: scheme, auth: append([]byte(nil), auth...)})
-		return nil
-	}
-}
-
-// WithACL sets the ACL of every node the Session and the recipes create
-// (default zk.WorldACL(zk.PermAll)). It must not be empty.
-func WithACL(acl []zk.ACL) Option {
-	return func(c *config) error {
-		if len(acl) == 0 {
-			return badOption("empty ACL")
-		}
-		c.acl = append([]zk.ACL(nil), acl...)
-		return nil
-	}
-}
-
-// WithNamespace sets a chroot under which every recipe path lives: Path("/x")
-// returns namespace + "/x". The namespace is a valid absolute path; "" or "/"
-// means none. Its nodes are created on demand (as persistent nodes) by
-// EnsureContainers.
-func WithNamespace(ns string) Option {
-	return func(c *config) error {
-		if ns == "" || ns == "/" {
-			c.namespace = ""
-			return nil
-		}
-		if err := ValidatePath(ns); err != nil {
-			return fmt.Errorf("%w: namespace: %w", ErrBadOption, err)
-		}
-		c.namespace = ns
-		return nil
-	}
-}
+// WithLogger sets the logger (default zap.NewNop(): silent). Session
+// transitions are logged at info (Suspended at warn), failures no caller
+// sees at error, per-request details at debug, where go-zookeeper's own lines
+// go too.
+func WithLogger(l *zap.Logger) Option { return Option(zksession.WithLogger(l)) }
 
 // WithLossPolicy sets the loss policy (default Standard).
 func WithLossPolicy(p LossPolicy) Option {
-	return func(c *config) error {
-		if p != Standard && p != SessionOnly {
-			return badOption("unknown loss policy %d", int(p))
-		}
-		c.policy = p
-		return nil
-	}
+	return Option(zksession.WithLossPolicy(zksession.LossPolicy(p)))
 }
 
-// WithRetry sets the factory of the backoff used by Retry, EnsureContainers
-// and the guaranteed-delete queue (default DefaultBackOff). Retry calls it
-// once per operation, at the operation's first retryable failure (an
-// operation that succeeds at once needs no backoff); returning backoff.Stop
-// from NextBackOff ends the retries.
-// A nil factory, or one that returns nil when Connect calls it once to check
-// it, is an error; should it return nil later, DefaultBackOff is used for
-// that operation.
-func WithRetry(factory func() backoff.BackOff) Option {
-	return func(c *config) error {
-		if factory == nil {
-			return badOption("nil retry factory")
-		}
-		if factory() == nil {
-			return badOption("retry factory returned a nil backoff")
-		}
-		c.retry = func() backoff.BackOff {
-			if b := factory(); b != nil {
-				return b
-			}
-			return DefaultBackOff()
-		}
-		return nil
-	}
+// WithACL sets the ACL of every node the Session and the recipes on it create
+// (default zk.WorldACL(zk.PermAll)); it must not be empty. ZooKeeper checks a
+// create and a delete against the parent's ACL: see the package
+// documentation.
+func WithACL(acl []zk.ACL) Option { return Option(zksession.WithACL(acl)) }
+
+// WithDigestAuth adds digest credentials (user must be non-empty, without
+// ':'). go-zookeeper sends them again on every connection, also those that
+// open a new session. Pair it with WithACL(zk.AuthACL(zk.PermAll)) to admit
+// only sessions with the same credentials.
+func WithDigestAuth(user, password string) Option {
+	return Option(zksession.WithDigestAuth(user, password))
 }
+
+// WithAuth adds credentials of any scheme the servers have an authentication
+// provider for (see zk.Conn.AddAuth), sent on every connection like
+// WithDigestAuth's.
+func WithAuth(scheme string, auth []byte) Option { return Option(zksession.WithAuth(scheme, auth)) }
+
+// WithTLS connects over TLS to the servers' secure client ports
+// (secureClientPort). cfg is cloned, never modified: set RootCAs to the CA of
+// the servers' certificates and Certificates to the client certificate that
+// ZooKeeper asks for by default; an empty ServerName is filled in with each
+// server's host. The handshake runs on the connections of the dialer
+// (WithDialer's or the default) within go-zookeeper's one-second dial
+// timeout. A failed handshake is a failed dial: Connect's error names it.
+func WithTLS(cfg *tls.Config) Option { return Option(zksession.WithTLS(cfg)) }
+
+// WithDialer sets the function that opens TCP connections to the servers
+// (default net.DialTimeout), e.g. to bind a local address or go through a
+// proxy; with WithTLS the handshake runs on its connections.
+func WithDialer(d zk.Dialer) Option { return Option(zksession.WithDialer(d)) }
+
+// WithRetry sets the backoff of requests that fail at connection level and
+// are retried within the same session (default: exponential from 50 ms to
+// 2 s, ±50 % jitter, bounded only by the caller's ctx). factory is called at
+// an operation's first retryable failure; a backoff that returns
+// backoff.Stop ends the retries. A nil factory, or one that returns nil, is
+// an error.
+func WithRetry(factory func() backoff.BackOff) Option { return Option(zksession.WithRetry(factory)) }

@@ -1,72 +1,89 @@
 package session
 
-import "fmt"
+import (
+	"time"
 
-// State is the connection state of a Session as its subscribers see it.
-// The values follow Curator's ConnectionState.
+	"github.com/zkrecipes/zkrecipes/internal/zksession"
+)
+
+// State is the connection state of a Session, as Curator names them.
 type State int32
 
-// The states of a Session. See the package documentation for the diagram.
+// The states of a Session (see the package documentation).
 const (
 	// Connected: the first ZooKeeper session exists and the connection is up.
-	Connected State = iota + 1
-	// Suspended: the connection is down; the session may still be alive on the
-	// server, which may expire it at any moment.
-	Suspended
-	// Reconnected: the connection is back, either to the same session (after
-	// Suspended) or to a new session (after Lost; then with a new Epoch).
-	Reconnected
-	// Lost: the session is gone (expired, replaced, or down for longer than the
-	// negotiated session timeout). Its epoch is over.
-	Lost
-	// ReadOnly: connected to a read-only server. go-zookeeper v1.0.4 never asks
-	// for read-only mode, so this state is reserved and not produced today.
-	ReadOnly
+	Connected = State(zksession.Connected)
+	// Suspended: the connection is down; the session may still be alive on
+	// the server, which may expire it at any moment. Under the Standard loss
+	// policy every lease ends here.
+	Suspended = State(zksession.Suspended)
+	// Reconnected: the connection is back, to the same session after
+	// Suspended, or to a new session after Lost.
+	Reconnected = State(zksession.Reconnected)
+	// Lost: the session is gone (expired, replaced, or down for longer than
+	// the negotiated session timeout), and its ephemeral nodes with it. Every
+	// lease ends here.
+	Lost = State(zksession.Lost)
+	// ReadOnly: connected to a read-only server. go-zookeeper never asks for
+	// read-only mode, so no Session enters it today.
+	ReadOnly = State(zksession.ReadOnly)
 	// Closed: Close was called. Final.
-	Closed
+	Closed = State(zksession.Closed)
 )
 
 // String returns the state's name, e.g. "Suspended".
-func (s State) String() string {
-	switch s {
-	case Connected:
-		return "Connected"
-	case Suspended:
-		return "Suspended"
-	case Reconnected:
-		return "Reconnected"
-	case Lost:
-		return "Lost"
-	case ReadOnly:
-		return "ReadOnly"
-	case Closed:
-		return "Closed"
-	}
-	return fmt.Sprintf("State(%d)", int32(s))
+func (st State) String() string { return zksession.State(st).String() }
+
+// Event is one state transition.
+type Event struct {
+	// State is the state entered.
+	State State
+	// SessionID is the ZooKeeper session the state refers to: the new one
+	// at Connected and Reconnected, the one at risk at Suspended, the one
+	// that ended at Lost.
+	SessionID int64
+	// At is when the Session observed the transition.
+	At time.Time
 }
 
-// LossPolicy says which state transitions end a lease. It is one setting on
-// the Session, read by every recipe through LeaseContext.
+func publicEvent(ev zksession.Event) Event {
+	return Event{State: State(ev.State), SessionID: ev.SessionID, At: ev.At}
+}
+
+// Subscription delivers every state transition after Subscribe, in order,
+// without ever blocking the Session: each subscription has its own
+// unbounded queue, so a slow reader loses nothing and stalls no one. It is
+// safe for concurrent use.
+type Subscription struct {
+	sub *zksession.Subscription[Event]
+}
+
+// Initial returns the state when Subscribe was called.
+func (sub *Subscription) Initial() Event { return sub.sub.Initial() }
+
+// C returns the channel of transitions. After Session.Close it delivers
+// Closed and is closed (without Closed, if it is not read within half a
+// second).
+func (sub *Subscription) C() <-chan Event { return sub.sub.C() }
+
+// Close ends the subscription: undelivered transitions are dropped and C is
+// closed. Idempotent.
+func (sub *Subscription) Close() { sub.sub.Close() }
+
+// LossPolicy says which transitions end a lease; it is one setting of the
+// Session (WithLossPolicy), read by every recipe.
 type LossPolicy int
 
 const (
-	// Standard (the default) ends leases at Suspended, Lost and Closed: after a
-	// disconnect the server may expire the session at any moment and another
-	// process may then acquire, so a holder must stop before that can happen.
-	Standard LossPolicy = iota
-	// SessionOnly ends leases only at Lost and Closed. A holder rides out short
-	// disconnects, accepting that it may overlap with the next holder when the
-	// session expires while it is disconnected.
-	SessionOnly
+	// Standard (the default) ends leases at Suspended, Lost and Closed: after
+	// a disconnect the server may expire the session at any moment and
+	// another process may then acquire, so a holder must stop before that.
+	Standard = LossPolicy(zksession.Standard)
+	// SessionOnly ends leases only at Lost and Closed: a holder rides out
+	// short disconnects, and may overlap with the next holder when the
+	// session expires while it is cut off.
+	SessionOnly = LossPolicy(zksession.SessionOnly)
 )
 
 // String returns "standard" or "session-only".
-func (p LossPolicy) String() string {
-	switch p {
-	case Standard:
-		return "standard"
-	case SessionOnly:
-		return "session-only"
-	}
-	return fmt.Sprintf("LossPolicy(%d)", int(p))
-}
+func (p LossPolicy) String() string { return zksession.LossPolicy(p).String() }

@@ -59,6 +59,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
 	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -146,7 +147,7 @@ func (d *demoRun) script(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		out.Printf("%s connected: session %s, through its own fault proxy %s", w.name, demo.Hex(w.sess.Epoch().SessionID()), w.proxy.Addr())
+		out.Printf("%s connected: session %s, through its own fault proxy %s", w.name, demo.Hex(w.sess.SessionID()), w.proxy.Addr())
 	}
 	out.Printf("%d workers campaign for %s with leader.Run (session timeout %v)", len(d.workers), *electionPath, d.workers[0].sess.SessionTimeout())
 	for _, w := range d.workers {
@@ -159,7 +160,7 @@ func (d *demoRun) script(ctx context.Context) error {
 		return err
 	}
 	first := ev.w
-	ps, err := waitElection(ctx, first.sess, "every worker in the election", func(ps []leader.Participant) bool {
+	ps, err := waitElection(ctx, first.sess, "every worker in the election", func(ps []recipes.Participant) bool {
 		return len(ps) == len(d.workers)
 	})
 	if err != nil {
@@ -246,7 +247,7 @@ func (d *demoRun) script(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ps, err = waitElection(ctx, third.sess, second.name+" back in the election as a follower", func(ps []leader.Participant) bool {
+	ps, err = waitElection(ctx, third.sess, second.name+" back in the election as a follower", func(ps []recipes.Participant) bool {
 		return len(ps) > 1 && ps[0].ID == third.name && indexOfID(ps, second.name) > 0
 	})
 	if err != nil {
@@ -429,7 +430,7 @@ func isTick(w *worker, n int) func(event) bool {
 
 // waitElection re-reads the election's participants at every change of its
 // children until cond holds.
-func waitElection(ctx context.Context, sess *session.Session, what string, cond func([]leader.Participant) bool) ([]leader.Participant, error) {
+func waitElection(ctx context.Context, sess *session.Session, what string, cond func([]recipes.Participant) bool) ([]recipes.Participant, error) {
 	full, err := sess.Path(*electionPath)
 	if err != nil {
 		return nil, err
@@ -462,7 +463,7 @@ func waitElection(ctx context.Context, sess *session.Session, what string, cond 
 	}
 }
 
-func indexOfID(ps []leader.Participant, id string) int {
+func indexOfID(ps []recipes.Participant, id string) int {
 	for i, p := range ps {
 		if p.ID == id {
 			return i
@@ -471,7 +472,7 @@ func indexOfID(ps []leader.Participant, id string) int {
 	return -1
 }
 
-func formatParticipants(ps []leader.Participant) string {
+func formatParticipants(ps []recipes.Participant) string {
 	names := make([]string, len(ps))
 	for i, p := range ps {
 		names[i] = p.ID

@@ -141,7 +141,7 @@ func contend(ctx context.Context, ms []*mutex.Reentrant, d time.Duration) (*hand
 				hr.who = append(hr.who, i)
 				hr.mu.Unlock()
 				t1 := time.Now()
-				err = l.Unlock(context.WithoutCancel(cctx))
+				err = l.Release(context.WithoutCancel(cctx))
 				t2 := time.Now()
 				hr.mu.Lock()
 				hr.unlCall[k], hr.unlRet[k] = t1, t2

@@ -73,7 +73,7 @@ func (b *bench) herdRun(ctx context.Context, sessions []*session.Session, path s
 	released := false
 	defer func() {
 		if !released {
-			_ = holder.Unlock(context.WithoutCancel(ctx))
+			_ = holder.Release(context.WithoutCancel(ctx))
 		}
 	}()
 	wctx, cancel := context.WithCancel(ctx)
@@ -103,7 +103,7 @@ func (b *bench) herdRun(ctx context.Context, sessions []*session.Session, path s
 	}
 	m0 := b.mntr(ctx)
 	released = true
-	if err := holder.Unlock(ctx); err != nil {
+	if err := holder.Release(ctx); err != nil {
 		return nil, err
 	}
 	wg.Wait()
@@ -154,7 +154,7 @@ func lockOnce(ctx context.Context, m *mutex.Reentrant, wg *sync.WaitGroup, errs 
 		errs <- err
 		return
 	}
-	if err := l.Unlock(context.WithoutCancel(ctx)); err != nil {
+	if err := l.Release(context.WithoutCancel(ctx)); err != nil {
 		errs <- err
 	}
 }

@@ -37,7 +37,7 @@ func (b *bench) memory(ctx context.Context) error {
 	released := false
 	defer func() {
 		if !released {
-			_ = holder.Unlock(context.WithoutCancel(ctx))
+			_ = holder.Release(context.WithoutCancel(ctx))
 		}
 	}()
 	before, g0 := memStats()
@@ -57,7 +57,10 @@ func (b *bench) memory(ctx context.Context) error {
 	// Wait until every waiter has settled: all nodes are in the directory,
 	// then neither the requests on the wire nor the goroutine count move
 	// between two looks 50 ms apart (watches set, replies handled).
-	full := ms[0].ServerPath()
+	full, err := sessions[0].Path(path)
+	if err != nil {
+		return err
+	}
 	conn := sessions[0].Conn()
 	if err := waitFor(ctx, errs, fmt.Sprintf("%d waiters' nodes", n), func() bool {
 		kids, _, err := conn.Children(full)
@@ -79,7 +82,7 @@ func (b *bench) memory(ctx context.Context) error {
 
 	t1 := time.Now()
 	released = true
-	if err := holder.Unlock(ctx); err != nil {
+	if err := holder.Release(ctx); err != nil {
 		return err
 	}
 	wg.Wait()

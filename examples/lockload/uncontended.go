@@ -57,7 +57,7 @@ func (b *bench) uncontended(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			return l.Unlock(ctx)
+			return l.Release(ctx)
 		}
 	}
 	variants := []*variant{

@@ -85,7 +85,7 @@ func vsVariants() []vsVariant {
 				if err != nil {
 					return nil, err
 				}
-				return func() error { return l.Unlock(context.WithoutCancel(ctx)) }, nil
+				return func() error { return l.Release(context.WithoutCancel(ctx)) }, nil
 			}, nil
 		})},
 		{"watchoff", ours(func(s *session.Session, path string) (func(context.Context) (func() error, error), error) {
@@ -98,7 +98,7 @@ func vsVariants() []vsVariant {
 				if err != nil {
 					return nil, err
 				}
-				return func() error { return l.Unlock(context.WithoutCancel(ctx)) }, nil
+				return func() error { return l.Release(context.WithoutCancel(ctx)) }, nil
 			}, nil
 		})},
 		{"reentrant", ours(func(s *session.Session, path string) (func(context.Context) (func() error, error), error) {
@@ -111,7 +111,7 @@ func vsVariants() []vsVariant {
 				if err != nil {
 					return nil, err
 				}
-				return func() error { return l.Unlock(context.WithoutCancel(ctx)) }, nil
+				return func() error { return l.Release(context.WithoutCancel(ctx)) }, nil
 			}, nil
 		})},
 	}

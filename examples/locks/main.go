@@ -114,11 +114,12 @@ type demoRun struct {
 	j     *demo.Journal[event]
 	store store
 
-	mu     sync.Mutex
-	holder *mutex.Lease // the last lease granted
-	holds  int
-	losses int
-	errs   []error // exclusion violations
+	mu         sync.Mutex
+	holder     *mutex.Lease // the last lease granted
+	holderName string       // the worker it was granted to (its participant id)
+	holds      int
+	losses     int
+	errs       []error // exclusion violations
 }
 
 func run(ctx context.Context, env *demo.Env) error {
@@ -150,7 +151,7 @@ func run(ctx context.Context, env *demo.Env) error {
 			return err
 		}
 		workers = append(workers, w)
-		out.Printf("%s connected: session %s, through its own fault proxy %s", w.name, demo.Hex(w.sess.Epoch().SessionID()), w.proxy.Addr())
+		out.Printf("%s connected: session %s, through its own fault proxy %s", w.name, demo.Hex(w.sess.SessionID()), w.proxy.Addr())
 	}
 	out.Printf("%d workers take the lock %s, %d jobs each; every job step writes to a store", len(workers), *lockPath, *rounds)
 	out.Printf("that refuses fencing tokens older than the newest it has seen")
@@ -271,14 +272,14 @@ func (d *demoRun) loop(ctx context.Context, w *worker) error {
 		}
 		d.granted(ctx, w, lease, time.Since(t0))
 		ok := d.job(w, lease)
-		if err := lease.Unlock(context.WithoutCancel(ctx)); err != nil {
-			return fmt.Errorf("%s: Unlock: %w", w.name, err)
+		if err := lease.Release(context.WithoutCancel(ctx)); err != nil {
+			return fmt.Errorf("%s: Release: %w", w.name, err)
 		}
 		if ok {
 			d.out.Printf("%s released the lock", w.name)
 			done++
 		} else {
-			d.out.Printf("%s calls Unlock on the lost lease: nil (the library deletes the node once the connection is back); it queues again", w.name)
+			d.out.Printf("%s calls Release on the lost lease: nil (the library deletes the node once the connection is back); it queues again", w.name)
 		}
 	}
 	return nil
@@ -288,9 +289,9 @@ func (d *demoRun) loop(ctx context.Context, w *worker) error {
 func (d *demoRun) granted(ctx context.Context, w *worker, lease *mutex.Lease, waited time.Duration) {
 	d.mu.Lock()
 	if prev := d.holder; prev != nil && prev.Err() == nil {
-		d.errs = append(d.errs, fmt.Errorf("%s acquired while the previous lease (%s) was still live: two holders", w.name, prev.ID()))
+		d.errs = append(d.errs, fmt.Errorf("%s acquired while the previous lease (%s) was still live: two holders", w.name, d.holderName))
 	}
-	d.holder = lease
+	d.holder, d.holderName = lease, w.name
 	d.holds++
 	n := d.holds
 	d.mu.Unlock()

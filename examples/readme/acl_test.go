@@ -9,7 +9,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/zksession"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -17,7 +18,7 @@ import (
 
 // README's ACL snippet runs as shown: while a session connected as
 // "billing" holds the billing lock, a session connected as another user is
-// refused at once with zk.ErrNoAuth and a *session.OpError; a second
+// refused at once with zk.ErrNoAuth and a *zksession.OpError; a second
 // "billing" session takes the lock afterwards.
 func TestACLSnippet(t *testing.T) {
 	ns := zktest.NewNamespace(t)
@@ -42,7 +43,7 @@ func TestACLSnippet(t *testing.T) {
 		defer m.Close()
 		start := time.Now()
 		_, err = m.TryLock(ctx)
-		var oe *session.OpError
+		var oe *zksession.OpError
 		if !errors.Is(err, zk.ErrNoAuth) || !errors.As(err, &oe) || oe.ACLPath() != ns.Path("locks/billing") {
 			return fmt.Errorf("another user's TryLock = %v, want zk.ErrNoAuth refused by the ACL of %s", err, ns.Path("locks/billing"))
 		}

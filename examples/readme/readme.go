@@ -51,7 +51,7 @@ func withBillingLock(ctx context.Context, sess *session.Session,
 		return err
 	}
 	// Unlock even when ctx has ended: a release is cleanup.
-	defer func() { err = errors.Join(err, lease.Unlock(context.WithoutCancel(ctx))) }()
+	defer func() { err = errors.Join(err, lease.Release(context.WithoutCancel(ctx))) }()
 
 	// lease.Context() is canceled the moment the lock is no longer safe: run
 	// the work under it, and give the token to the guarded resource as a

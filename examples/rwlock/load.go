@@ -100,7 +100,7 @@ func runLoad(ctx context.Context, env *demo.Env) error {
 	if nerr == nil {
 		out.Printf("watch notifications per cycle: %.2f", float64(len(notes)-len(notes0))/float64(ops))
 	}
-	out.Printf("(acquire: from the RLock or Lock call to its return; a cycle is an acquire and its Unlock;")
+	out.Printf("(acquire: from the RLock or Lock call to its return; a cycle is an acquire and its Release;")
 	out.Printf(" requests and notifications are counted on the clients' side of the wire, pings excluded)")
 	return nil
 }
@@ -138,7 +138,7 @@ func mixedLoad(ctx context.Context, lks []*rwlock.RWMutex, n int) (loadResult, e
 							return fmt.Errorf("client %d: a writer was granted beside others", c)
 						}
 						activeW.Add(-1)
-						if err := l.Unlock(ctx); err != nil {
+						if err := l.Release(ctx); err != nil {
 							return err
 						}
 						continue
@@ -153,7 +153,7 @@ func mixedLoad(ctx context.Context, lks []*rwlock.RWMutex, n int) (loadResult, e
 						return fmt.Errorf("client %d: a reader was granted beside a writer", c)
 					}
 					activeR.Add(-1)
-					if err := l.Unlock(ctx); err != nil {
+					if err := l.Release(ctx); err != nil {
 						return err
 					}
 				}

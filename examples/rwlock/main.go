@@ -42,6 +42,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/examples/internal/demo"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -131,7 +132,7 @@ func lockAsync(ctx context.Context, m *member) <-chan acquired {
 }
 
 // queue prints the lock's participants in queue order.
-func queue(ctx context.Context, out *demo.Printer, m *member) ([]rwlock.Participant, error) {
+func queue(ctx context.Context, out *demo.Printer, m *member) ([]recipes.Participant, error) {
 	ps, err := m.lk.Participants(ctx)
 	if err != nil {
 		return nil, err
@@ -142,7 +143,7 @@ func queue(ctx context.Context, out *demo.Printer, m *member) ([]rwlock.Particip
 		if p.Holds {
 			state = "holds"
 		}
-		parts = append(parts, fmt.Sprintf("%s %s (%s)", p.ID, state, p.Side))
+		parts = append(parts, fmt.Sprintf("%s %s (%s)", p.ID, state, p.Kind))
 	}
 	out.Printf("    queue: %s", strings.Join(parts, ", "))
 	return ps, nil
@@ -203,10 +204,10 @@ func runDemo(ctx context.Context, env *demo.Env) error {
 	if _, err := queue(ctx, out, w1); err != nil {
 		return err
 	}
-	if _, err := r1.lk.TryRLock(ctx); errors.Is(err, rwlock.ErrLocked) {
+	if _, err := r1.lk.TryRLock(ctx); errors.Is(err, recipes.ErrBusy) {
 		out.Printf("reader-1's second TryRLock: %v (it would queue behind writer-1: no starvation)", err)
 	} else {
-		return fmt.Errorf("a reader arriving after a queued writer: %v, want ErrLocked", err)
+		return fmt.Errorf("a reader arriving after a queued writer: %v, want recipes.ErrBusy", err)
 	}
 
 	out.Printf("--- reader-2's connection is cut: its lease ends before anyone can take its place ---")
@@ -221,7 +222,7 @@ func runDemo(ctx context.Context, env *demo.Env) error {
 	default:
 	}
 	unlocked := time.Now()
-	if err := l1.Unlock(ctx); err != nil {
+	if err := l1.Release(ctx); err != nil {
 		return err
 	}
 	out.Printf("reader-1 unlocks; writer-1 still waits for reader-2's node, which reader-2 deletes when it reconnects")
@@ -238,7 +239,7 @@ func runDemo(ctx context.Context, env *demo.Env) error {
 	}
 	wl := a.lease
 	out.Printf("writer-1 holds the write lock %s after reader-1's unlock, once both read leases had ended (token %s)", demo.Ms(a.at.Sub(unlocked)), demo.Hex(wl.Token()))
-	_ = l2.Unlock(ctx) // nil: the library deletes reader-2's node once it is back
+	_ = l2.Release(ctx) // nil: the library deletes reader-2's node once it is back
 
 	out.Printf("--- writer-1 writes, then downgrades while writer-2 waits ---")
 	cfg := *root + "/config"
@@ -275,7 +276,7 @@ func runDemo(ctx context.Context, env *demo.Env) error {
 	}
 	out.Printf("writer-1 reads back %q under its read lease; writer-2 still waits", data)
 	unlocked = time.Now()
-	if err := rl.Unlock(ctx); err != nil {
+	if err := rl.Release(ctx); err != nil {
 		return err
 	}
 	a, err = demo.Wait(ctx, w2got, "writer-2's lock")
@@ -289,7 +290,7 @@ func runDemo(ctx context.Context, env *demo.Env) error {
 		return errors.New("writer-2 got the lock before the downgraded reader unlocked")
 	}
 	out.Printf("writer-2 holds the write lock %s after writer-1's read unlock", demo.Ms(a.at.Sub(unlocked)))
-	return a.lease.Unlock(ctx)
+	return a.lease.Release(ctx)
 }
 
 // writeConfig writes the config under the lease's context, creating it on
@@ -306,7 +307,8 @@ func writeConfig(ctx context.Context, s *session.Session, p string, token int64)
 	}
 	_, err = s.Conn().Set(full, data, -1)
 	if errors.Is(err, zk.ErrNoNode) {
-		_, err = s.Conn().Create(full, data, zk.FlagEphemeral, s.ACL())
+		// The demo's sessions use the default ACL (no session.WithACL).
+		_, err = s.Conn().Create(full, data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 	}
 	return err
 }

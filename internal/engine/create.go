@@ -1,0 +1,336 @@
+package engine
+
+// Creating our node: the recipe directory, the create pipelined with the
+// first read of the children, and the recovery of a create whose reply was
+// lost (the ghost node).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+
+	"github.com/zkrecipes/zkrecipes/internal/zksession"
+)
+
+// ensureDir makes sure the recipe directory exists (container nodes), once.
+func (e *Engine) ensureDir(ctx context.Context) error {
+	if e.dirReady.Load() {
+		return nil
+	}
+	ep, err := e.zs.WaitConnected(ctx)
+	if err != nil {
+		return err
+	}
+	var ok bool
+	var st *zk.Stat
+	err = e.zs.Retry(ctx, ep, func(c *zk.Conn) error {
+		var err error
+		ok, st, err = c.Exists(e.path)
+		return err
+	})
+	if err != nil && !errors.Is(err, zksession.ErrLost) {
+		return err
+	}
+	if ok {
+		e.checkDirData(st)
+	} else if err := e.zs.EnsureContainers(ctx, e.path); err != nil {
+		return err
+	}
+	e.dirReady.Store(true)
+	return nil
+}
+
+// checkDirData turns the directory's setData off (WithMultiCreate(true),
+// placed and counted nodes) for a directory that holds data (the setData
+// would overwrite it).
+func (e *Engine) checkDirData(st *zk.Stat) {
+	if st != nil && st.DataLength > 0 && !e.noMulti.Swap(true) {
+		e.lg.Info("the recipe directory holds data: nodes are created without a setData on it")
+	}
+}
+
+// createNode creates a contender node and returns its path and, when it can
+// without another request, its czxid (else 0).
+//
+// go-zookeeper v1.0.4 has no create2 and returns only the path of a create;
+// the session reads the czxid from the create's reply header
+// (zksession.Toolkit.CreatedZxid), so a plain create costs no extra request.
+// With WithMultiCreate(true) the create is sent as a multi with a setData of
+// empty data on the recipe directory (whose data is empty: engines and
+// Curator store nothing there): one transaction, so the directory's new
+// mzxid, in the setData's Stat, is our node's czxid. If the directory holds
+// data, or the setData is refused (an ACL without WRITE on the directory),
+// that mode falls back to a plain create.
+func (e *Engine) createNode(conn *zk.Conn, p string, data []byte, flags int32) (string, int64, error) {
+	acl := e.zs.ACL()
+	if e.cfg.create == createMulti && !e.noMulti.Load() {
+		ops := []any{
+			&zk.CreateRequest{Path: p, Data: data, Acl: acl, Flags: flags},
+			&zk.SetDataRequest{Path: e.path, Data: nil, Version: -1},
+		}
+		res, err := conn.Multi(ops...)
+		if err == nil && len(res) == 2 && res[1].Stat != nil {
+			return res[0].String, res[1].Stat.Mzxid, nil
+		}
+		if len(res) == 2 && errors.Is(res[1].Error, zk.ErrNoAuth) && !errors.Is(res[0].Error, zk.ErrNoAuth) {
+			if !e.noMulti.Swap(true) {
+				e.lg.Info("no WRITE permission on the recipe directory: creating nodes with a plain create")
+			}
+		} else {
+			return "", 0, refusedMulti(ops, res, err)
+		}
+	}
+	path, err := conn.Create(p, data, flags, acl)
+	if err != nil {
+		return "", 0, zksession.Refused("create", p, err)
+	}
+	return path, e.zs.CreatedZxid(p), nil
+}
+
+// listResult is the pipelined children read of createAndList.
+type listResult struct {
+	kids []string
+	stat *zk.Stat
+}
+
+// createAndList creates our protected node, recovering from lost replies,
+// and, on the first try, reads the directory in parallel: go-zookeeper sends
+// requests in order on one connection and the server answers a session's
+// requests in order, so a children list read after the create already
+// contains our node (recognised by our UUID) and the first decision costs no
+// extra round trip.
+func (a *attempt) createAndList() error {
+	e := a.e
+	base := a.nodeBase()
+	pipelined := true
+	for tries := 0; ; tries++ {
+		if tries > 10 {
+			return fmt.Errorf("create %s: giving up after %d tries", base, tries)
+		}
+		if err := a.ep.Err(); err != nil {
+			return err
+		}
+		if err := a.ctx.Err(); err != nil {
+			return err
+		}
+		var listed *zksession.Pending[listResult]
+		if pipelined {
+			pipelined = false
+			listed, _ = zksession.Start(e.zs, func(c *zk.Conn) (listResult, error) {
+				// Let the create be queued first; if this read still wins,
+				// our node is missing from it and we read again.
+				runtime.Gosched()
+				kids, st, err := c.Children(e.path)
+				return listResult{kids: kids, stat: st}, err
+			}, nil)
+		}
+		created, czxid, err := a.create(base)
+		switch {
+		case err == nil:
+			if err2 := a.ownCreate(created); err2 != nil {
+				return err2
+			}
+			a.czxid = czxid
+			if listed != nil {
+				select {
+				case <-listed.Done():
+					if r, err := listed.Result(); err == nil && contains(r.kids, a.name) {
+						a.kids = r.kids
+						e.checkDirData(r.stat)
+					}
+				case <-a.ctx.Done():
+					// Leave the read behind: the next step fails on ctx.
+					listed.Abandon()
+				}
+			}
+			return nil
+		case errors.Is(err, zk.ErrNoNode):
+			// The directory is gone (a container the server reaped while
+			// the lock was idle): create it again without asking first
+			// whether it exists (ensureDir's read).
+			e.dirReady.Store(false)
+			if err2 := e.zs.EnsureContainers(a.ctx, e.path); err2 != nil {
+				return err2
+			}
+			e.dirReady.Store(true)
+		case zksession.IsConnectionError(err):
+			a.ghosts = true
+			found, gerr := a.findGhost()
+			if gerr != nil {
+				return gerr
+			}
+			if found {
+				return nil
+			}
+		case errors.Is(err, zk.ErrSessionExpired):
+			return errSessionLost(err)
+		default:
+			return err
+		}
+	}
+}
+
+// created is the outcome of createNode.
+type created struct {
+	path  string
+	czxid int64
+}
+
+// create sends our protected create and waits for it within the attempt's
+// ctx, the only bound (zksession.Call). If ctx ends first, the request goes on
+// without us, and once it has completed the session's queue sweeps the
+// directory for our UUID, whatever the outcome: a late success leaves a node
+// nobody waits on, and a connection error may have left a ghost. The attempt
+// then keeps a channel (lateCreate) closed once that is settled, which fail
+// waits for as for its own deletes, and so does Close: a node that a Close
+// raced with the create's reply is gone when Close returns.
+func (a *attempt) create(base string) (string, int64, error) {
+	e := a.e
+	ep, prefix := a.ep, ProtectedPrefix(a.uuid)
+	settled := make(chan struct{})
+	r, err := zksession.Call(a.ctx, e.zs, func(c *zk.Conn) (created, error) {
+		p, z, err := a.createOn(c, base)
+		return created{p, z}, err
+	}, func(_ created, err error) {
+		if err == nil || zksession.IsConnectionError(err) || errors.Is(err, zk.ErrSessionExpired) {
+			swept := e.zs.GuaranteedSweep(ep, e.path, prefix)
+			go func() {
+				<-swept
+				close(settled)
+			}()
+			return
+		}
+		close(settled)
+	})
+	if ce := a.ctx.Err(); ce != nil && err == ce {
+		// Call left the request behind (an answer it had would have been
+		// returned instead): the late function runs.
+		a.lateCreate = settled
+	}
+	return r.path, r.czxid, err
+}
+
+// ownCreate checks that a successful create ran on our epoch's session:
+// requests queued while disconnected may be sent on a NEW session after the
+// old one expired (see HAZARDS; answeredOnOurSession). Otherwise the node is
+// deleted and the attempt fails.
+func (a *attempt) ownCreate(created string) error {
+	name := created[strings.LastIndexByte(created, '/')+1:]
+	c, ok := parseChild(name, []string{a.d.Marker})
+	if !ok {
+		return fmt.Errorf("create returned unexpected name %q", created)
+	}
+	if !a.answeredOnOurSession() || a.ep.Err() != nil {
+		// It landed on another session: the sweep (see fail) deletes it,
+		// on whichever session is current.
+		a.ghosts = true
+		return errSessionChanged(a.ep)
+	}
+	a.node, a.name, a.seq = created, name, c.Seq
+	if u := len(protectedMarker); len(name) > u+len(a.uuid) && name[:u] == protectedMarker &&
+		name[u:u+len(a.uuid)] == a.uuid && name[u+len(a.uuid)] == '-' {
+		// Share the node name's copy of the UUID: a waiter keeps less.
+		a.uuid = name[u : u+len(a.uuid)]
+	}
+	return nil
+}
+
+// answeredOnOurSession reports, right after a reply, whether it came on the
+// attempt's session: the connection's session id can only move forward, so
+// if it still equals the epoch's after the reply, the request ran on it.
+func (a *attempt) answeredOnOurSession() bool {
+	return a.e.zs.Conn().SessionID() == a.ep.SessionID()
+}
+
+// findGhost looks for our node after a create whose outcome is unknown. It
+// adopts it only if its ephemeralOwner is our (live) session; a node of ours
+// owned by another session is deleted. It reports whether we now have a node.
+func (a *attempt) findGhost() (bool, error) {
+	e := a.e
+	prefix := ProtectedPrefix(a.uuid)
+	var kids []string
+	err := e.zs.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
+		var err error
+		kids, _, err = c.Children(e.path)
+		return zksession.Refused("list", e.path, err)
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, k := range kids {
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		p := e.path + "/" + k
+		var ok bool
+		var ks *zk.Stat
+		err := e.zs.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
+			var err error
+			ok, ks, err = c.Exists(p)
+			return err
+		})
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			continue
+		}
+		if ks.EphemeralOwner == a.ep.SessionID() && a.ep.Err() == nil {
+			c, parsed := parseChild(k, []string{a.d.Marker})
+			if !parsed {
+				continue
+			}
+			a.node, a.name, a.seq, a.czxid = p, k, c.Seq, ks.Czxid
+			a.kids = kids
+			e.lg.Debug("adopted node after a lost create reply", zap.String("node", k))
+			return true, nil
+		}
+		e.lg.Warn("deleting our node created on another session", zap.String("node", k),
+			zap.String("owner", fmt.Sprintf("0x%x", ks.EphemeralOwner)))
+		err = e.zs.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
+			err := c.Delete(p, ks.Version)
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil
+			}
+			return zksession.Refused("delete", p, err)
+		})
+		if err != nil {
+			return false, err
+		}
+	}
+	// Not found: the create never reached the server. (Had it reached it,
+	// the read would show it: the server orders a session's requests, across
+	// its connections, and closes the old connection when the session
+	// reconnects.)
+	return false, nil
+}
+
+func contains(names []string, name string) bool {
+	for _, n := range names {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// errSessionChanged reports a node created on a session other than ep's.
+func errSessionChanged(ep *zksession.Epoch) error {
+	if err := ep.Err(); err != nil {
+		return fmt.Errorf("%w: %w", zksession.ErrSessionChanged, err)
+	}
+	return zksession.ErrSessionChanged
+}
+
+// errSessionLost wraps zk.ErrSessionExpired so that it matches zksession.ErrLost.
+func errSessionLost(err error) error {
+	return fmt.Errorf("%w: %w", zksession.ErrLost, err)
+}

@@ -1,0 +1,150 @@
+package engine
+
+// The Engine: one per recipe instance and path, with the acquires in
+// progress that Close cancels and waits for.
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+
+	"github.com/zkrecipes/zkrecipes/internal/zksession"
+	"github.com/zkrecipes/zkrecipes/session"
+)
+
+// Engine is the engine behind every ordered-children recipe (Curator's
+// LockInternals): one per recipe instance and path. It creates protected
+// EPHEMERAL_SEQUENTIAL contender nodes in the recipe directory, decides with a
+// Driver on sorted snapshots of the directory, waits on the predecessor with
+// a data watch, cleans up after every failure, and hands out Leases that end
+// when ownership ends. It is safe for concurrent use; it keeps no per-goroutine
+// state (see GoroutineHolds for that).
+type Engine struct {
+	zs       *zksession.Session
+	path     string // full server path of the recipe directory
+	userPath string // the path as the caller gave it (for errors)
+	cfg      config
+	lg       *zap.Logger
+
+	ctx    context.Context // canceled by Close
+	cancel context.CancelCauseFunc
+	wg     sync.WaitGroup // acquires in progress, lease monitors, helper goroutines
+
+	mu       sync.Mutex
+	closed   bool
+	scopes   *scope                       // acquires in progress (see begin)
+	cleanups map[<-chan struct{}]struct{} // deletes queued by failed acquires, not yet seen done
+
+	closeOnce sync.Once
+	dirReady  atomic.Bool // the directory was seen to exist (cache; redone on ErrNoNode)
+	noMulti   atomic.Bool // create with a plain create (see createNode)
+}
+
+// New returns the engine for the recipe directory path (a recipe path,
+// without the session's namespace; Path returns the full server path). It
+// validates its arguments and does no I/O.
+func New(sess *session.Session, path string, opts ...Option) (*Engine, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o == nil {
+			return nil, NewError(cfg.name, path, fmt.Errorf("%w: nil option", ErrBadArgument))
+		}
+		if err := o(&cfg); err != nil {
+			return nil, NewError(cfg.name, path, err)
+		}
+	}
+	zs, err := zksession.Of(sess)
+	if err != nil {
+		return nil, NewError(cfg.name, path, err)
+	}
+	full, err := zs.Path(path)
+	if err != nil {
+		return nil, NewError(cfg.name, path, err)
+	}
+	lg := cfg.lg
+	if lg == nil {
+		lg = zs.Logger().Named(cfg.name)
+	}
+	lg = lg.With(zap.String("path", full))
+	e := &Engine{zs: zs, path: full, userPath: path, cfg: cfg, lg: lg}
+	e.noMulti.Store(cfg.create == createPlain)
+	e.ctx, e.cancel = context.WithCancelCause(context.Background())
+	return e, nil
+}
+
+// Path returns the full server path of the recipe directory (namespace
+// included).
+func (e *Engine) Path() string { return e.path }
+
+// Session returns the session the engine uses.
+func (e *Engine) Session() *zksession.Session { return e.zs }
+
+// NodeWatch reports whether held leases watch their own node (WithNodeWatch).
+func (e *Engine) NodeWatch() bool { return e.cfg.nodeWatch }
+
+// closedErr returns the error for use after Close: it matches ErrClosed
+// (zksession.ErrClosed).
+func (e *Engine) closedErr() error { return e.errf(errClosed) }
+
+// errf wraps err with the recipe name and the path as the caller gave it.
+func (e *Engine) errf(err error) error { return NewError(e.cfg.name, e.userPath, err) }
+
+// enter registers an operation for Close to wait for; false after Close.
+func (e *Engine) enter() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.wg.Add(1)
+	return true
+}
+
+// scope is the context of an acquire in progress: the caller's ctx, which
+// Close also cancels (with the closed error). The Engine links the scopes in
+// progress, which costs less than a callback on its own context each (a
+// thousand waiting acquires are a thousand scopes).
+type scope struct {
+	ctx        context.Context // the caller's ctx, also canceled by Close
+	cancel     context.CancelCauseFunc
+	prev, next *scope
+}
+
+// begin registers an acquire, s, with the Engine: Close waits for it and
+// cancels s.ctx, which begin derives from ctx. end must be called when the
+// acquire returns. It fails once the Engine is closed.
+func (e *Engine) begin(ctx context.Context, s *scope) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return e.closedErr()
+	}
+	e.wg.Add(1)
+	s.ctx, s.cancel = context.WithCancelCause(ctx)
+	s.prev, s.next = nil, e.scopes
+	if e.scopes != nil {
+		e.scopes.prev = s
+	}
+	e.scopes = s
+	return nil
+}
+
+// end unregisters the acquire s and releases its context.
+func (e *Engine) end(s *scope) {
+	e.mu.Lock()
+	if s.prev != nil {
+		s.prev.next = s.next
+	} else {
+		e.scopes = s.next
+	}
+	if s.next != nil {
+		s.next.prev = s.prev
+	}
+	s.prev, s.next = nil, nil
+	e.mu.Unlock()
+	s.cancel(nil)
+	e.wg.Done()
+}

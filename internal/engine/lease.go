@@ -1,0 +1,614 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+
+	"github.com/zkrecipes/zkrecipes/internal/zksession"
+)
+
+// Lease is the handle of a held recipe: it outlives the acquire and tells the
+// holder when ownership ends. Done is closed exactly once, when ownership ends
+// for any reason; Err then says why:
+//
+//   - ErrReleased: Release was called;
+//   - zksession.ErrSuspended (standard loss policy): the connection went down,
+//     the server may expire the session at any moment; once the session is
+//     known lost, Err matches zksession.ErrLost as well (see below);
+//   - zksession.ErrLost: the session ended (expired, replaced, or declared lost
+//     by the local timer), so the server deletes (or has deleted) our node;
+//   - zksession.ErrClosed: the session was closed;
+//   - ErrNodeDeleted: our node was deleted by someone else;
+//   - ErrClosed: the Engine (the recipe) was closed.
+//
+// Errors are wrapped (with the path or session id); match them with
+// errors.Is. Err is the up-to-date reason: a lease that ended at a suspension
+// whose session was then lost (expired on the server, or declared lost by the
+// local timer) reports an error matching both zksession.ErrSuspended and
+// zksession.ErrLost, so errors.Is(err, zksession.ErrLost) tells a holder that its
+// node is gone with its session, while errors.Is(err, zksession.ErrSuspended)
+// alone means the session may still be alive. Context's cause cannot change
+// once the context is canceled: it stays the first reason.
+//
+// Whenever a lease ends for a reason other than Release or ErrNodeDeleted, the
+// engine deletes its node (through the session's guaranteed-delete queue if
+// the connection is down), so a holder told it lost the lock never keeps
+// blocking others; with WithKeepNodeUntilRelease the node stays instead until
+// Release (or Close), unless the session expires. A Lease is safe for
+// concurrent use; it is not tied to a goroutine (see GoroutineHolds).
+//
+// A nil *Lease behaves as a lease that has ended: Done is closed, Err, the
+// cause of Context and Release's error match ErrBadArgument (naming the nil
+// lease), and the other methods return zero values.
+type Lease struct {
+	e     *Engine
+	ep    *zksession.Epoch
+	node  string // full path
+	name  string
+	id    string
+	token int64
+	seq   int64
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	relOnce  sync.Once
+	relDone  chan struct{}
+	relErr   error
+	released chan struct{} // closed when Release is first called
+	// With WithKeepNodeUntilRelease, the delete of a sequential node that
+	// outlived its lease is done once: by Release, or by the monitor at Close.
+	delClaimed atomic.Bool
+
+	// Err's error once the session of a suspended lease is known lost.
+	lostOnce sync.Once
+	lostErr  error
+
+	fixed []byte // data of a fixed node (nil for sequential nodes)
+	// The monitor's delete of a fixed node, handed to Release: fixedSet once
+	// the monitor stored fixedErr; fixedGaveUp once Release stopped waiting
+	// for it (then the monitor logs a failure instead).
+	fixedMu     sync.Mutex
+	fixedErr    error
+	fixedSet    bool
+	fixedGaveUp bool
+
+	monitorDone chan struct{}
+
+	// The deferred start of the monitor (see deferMonitor): claimed once,
+	// by the first of Release, the delay, the end of the lease context and
+	// Close; the claimer stops the others.
+	deferred       bool // set by grant, before the lease is handed out
+	monitorClaimed atomic.Bool
+	deferMu        sync.Mutex // a trigger may fire before deferMonitor has set the others
+	delayTimer     *time.Timer
+	stopOnEnd      func() bool
+	stopOnClose    func() bool
+}
+
+// grant turns a winning attempt into a lease and starts its monitor, or
+// arranges for it to start when needed (deferMonitor).
+func (e *Engine) grant(a *attempt) (*Lease, error) {
+	l := &Lease{
+		e: e, ep: a.ep, node: a.node, name: a.name, id: string(a.data), token: a.czxid, seq: a.seq,
+		relDone: make(chan struct{}), released: make(chan struct{}), monitorDone: make(chan struct{}),
+	}
+	if a.fixed != "" {
+		l.fixed = a.data
+	}
+	// Derived from the lease context captured before the deciding read: a
+	// suspension (standard policy) or loss ends the lease synchronously,
+	// before any goroutine of ours runs.
+	l.ctx, l.cancel = context.WithCancelCause(a.lctx)
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		l.cancel(e.closedErr())
+		return nil, a.fail(ErrClosed)
+	}
+	e.wg.Add(1)
+	e.mu.Unlock()
+	a.node = "" // owned by the lease now
+	if l.fixed == nil && a.self == nil {
+		l.deferMonitor(a.lctx)
+	} else {
+		go l.monitor(a.self)
+	}
+	if ce := e.lg.Check(zap.DebugLevel, "acquired"); ce != nil {
+		ce.Write(zap.String("node", l.name), zap.Int64("token", l.token))
+	}
+	return l, nil
+}
+
+// Done returns a channel that is closed when ownership ends.
+func (l *Lease) Done() <-chan struct{} { return l.Context().Done() }
+
+// Err returns nil while the lease is held, then why it ended (see Lease). It
+// is the up-to-date reason: after a suspension (zksession.ErrSuspended) it also
+// matches zksession.ErrLost once the lease's session is known lost.
+func (l *Lease) Err() error {
+	if l == nil {
+		return errNilLease()
+	}
+	if l.ctx.Err() == nil {
+		return nil
+	}
+	cause := context.Cause(l.ctx)
+	if !errors.Is(cause, zksession.ErrSuspended) || errors.Is(cause, zksession.ErrLost) {
+		return cause
+	}
+	if eerr := l.ep.Err(); eerr == nil || !errors.Is(eerr, zksession.ErrLost) {
+		return cause
+	}
+	l.lostOnce.Do(func() {
+		// Both wrapped: errors.Is matches ErrSuspended and ErrLost.
+		l.lostErr = fmt.Errorf("%w; then %w", cause, l.ep.Err())
+	})
+	return l.lostErr
+}
+
+// Context returns a context canceled when the lease ends. Run the guarded
+// work under it. Its cause (context.Cause) is the first reason the lease
+// ended and cannot change afterwards; Err gives the up-to-date reason (for
+// example zksession.ErrLost after zksession.ErrSuspended).
+func (l *Lease) Context() context.Context {
+	if l == nil {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(errNilLease())
+		return ctx
+	}
+	return l.ctx
+}
+
+// errNilLease is the error of a nil *Lease.
+func errNilLease() error { return fmt.Errorf("%w: nil lease", ErrBadArgument) }
+
+// Token returns the fencing token: the czxid of our node. It grows across the
+// whole ensemble and survives the recipe directory being deleted and
+// recreated (sequence numbers do not).
+func (l *Lease) Token() int64 {
+	if l == nil {
+		return 0
+	}
+	return l.token
+}
+
+// Path returns the full server path of our node.
+func (l *Lease) Path() string {
+	if l == nil {
+		return ""
+	}
+	return l.node
+}
+
+// Node returns the name of our node.
+func (l *Lease) Node() string {
+	if l == nil {
+		return ""
+	}
+	return l.name
+}
+
+// Seq returns the sequence number of our node (0 for a fixed node).
+func (l *Lease) Seq() int64 {
+	if l == nil {
+		return 0
+	}
+	return l.seq
+}
+
+// ID returns the participant id stored in our node.
+func (l *Lease) ID() string {
+	if l == nil {
+		return ""
+	}
+	return l.id
+}
+
+// Epoch returns the session epoch the node belongs to.
+func (l *Lease) Epoch() *zksession.Epoch {
+	if l == nil {
+		return nil
+	}
+	return l.ep
+}
+
+// Release ends the lease (Err becomes ErrReleased, Done closes) and then
+// deletes our node, retrying connection errors within ctx; if the connection
+// is down or ctx ends first, the delete is handed to the session's
+// guaranteed-delete queue and Release returns nil: the node goes once the
+// session is back, or with the zksession. With a ctx that has already ended,
+// Release sends nothing: it queues the delete and returns at once. A fixed
+// node (AcquireFixed) is deleted only while it is still ours, by the lease's
+// goroutine, which keeps trying while the connection is down; Release waits
+// for it within ctx. If the lease had already ended (loss, Close), Release
+// returns nil at once: the engine deletes the node (or the server or a third
+// party did); with WithKeepNodeUntilRelease, Release deletes it then as
+// above (unless Close did). Idempotent and safe for concurrent use; every
+// call returns the first call's result. It returns an error only when
+// ZooKeeper refuses the delete (e.g. zk.ErrNoAuth), or for a nil *Lease. A
+// nil ctx is taken as context.Background(): a release is cleanup and is never
+// refused (the delete is still bounded by the lease's session).
+func (l *Lease) Release(ctx context.Context) error {
+	if l == nil {
+		return errNilLease()
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	l.relOnce.Do(func() {
+		defer close(l.relDone)
+		mine := l.e.errf(ErrReleased)
+		claimed := l.claimMonitor()
+		l.cancel(mine)
+		l.settleMonitor(claimed, mine)
+		close(l.released)
+		if cause := context.Cause(l.ctx); cause != mine {
+			if !l.e.cfg.keepNode || errors.Is(cause, ErrNodeDeleted) {
+				return // ended earlier; the monitor (or the server, or a third party) removes the node
+			}
+			// WithKeepNodeUntilRelease: the node waited for us. The monitor
+			// deletes a fixed node (below); a sequential one is ours to
+			// delete unless Close's cleanup took it.
+			if l.fixed == nil {
+				if l.delClaimed.CompareAndSwap(false, true) {
+					l.relErr = l.e.release(ctx, l.ep, l.node)
+					if ce := l.e.lg.Check(zap.DebugLevel, "released an ended lease"); ce != nil {
+						ce.Write(zap.String("node", l.name), zap.NamedError("ended", cause), zap.Error(l.relErr))
+					}
+				}
+				return
+			}
+		}
+		if l.fixed != nil {
+			// The monitor deletes a fixed node, conditionally (deleteOwned),
+			// and keeps trying while the connection is down.
+			select {
+			case <-l.monitorDone:
+			case <-ctx.Done():
+			}
+			l.fixedMu.Lock()
+			if l.fixedSet {
+				l.relErr = l.fixedErr
+			} else {
+				l.fixedGaveUp = true
+			}
+			l.fixedMu.Unlock()
+			return
+		}
+		l.relErr = l.e.release(ctx, l.ep, l.node)
+		if ce := l.e.lg.Check(zap.DebugLevel, "released"); ce != nil {
+			ce.Write(zap.String("node", l.name), zap.Error(l.relErr))
+		}
+	})
+	<-l.relDone
+	return l.relErr
+}
+
+// release deletes a released node (see Lease.Release). With ctx already
+// ended it sends nothing and queues the delete.
+func (e *Engine) release(ctx context.Context, ep *zksession.Epoch, node string) error {
+	if ep.Err() != nil || !up(e.zs) || ctx.Err() != nil {
+		// See deleteNode for a lost epoch.
+		e.zs.GuaranteedDelete(ep, node, -1)
+		return nil
+	}
+	err := e.deleteRetry(ctx, ep, node)
+	switch {
+	case err == nil, errors.Is(err, zksession.ErrClosed):
+		return nil
+	case errors.Is(err, zksession.ErrLost), zksession.IsConnectionError(err), ctx.Err() != nil:
+		e.zs.GuaranteedDelete(ep, node, -1)
+		return nil
+	}
+	return e.errf(err)
+}
+
+// deferMonitor arranges for the monitor of a sequential lease without a
+// watch on its node to start only when there is something to do: after
+// nodeWatchDelay (WithNodeWatch: to set the watch), when the lease context
+// lctx ends (a suspension or loss: the node is to be deleted), or at Close.
+// A lease released before any of these (the common short hold) then costs
+// no goroutine at all: Release claims the start (claimMonitor, settleMonitor)
+// and stops the triggers. Until then nothing but lctx, Close, Release and
+// forget (a counted lease) can end the lease.
+func (l *Lease) deferMonitor(lctx context.Context) {
+	l.deferred = true
+	l.deferMu.Lock()
+	defer l.deferMu.Unlock()
+	start := func() {
+		if l.monitorClaimed.CompareAndSwap(false, true) {
+			l.stopDeferred()
+			l.watchNode(nil)
+		}
+	}
+	if l.e.cfg.nodeWatch {
+		l.delayTimer = time.AfterFunc(nodeWatchDelay, start)
+	}
+	l.stopOnEnd = context.AfterFunc(lctx, start)
+	l.stopOnClose = context.AfterFunc(l.e.ctx, start)
+}
+
+// stopDeferred stops the triggers of a deferred monitor start that have not
+// fired.
+func (l *Lease) stopDeferred() {
+	l.deferMu.Lock()
+	defer l.deferMu.Unlock()
+	if l.delayTimer != nil {
+		l.delayTimer.Stop()
+	}
+	if l.stopOnEnd != nil {
+		l.stopOnEnd()
+	}
+	if l.stopOnClose != nil {
+		l.stopOnClose()
+	}
+}
+
+// claimMonitor is Release's (or forget's) claim on a deferred monitor
+// start, just before its cancel ends the lease: it reports whether the
+// monitor had not started (nor will now); settleMonitor then finishes.
+func (l *Lease) claimMonitor() bool {
+	if !l.deferred || !l.monitorClaimed.CompareAndSwap(false, true) {
+		return false // a monitor goroutine of its own, or started already
+	}
+	l.stopDeferred()
+	return true
+}
+
+// settleMonitor follows the cancel that claimMonitor preceded: if that
+// cancel (cause mine) ended the lease, no monitor is needed and its part in
+// the Engine's wait group is done here; if the lease had ended for another
+// reason first (a suspension or loss whose trigger had not started the
+// monitor yet: a holder that releases as soon as it is told), the monitor
+// starts now, as that trigger would have started it, and deletes the node.
+func (l *Lease) settleMonitor(claimed bool, mine error) {
+	if !claimed {
+		return
+	}
+	if context.Cause(l.ctx) == mine {
+		close(l.monitorDone)
+		l.e.wg.Done()
+		return
+	}
+	go l.watchNode(nil)
+}
+
+// monitor is the goroutine of a held lease: started with the lease when
+// the lease has a fixed node or inherits a watch on its node, otherwise
+// only once there is something to do (deferMonitor). It ends the lease on Close
+// and, with the node watch, when a third party deletes our node; it then
+// deletes the node unless Release or the third party did. With
+// WithKeepNodeUntilRelease it waits for Release or Close first, and leaves a
+// sequential node to Release. self is a data watch on our node inherited
+// from the wait, or nil.
+func (l *Lease) monitor(self *zksession.Watch) {
+	if l.e.cfg.nodeWatch && self == nil {
+		// A fixed node: set the watch only after the delay (armDelay
+		// returns early when the lease ends or at Close).
+		l.armDelay()
+	}
+	l.watchNode(self)
+}
+
+// watchNode is the monitor once the delay has passed or the lease has
+// ended (see monitor and deferMonitor): it ends the lease on Close and, with
+// the node watch, when a third party deletes our node, and then deletes the
+// node unless Release or the third party did.
+//
+//go:noinline
+func (l *Lease) watchNode(self *zksession.Watch) {
+	e := l.e
+	defer func() {
+		close(l.monitorDone)
+		e.wg.Done()
+	}()
+	// Requests made here stop at the lease's end or at Close.
+	mctx := endedCtx
+	if l.ctx.Err() == nil && e.ctx.Err() == nil {
+		ctx, mcancel := context.WithCancel(l.ctx)
+		defer mcancel()
+		stop := context.AfterFunc(e.ctx, mcancel)
+		defer stop()
+		mctx = ctx
+	}
+	for {
+		if e.cfg.nodeWatch && self == nil && mctx.Err() == nil {
+			// arm returns nil only after the lease ended or Close: the select
+			// below then returns at once. It never waits on a nil watch.
+			self = l.arm(mctx)
+		}
+		var selfEvents <-chan zk.Event
+		if self != nil {
+			selfEvents = self.Events()
+		}
+		select {
+		case <-l.ctx.Done():
+		case <-e.ctx.Done():
+			l.cancel(e.closedErr())
+		case ev, ok := <-selfEvents:
+			ev = self.Event(ev, ok)
+			self = nil
+			switch ev.Type {
+			case zk.EventNodeDeleted:
+				l.lost()
+			case zk.EventNotWatching:
+				// The session expired (go-zookeeper invalidates watches).
+				if err := l.ep.Err(); err != nil {
+					l.cancel(err)
+				} else {
+					l.cancel(e.errf(zksession.ErrLost))
+				}
+			}
+			continue
+		}
+		break
+	}
+	cause := context.Cause(l.ctx)
+	if errors.Is(cause, ErrNodeDeleted) {
+		return // the node is gone
+	}
+	kept := e.cfg.keepNode && !errors.Is(cause, ErrReleased)
+	if kept {
+		// WithKeepNodeUntilRelease: the owner decides when the node goes
+		// (a leader once its work has stopped); Close decides for it.
+		if ce := e.lg.Check(zap.DebugLevel, "lease ended; the node stays until Release"); ce != nil {
+			ce.Write(zap.String("node", l.name), zap.Error(cause))
+		}
+		select {
+		case <-l.released:
+		case <-e.ctx.Done():
+		}
+	}
+	if l.fixed != nil {
+		err := e.deleteOwnedPersist(l.ep, l.node, l.fixed)
+		l.fixedMu.Lock()
+		l.fixedErr, l.fixedSet = err, true
+		// Release waits for the result (and returns it) when it ended the
+		// lease or, with WithKeepNodeUntilRelease, was called after the
+		// lease ended, unless its ctx ended first.
+		reported := (errors.Is(cause, ErrReleased) || kept && closed(l.released)) && !l.fixedGaveUp
+		l.fixedMu.Unlock()
+		if err != nil && !reported {
+			// Nobody else sees this failure (a background cleanup).
+			e.lg.Error("could not delete our lock node", zap.String("node", l.name), zap.Error(err))
+		}
+		return
+	}
+	switch {
+	case errors.Is(cause, ErrReleased):
+		return
+	case kept && e.ctx.Err() == nil:
+		return // Release was called: it deletes the node
+	case kept && !l.delClaimed.CompareAndSwap(false, true):
+		return // Release deletes it
+	}
+	if ce := e.lg.Check(zap.DebugLevel, "lease ended"); ce != nil {
+		ce.Write(zap.String("node", l.name), zap.Error(cause))
+	}
+	e.deleteNode(context.Background(), l.ep, l.node)
+}
+
+// closed reports whether ch is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// nodeWatchDelay is how long a held lease goes without a watch on its own
+// node before the monitor sets one (WithNodeWatch): a short hold, the
+// common case of a busy lock or semaphore, then costs neither the request
+// nor the notification that its own delete would fire, and a third party's
+// delete of the node still ends a longer hold at most this long (plus a
+// round trip) after the acquire. A waiter that armed the watch while it was
+// next in line passes it on, and the lease keeps it from the start.
+const nodeWatchDelay = 100 * time.Millisecond
+
+// armDelay waits nodeWatchDelay, or until the lease ends or the Engine
+// closes.
+func (l *Lease) armDelay() {
+	t := time.NewTimer(nodeWatchDelay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-l.ctx.Done():
+	case <-l.e.ctx.Done():
+	}
+}
+
+// endedCtx is a context that has ended: the monitor's requests context once
+// the lease has ended or the Engine has closed.
+var endedCtx = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// Bounds of the pause between two attempts of arm when the session's retry
+// policy gave up on connection errors.
+const (
+	armPauseMin = 50 * time.Millisecond
+	armPauseMax = time.Second
+)
+
+// arm sets a data watch on our node (GetW: unlike an exists-watch it is not
+// left registered when the node is already gone). It keeps trying until the
+// watch is set, the lease ends or ctx ends: when the session's retry policy
+// gives up on connection errors it waits for the connection on our epoch
+// (Retry does) and tries again after a growing pause, so that a connection
+// blip never leaves the lease unwatched. It returns nil only if ctx ended or
+// the lease ended (then the caller's select sees it end).
+func (l *Lease) arm(ctx context.Context) *zksession.Watch {
+	d := armPauseMin
+	sess := l.e.zs
+	for {
+		var w *zksession.Watch
+		var data []byte
+		err := sess.Retry(ctx, l.ep, func(*zk.Conn) error {
+			var err error
+			data, _, w, err = sess.GetW(l.node)
+			return err
+		})
+		switch {
+		case err == nil:
+			if l.fixed != nil && !bytes.Equal(data, l.fixed) {
+				// A fixed name: the node there now is another acquire's
+				// (possibly of this process, on the same session); ours was
+				// deleted. Its watch fires unread.
+				l.lost()
+				return nil
+			}
+			return w
+		case errors.Is(err, zk.ErrNoNode):
+			l.lost()
+			return nil
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, zksession.ErrLost), errors.Is(err, zksession.ErrClosed):
+			if err2 := l.ep.Err(); err2 != nil {
+				l.cancel(err2)
+			} else {
+				l.cancel(l.e.errf(err))
+			}
+			return nil
+		case zksession.IsConnectionError(err):
+			// The retry policy gave up for now; the next Retry waits for the
+			// connection on our epoch again.
+			if ce := l.e.lg.Check(zap.DebugLevel, "arming the node watch failed, trying again"); ce != nil {
+				ce.Write(zap.String("node", l.name), zap.Duration("pause", d), zap.Error(err))
+			}
+			if pause(ctx, d) != nil {
+				return nil
+			}
+			d = min(2*d, armPauseMax)
+		default:
+			// A permanent error (e.g. zk.ErrNoAuth on our own node): we cannot
+			// watch; keep the lease and say so. A channel that never fires
+			// (not nil: the caller would re-arm in a hot loop).
+			l.e.lg.Warn("cannot watch our own node", zap.String("node", l.name), zap.Error(err))
+			return zksession.NeverFires()
+		}
+	}
+}
+
+// lost ends the lease because our node is gone: ErrNodeDeleted if our session is
+// live (someone deleted it), else the session's error.
+func (l *Lease) lost() {
+	if err := l.ep.Err(); err != nil {
+		l.cancel(err)
+		return
+	}
+	l.cancel(l.e.errf(ErrNodeDeleted))
+}

@@ -1,0 +1,277 @@
+package chaos
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/session"
+)
+
+// The recipes of a run, also the names of their paths under Root.
+const (
+	RecipeMutex     = "mutex"
+	RecipeReentrant = "reentrant"
+	RecipeNonFair   = "nonfair"
+	RecipeRWLock    = "rwlock"
+	RecipeSemaphore = "semaphore"
+	RecipeLeader    = "leader"
+)
+
+// Recipes returns every recipe of a run, in report order.
+func Recipes() []string {
+	return []string{RecipeMutex, RecipeReentrant, RecipeNonFair, RecipeRWLock, RecipeSemaphore, RecipeLeader}
+}
+
+// guarded reports whether holders of recipe write the fenced resource (every
+// exclusive hold: the semaphore's three holders have nothing to fence).
+func guarded(recipe string) bool { return recipe != RecipeSemaphore }
+
+// Interval is one hold as its holder saw it: from the moment the acquire
+// returned (or leader work started) to the moment the holder stopped (just
+// before its release call, or when it noticed Done). Times are monotonic
+// offsets from the start of the run.
+type Interval struct {
+	ID        int
+	Recipe    string
+	Write     bool // exclusive side: every hold except the semaphore's and rwlock reads
+	Worker    string
+	Session   int
+	Policy    session.LossPolicy
+	SessionID int64
+	Node      string // full server path of the holder's node
+	Token     int64
+	Start     time.Duration
+	End       time.Duration
+	Lost      bool   // ended by a loss (Done), not by the holder's release
+	Cause     string // the lease's Err when lost
+	Shutdown  bool   // ended because the run stopped
+	Open      bool   // never ended (a worker that did not return)
+}
+
+// causeOf names why a lease ended, from the cause of its context (the first
+// reason, which later updates such as "lost after suspended" do not change).
+func causeOf(err error) string {
+	switch {
+	case err == nil:
+		return "no cause"
+	case errors.Is(err, session.ErrSuspended):
+		return "suspended"
+	case errors.Is(err, session.ErrLost):
+		return "session lost"
+	case errors.Is(err, recipes.ErrNodeDeleted):
+		return "node deleted"
+	case errors.Is(err, session.ErrClosed):
+		return "closed"
+	}
+	return "other: " + err.Error()
+}
+
+// FaultEvent is one injected fault.
+type FaultEvent struct {
+	Round    int
+	Kind     string
+	At, End  time.Duration // injection began, fault healed (or injection returned)
+	Sessions []int         // session indices hit; nil: every session (member faults)
+	// SessionID and Blind, for kills: the session killed, and whether the
+	// kill went through a member that did not serve it (no warning possible).
+	SessionID int64
+	Blind     bool
+	Node      string // third-party delete: the node deleted
+	Detail    string
+}
+
+// hits reports whether the fault can have affected session i.
+func (f *FaultEvent) hits(i int) bool {
+	if f.Sessions == nil {
+		return true
+	}
+	for _, s := range f.Sessions {
+		if s == i {
+			return true
+		}
+	}
+	return false
+}
+
+// Write is one attempt of a holder to write the fenced resource.
+type Write struct {
+	Interval  int // the writer's Interval.ID
+	Recipe    string
+	Token     int64
+	At        time.Duration
+	Accepted  bool
+	Version   int32 // the resource's version after an accepted write
+	Refused   bool  // the stored token was higher than ours
+	Stored    int64 // the stored token when refused
+	LeaseLive bool  // the writer's lease had not ended when the answer came
+	Err       string
+}
+
+// Call is one blocking call bounded by a context.
+type Call struct {
+	Op     string
+	Worker string
+	Start  time.Duration
+	Return time.Duration
+	Bound  time.Duration // when its ctx ended (deadline or the run's stop)
+	Err    string
+}
+
+// Overshoot is how long after its ctx ended the call returned (0 if before).
+func (c Call) Overshoot() time.Duration {
+	if c.Return > c.Bound {
+		return c.Return - c.Bound
+	}
+	return 0
+}
+
+// ServerSample is a snapshot of the semaphore's lease nodes, taken by the
+// observer, that held more nodes than the maximum.
+type ServerSample struct {
+	At       time.Duration
+	Path     string
+	Count    int
+	Children []string // in sequence order
+	// Excess are the full paths of the nodes past the maximum in sequence
+	// order: each was created while at least SemaphoreMax other lease nodes
+	// existed, so none of them may be a holder's node.
+	Excess []string
+}
+
+// recorder collects what happens during a run. It is safe for concurrent use.
+type recorder struct {
+	base time.Time
+
+	mu        sync.Mutex
+	intervals []*Interval
+	faults    []*FaultEvent
+	writes    []Write
+	calls     []Call
+	server    []ServerSample
+	semMax    int // most lease nodes seen at once on the server
+	semReads  int
+	stopAt    time.Duration
+	stopped   bool
+}
+
+func newRecorder() *recorder { return &recorder{base: time.Now()} }
+
+// now returns the monotonic time since the run began.
+func (r *recorder) now() time.Duration { return time.Since(r.base) }
+
+func (r *recorder) begin(iv Interval) *Interval {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	iv.ID = len(r.intervals)
+	iv.Open = true
+	p := &iv
+	r.intervals = append(r.intervals, p)
+	return p
+}
+
+// end closes iv at time at.
+func (r *recorder) end(iv *Interval, at time.Duration, lost bool, cause error, shutdown bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	iv.End = at
+	iv.Open = false
+	iv.Lost = lost
+	iv.Shutdown = shutdown
+	if lost {
+		iv.Cause = causeOf(cause)
+	}
+}
+
+// holding reports whether session i holds something now.
+func (r *recorder) holding(i int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for j := len(r.intervals) - 1; j >= 0; j-- {
+		if iv := r.intervals[j]; iv.Open && iv.Session == i {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *recorder) fault(f *FaultEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.faults = append(r.faults, f)
+}
+
+func (r *recorder) write(w Write) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.writes = append(r.writes, w)
+}
+
+func (r *recorder) call(c Call) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, c)
+}
+
+func (r *recorder) serverCount(path string, children []string, max int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.semReads++
+	if len(children) > r.semMax {
+		r.semMax = len(children)
+	}
+	if len(children) > max {
+		c := append([]string(nil), children...)
+		sortBySeq(c)
+		var excess []string
+		for _, n := range c[max:] {
+			excess = append(excess, path+"/"+n)
+		}
+		r.server = append(r.server, ServerSample{At: r.now(), Path: path, Count: len(children), Children: c, Excess: excess})
+	}
+}
+
+// stop records the moment the run tells its workers to stop.
+func (r *recorder) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.stopped {
+		r.stopped, r.stopAt = true, r.now()
+	}
+}
+
+// bound returns when a ctx with the given deadline ends: its deadline or the
+// run's stop, whichever came first.
+func (r *recorder) bound(deadline time.Time) time.Duration {
+	b := deadline.Sub(r.base)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped && r.stopAt < b {
+		return r.stopAt
+	}
+	return b
+}
+
+// stopTime returns when the run stopped its workers (ok false before).
+func (r *recorder) stopTime() (time.Duration, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopAt, r.stopped
+}
+
+// snapshot copies everything recorded so far.
+func (r *recorder) snapshot() ([]Interval, []FaultEvent, []Write, []Call, []ServerSample, int, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ivs := make([]Interval, len(r.intervals))
+	for i, iv := range r.intervals {
+		ivs[i] = *iv
+	}
+	fs := make([]FaultEvent, len(r.faults))
+	for i, f := range r.faults {
+		fs[i] = *f
+	}
+	return ivs, fs, append([]Write(nil), r.writes...), append([]Call(nil), r.calls...),
+		append([]ServerSample(nil), r.server...), r.semMax, r.semReads
+}

@@ -1,0 +1,18 @@
+// Package layers holds the test that keeps the module's import graph
+// pointing one way. From the bottom up:
+//
+//	internal/goid, internal/participant   runtime helpers
+//	internal/zksession                     the session's implementation
+//	session                                the public session
+//	recipes                                the vocabulary every recipe shares
+//	internal/engine                        the engine behind the recipes
+//	mutex, rwlock, semaphore, leader       the recipes (never each other)
+//	zktest                                 real ZooKeeper for tests and demos
+//	internal/testkit/...                   test tooling (chaos run, Curator programs)
+//	examples/..., cmd/..., internal/tools/...
+//
+// A package may import only packages below it (test files may import
+// anything). The test fails when a package imports one above it, when two
+// recipes import each other, and when a package of the module is missing from
+// the table, so that the table stays complete.
+package layers

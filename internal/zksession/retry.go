@@ -1,0 +1,219 @@
+package zksession
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+)
+
+// checkEpoch returns nil if ep is a live epoch of s.
+func (s *Session) checkEpoch(ep *Epoch) error {
+	if ep == nil {
+		return fmt.Errorf("%w: nil epoch", ErrBadEpoch)
+	}
+	if ep.s != s {
+		return fmt.Errorf("%w: %v belongs to another session", ErrBadEpoch, ep)
+	}
+	select {
+	case <-s.done:
+		return ErrClosed
+	default:
+	}
+	return ep.Err()
+}
+
+// waitUp blocks until the connection is up on ep (ep nil: on any live epoch),
+// ep ends, s closes or ctx ends.
+func (s *Session) waitUp(ctx context.Context, ep *Epoch) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		if s.closing {
+			s.mu.Unlock()
+			return ErrClosed
+		}
+		if ep != nil {
+			if err := ep.Err(); err != nil {
+				s.mu.Unlock()
+				return err
+			}
+			if s.connUp && s.epoch == ep {
+				s.mu.Unlock()
+				return nil
+			}
+		} else if s.connUp && s.epoch != nil && s.epoch.live() {
+			s.mu.Unlock()
+			return nil
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		var lost <-chan struct{}
+		if ep != nil {
+			lost = ep.Lost()
+		}
+		select {
+		case <-ch:
+		case <-lost:
+		case <-s.done:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// retry implements Session.Retry.
+func (s *Session) retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) error) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrBadArgument)
+	}
+	if op == nil {
+		return fmt.Errorf("%w: nil op", ErrBadArgument)
+	}
+	if err := s.checkEpoch(ep); err != nil {
+		return err
+	}
+	var b backoff.BackOff // made at the first failure: most operations succeed at once
+	var last error        // the last attempt's error, wrapped when ctx stops us
+	for attempt := 1; ; attempt++ {
+		if err := s.waitUp(ctx, ep); err != nil {
+			return retryStopped(err, last)
+		}
+		_, err := call(ctx, s, func(c *zk.Conn) (struct{}, error) { return struct{}{}, op(c) }, nil)
+		if err != nil && (err == ctx.Err() || err == ErrClosed) {
+			// ctx ended (or Close began) while op was in flight: op goes on on
+			// a goroutine of the Session and its result is discarded.
+			return retryStopped(err, last)
+		}
+		last = err
+		if err == nil {
+			// go-zookeeper sets the new session id before it sends anything
+			// on the new session, and the id never goes back: if it is still
+			// ep's now, op ran on ep's session.
+			if now := s.conn.SessionID(); now != ep.id || !ep.live() {
+				why := ep.Err()
+				if why == nil {
+					why = causeErr(ErrLost, ep.id) // the state goroutine has not caught up yet
+				}
+				return fmt.Errorf("%w: the operation succeeded, but the connection now has session %s (%v): %w",
+					ErrSessionChanged, fmtID(now), ep, why)
+			}
+			return nil
+		}
+		if errors.Is(err, zk.ErrSessionExpired) {
+			return fmt.Errorf("%w: %w", causeErr(ErrLost, ep.id), err)
+		}
+		if errors.Is(err, zk.ErrClosing) && s.isClosed() {
+			return fmt.Errorf("%w: %w", ErrClosed, err)
+		}
+		if !retryable(err) {
+			return err
+		}
+		if e := s.checkEpoch(ep); e != nil {
+			return retryStopped(e, err)
+		}
+		if b == nil {
+			b = s.cfg.retry()
+		}
+		d := b.NextBackOff()
+		if d == backoff.Stop {
+			return fmt.Errorf("gave up after %d attempts: %w", attempt, err)
+		}
+		if ce := s.lg.Check(zap.DebugLevel, "retrying"); ce != nil {
+			ce.Write(zap.Int("attempt", attempt), zap.Duration("backoff", d), zap.Error(err), hexID(ep.id))
+		}
+		if e := s.sleep(ctx, d, ep); e != nil {
+			return retryStopped(e, err)
+		}
+	}
+}
+
+// retryStopped wraps why a retry loop stopped with the last op error, if any.
+func retryStopped(why, last error) error {
+	if last == nil {
+		return why
+	}
+	return fmt.Errorf("%w (last error: %w)", why, last)
+}
+
+func (s *Session) isClosed() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// ensureContainers implements Session.EnsureContainers.
+func (s *Session) ensureContainers(ctx context.Context, p string) error {
+	if ctx == nil {
+		return fmt.Errorf("directory %s: %w: nil context", p, ErrBadArgument)
+	}
+	if err := ValidatePath(p); err != nil {
+		return err
+	}
+	ns := s.cfg.namespace
+	if ns != "" && p != ns && !strings.HasPrefix(p, ns+"/") {
+		return fmt.Errorf("%w: path %q is not under the namespace %q (pass the result of Path)", ErrBadArgument, p, ns)
+	}
+	b := s.cfg.retry()
+	for attempt := 1; ; attempt++ {
+		if err := s.waitUp(ctx, nil); err != nil {
+			return fmt.Errorf("directory %s: %w", p, err)
+		}
+		_, err := call(ctx, s, func(*zk.Conn) (struct{}, error) { return struct{}{}, s.ensureOnce(p, ns) }, nil)
+		if err != nil && (err == ctx.Err() || err == ErrClosed) {
+			// A late create of a container is harmless: the server reaps it.
+			return fmt.Errorf("directory %s: %w", p, err)
+		}
+		if err == nil {
+			return nil
+		}
+		if !retryable(err) && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrSessionExpired) {
+			return fmt.Errorf("directory %s: %w", p, err)
+		}
+		d := b.NextBackOff()
+		if d == backoff.Stop {
+			return fmt.Errorf("directory %s: gave up after %d attempts: %w", p, attempt, err)
+		}
+		if e := s.sleep(ctx, d, nil); e != nil {
+			return fmt.Errorf("directory %s: %w (last error: %w)", p, e, err)
+		}
+	}
+}
+
+func (s *Session) ensureOnce(p, ns string) error {
+	ok, _, err := s.conn.Exists(p)
+	if err != nil || ok {
+		return err
+	}
+	for i := 1; i <= len(p); i++ {
+		if i < len(p) && p[i] != '/' {
+			continue
+		}
+		prefix := p[:i]
+		if len(prefix) <= len(ns) {
+			_, err = s.conn.Create(prefix, nil, zk.FlagPersistent, s.cfg.acl)
+		} else {
+			_, err = s.conn.CreateContainer(prefix, nil, zk.FlagContainer, s.cfg.acl)
+		}
+		if errors.Is(err, zk.ErrNoAuth) {
+			// The server checks the parent's ACL before existence: an existing
+			// node under a parent we may not write to is fine.
+			var ok bool
+			if ok, _, err = s.conn.Exists(prefix); err == nil && !ok {
+				err = zk.ErrNoAuth
+			}
+		}
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return &OpError{Op: "create", Path: prefix, Err: err}
+		}
+	}
+	return nil
+}
