@@ -44,5 +44,6 @@
 // # Concurrency
 //
 // Server, Ensemble, Proxy and Tap are safe for concurrent use. Functions that
-// take a testing.TB must be called from the test's goroutine.
+// take a TB (*testing.T satisfies it) must be called from the test's
+// goroutine.
 package zktest

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -122,7 +121,7 @@ func tryEnsemble(cfg config, inst *Install, dir string, n int, pki *TLS) (*Ensem
 // StartEnsembleT is StartEnsemble for a test: it fails the test on error and
 // stops the ensemble in t.Cleanup, printing every member's log tail if the
 // test failed.
-func StartEnsembleT(t testing.TB, n int, opts ...Option) *Ensemble {
+func StartEnsembleT(t TB, n int, opts ...Option) *Ensemble {
 	t.Helper()
 	e, err := StartEnsemble(n, opts...)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -55,7 +54,7 @@ func ExpireSession(ctx context.Context, servers []string, creds SessionCreds) er
 
 // ExpireSessionT is ExpireSession for a test: it fails the test on error and
 // gives up after 20 s.
-func ExpireSessionT(t testing.TB, servers []string, creds SessionCreds) {
+func ExpireSessionT(t TB, servers []string, creds SessionCreds) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -152,7 +151,7 @@ func HoldSession(ctx context.Context, servers []string, creds SessionCreds) (rel
 
 // HoldSessionT is HoldSession for a test: it fails the test on error (within
 // 20 s) and releases the session in t.Cleanup at the latest.
-func HoldSessionT(t testing.TB, servers []string, creds SessionCreds) (release func()) {
+func HoldSessionT(t TB, servers []string, creds SessionCreds) (release func()) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

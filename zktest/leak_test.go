@@ -1,6 +1,8 @@
 package zktest
 
 import (
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +134,27 @@ func TestParseGoroutines(t *testing.T) {
 	for i, want := range []bool{false, true, false, true, false} {
 		if got := ignorable(gs[i]); got != want {
 			t.Errorf("ignorable(goroutine %d) = %v, want %v", gs[i].id, got, want)
+		}
+	}
+}
+
+// leakChildEnv makes TestMain run Main over a test run that leaks a
+// goroutine (see TestMainReportsLeak).
+const leakChildEnv = "ZKTEST_LEAK_CHILD"
+
+// TestMainReportsLeak: Main, after tests that pass but leave a goroutine
+// running, prints the goroutine's stack and exits 1.
+func TestMainReportsLeak(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), leakChildEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 1 {
+		t.Fatalf("Main over a leaking run: %v, want exit 1:\n%s", err, out)
+	}
+	for _, want := range []string{"FAIL: zktest: 1 goroutine(s) leaked by the tests", "zktest_test.leakedByChild("} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the output does not contain %q:\n%s", want, out)
 		}
 	}
 }

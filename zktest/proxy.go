@@ -8,7 +8,6 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 )
 
@@ -94,7 +93,7 @@ func NewProxy(upstreams ...string) (*Proxy, error) {
 
 // NewProxyT is NewProxy for a test: it fails the test on error and closes the
 // proxy in t.Cleanup.
-func NewProxyT(t testing.TB, upstreams ...string) *Proxy {
+func NewProxyT(t TB, upstreams ...string) *Proxy {
 	t.Helper()
 	p, err := NewProxy(upstreams...)
 	if err != nil {
@@ -106,7 +105,7 @@ func NewProxyT(t testing.TB, upstreams ...string) *Proxy {
 
 // Proxy returns a proxy in front of the namespace's server, closed in
 // t.Cleanup.
-func (ns *Namespace) Proxy(t testing.TB) *Proxy {
+func (ns *Namespace) Proxy(t TB) *Proxy {
 	t.Helper()
 	return NewProxyT(t, ns.Servers()...)
 }

@@ -8,11 +8,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"go.uber.org/goleak"
 )
 
 // sharedServer is the package's shared server, set by Main.
@@ -47,7 +45,7 @@ var tailsShown struct {
 }
 
 // logTailOnce logs the tail of s's log in t, unless t has already logged it.
-func logTailOnce(t testing.TB, s *Server) {
+func logTailOnce(t TB, s *Server) {
 	t.Helper()
 	tailsShown.mu.Lock()
 	if tailsShown.m == nil {
@@ -83,7 +81,7 @@ func anyTailShown() bool {
 }
 
 // Main runs a test package against a shared ZooKeeper server; call it from
-// TestMain:
+// TestMain (m is the *testing.M):
 //
 //	func TestMain(m *testing.M) { zktest.Main(m) }
 //
@@ -93,24 +91,25 @@ func anyTailShown() bool {
 // stops the server (printing its log tail if tests failed and none of them
 // printed a server's log tail already) and, when the
 // tests passed, checks for leaked goroutines (goroutines alive before the
-// tests are ignored), exiting 1 on a leak. It never returns.
-func Main(m *testing.M) {
+// tests are ignored; those still exiting get a few seconds), exiting 1 on a
+// leak and printing their stacks. It never returns.
+func Main(m interface{ Run() int }) {
 	os.Exit(runMain(m))
 }
 
-func runMain(m *testing.M) int {
+func runMain(m interface{ Run() int }) int {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
 	if _, err := FindInstall(); err != nil {
-		if testing.Short() {
+		if shortFlag() {
 			fmt.Fprintf(os.Stderr, "SKIP: %v\n", err)
 			return 0
 		}
 		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 		return 1
 	}
-	ignore := goleak.IgnoreCurrent()
+	before := snapshotGoroutines()
 	srv, err := StartServer()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: zktest: cannot start the shared ZooKeeper server: %v\n", err)
@@ -147,12 +146,29 @@ func runMain(m *testing.M) int {
 		}
 	}
 	if code == 0 {
-		if err := goleak.Find(ignore); err != nil {
-			fmt.Fprintf(os.Stderr, "FAIL: zktest: goroutines leaked by the tests: %v\n", err)
+		if leaked := findLeaks(before, leakWait); len(leaked) > 0 {
+			fmt.Fprintf(os.Stderr, "FAIL: zktest: %s", formatLeaks(leaked))
 			return 1
 		}
 	}
 	return code
+}
+
+// shortFlag reports whether the test binary runs with -test.short. It reads
+// the flag that the testing package registers rather than calling
+// testing.Short, so that zktest does not import testing; outside a test
+// binary there is no such flag and it reports false.
+func shortFlag() bool {
+	f := flag.Lookup("test.short")
+	if f == nil {
+		return false
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return false
+	}
+	short, _ := g.Get().(bool)
+	return short
 }
 
 // Shared returns the package's shared standalone server started by Main. It
@@ -160,7 +176,7 @@ func runMain(m *testing.M) int {
 // freeze it (use StartServerT for destructive tests); they isolate their data
 // with NewNamespace. If the test fails, the tail of the server's log is
 // printed in its output, once per test however many helpers ask for it.
-func Shared(t testing.TB) *Server {
+func Shared(t TB) *Server {
 	t.Helper()
 	sharedServer.mu.Lock()
 	srv := sharedServer.srv
@@ -184,7 +200,7 @@ func Shared(t testing.TB) *Server {
 // (Servers) serves namespaces (NewNamespaceOn) and zktest's probes; clients
 // under test connect to SecureServers with TLS().ClientConfig(). If the
 // server cannot start, every test that asks for it fails with that error.
-func SharedTLS(t testing.TB) *Server {
+func SharedTLS(t TB) *Server {
 	t.Helper()
 	sharedServer.mu.Lock()
 	running := sharedServer.srv != nil
@@ -224,7 +240,7 @@ func SharedServers() []string {
 
 // StartServerT starts a fresh standalone server for a destructive test; it is
 // stopped in t.Cleanup, which prints the tail of its log if the test failed.
-func StartServerT(t testing.TB, opts ...Option) *Server {
+func StartServerT(t TB, opts ...Option) *Server {
 	t.Helper()
 	s, err := StartServer(opts...)
 	if err != nil {
@@ -257,14 +273,14 @@ type Namespace struct {
 // t.Cleanup (cleanups run last-in first-out, so sessions the test closes in
 // its own cleanups are gone by then). If the test failed, the cleanup also
 // logs the tail of the server's log (once per test and server).
-func NewNamespace(t testing.TB) *Namespace {
+func NewNamespace(t TB) *Namespace {
 	t.Helper()
 	return NewNamespaceOn(t, Shared(t))
 }
 
 // NewNamespaceOn is NewNamespace on the given server; a nil server fails the
 // test.
-func NewNamespaceOn(t testing.TB, s *Server) *Namespace {
+func NewNamespaceOn(t TB, s *Server) *Namespace {
 	t.Helper()
 	if s == nil {
 		t.Fatalf("zktest: NewNamespaceOn: nil server")
@@ -321,7 +337,7 @@ func (ns *Namespace) Path(p string) string {
 // inspection and third-party actions (paths are absolute: use ns.Root). It
 // returns once the session is established and is closed in t.Cleanup.
 // go-zookeeper's log goes to t.Logf while the test runs.
-func (ns *Namespace) Conn(t testing.TB) *zk.Conn {
+func (ns *Namespace) Conn(t TB) *zk.Conn {
 	t.Helper()
 	return ConnT(t, ns.Servers(), 0)
 }
@@ -330,7 +346,7 @@ func (ns *Namespace) Conn(t testing.TB) *zk.Conn {
 // timeout (0 means 10 s), waits for its session and closes it in t.Cleanup. opts are go-zookeeper options such as
 // zk.WithDialer(tap.Dialer()). go-zookeeper's log goes to t.Logf while the test
 // runs.
-func ConnT(t testing.TB, servers []string, sessionTimeout time.Duration, opts ...func(*zk.Conn)) *zk.Conn {
+func ConnT(t TB, servers []string, sessionTimeout time.Duration, opts ...func(*zk.Conn)) *zk.Conn {
 	t.Helper()
 	if sessionTimeout <= 0 {
 		sessionTimeout = 10 * time.Second
@@ -414,7 +430,7 @@ func sanitize(name string) string {
 // with t.Fatalf and msgAndArgs (a format string and its arguments) if that
 // does not happen within timeout. Call it only from the test's goroutine. A
 // nil cond fails the test at once.
-func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msgAndArgs ...any) {
+func Eventually(t TB, timeout time.Duration, cond func() bool, msgAndArgs ...any) {
 	t.Helper()
 	if cond == nil {
 		t.Fatalf("zktest: Eventually: nil cond: %s", formatMsg(msgAndArgs))
@@ -446,7 +462,7 @@ func formatMsg(msgAndArgs []any) string {
 
 // ZKLogger returns a go-zookeeper logger that writes to t.Logf while the test
 // runs and discards messages after it ends (t.Logf would panic then).
-func ZKLogger(t testing.TB) zk.Logger {
+func ZKLogger(t TB) zk.Logger {
 	l := &tLogger{t: t}
 	t.Cleanup(func() {
 		l.mu.Lock()
@@ -458,7 +474,7 @@ func ZKLogger(t testing.TB) zk.Logger {
 
 type tLogger struct {
 	mu   sync.Mutex
-	t    testing.TB
+	t    TB
 	done bool
 }
 
