@@ -21,9 +21,9 @@ type Ensemble struct {
 }
 
 // StartEnsemble starts an ensemble of n members (3 or 5; any n >= 1 works)
-// and blocks until every member has a Mode and exactly one is leader, or the
-// start timeout passes. On a port clash it retries with new ports. Stop must
-// be called.
+// and blocks until every member has a Mode and exactly one is leader, or 60 s
+// have passed. On a port clash it retries with new ports. Stop must be
+// called.
 func StartEnsemble(n int, opts ...Option) (*Ensemble, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("zktest: ensemble of %d members", n)

@@ -65,9 +65,9 @@ type process struct {
 
 // StartServer starts a standalone ZooKeeper server on 127.0.0.1 and a free
 // port, in a new temporary data directory, and blocks until it serves (`srvr`
-// reports a Mode) or the start timeout passes. If the JVM exits first the error
-// holds the tail of its log; a port clash is retried with a new port. Stop
-// must be called to kill the JVM and remove its directory.
+// reports a Mode) or 60 s have passed. If the JVM exits first the error holds
+// the tail of its log; a port clash is retried with a new port. Stop must be
+// called to kill the JVM and remove its directory.
 func StartServer(opts ...Option) (*Server, error) {
 	cfg := buildConfig(opts)
 	inst, err := cfg.findInstall()
@@ -486,7 +486,7 @@ func (s *Server) Stop() error {
 
 // Restart kills the JVM if it runs, starts it again on the same port and data
 // directory, and blocks until it serves (for an ensemble member: until it has
-// joined as leader or follower) or the start timeout passes.
+// joined as leader or follower) or 60 s have passed.
 func (s *Server) Restart() error {
 	if err := s.Kill(); err != nil {
 		return err
