@@ -14,11 +14,18 @@ import (
 // testing package. Call the helpers that take a TB from the test's goroutine:
 // they may call Fatalf.
 type TB interface {
+	// Helper marks the calling function as a test helper.
 	Helper()
+	// Cleanup registers a function to run when the test ends, last in first
+	// out.
 	Cleanup(func())
+	// Fatalf logs the message and ends the test as failed.
 	Fatalf(format string, args ...any)
+	// Logf logs the message in the test's output.
 	Logf(format string, args ...any)
+	// Failed reports whether the test has failed.
 	Failed() bool
+	// Name returns the test's name.
 	Name() string
 }
 

@@ -15,13 +15,25 @@ import (
 // hook or count most. OpName names every code, these and the others
 // (OpName(r.Op) == "exists").
 const (
-	OpCreate       int32 = 1
-	OpDelete       int32 = 2
-	OpGetData      int32 = 4
-	OpPing         int32 = 11
+	// OpCreate creates a node (go-zookeeper's Create and the protected
+	// creates built on it).
+	OpCreate int32 = 1
+	// OpDelete deletes a node.
+	OpDelete int32 = 2
+	// OpGetData reads a node's data (Get, and GetW, which sets a data watch).
+	OpGetData int32 = 4
+	// OpPing is the client's heartbeat (xid -2), sent every third of the
+	// session timeout; Tap.Requests does not count it.
+	OpPing int32 = 11
+	// OpGetChildren2 lists a node's children with its Stat (go-zookeeper's
+	// Children and ChildrenW).
 	OpGetChildren2 int32 = 12
-	OpMulti        int32 = 14
-	OpCreate2      int32 = 15
+	// OpMulti is a transaction of several operations (Request.Path is the
+	// first one's path).
+	OpMulti int32 = 14
+	// OpCreate2 creates a node and returns its Stat, as the Java client's
+	// create with a Stat argument does; go-zookeeper v1.0.4 does not send it.
+	OpCreate2 int32 = 15
 )
 
 // The other operation codes of ZooKeeper 3.8 (ZooDefs.OpCode).
