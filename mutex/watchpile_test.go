@@ -162,7 +162,7 @@ func TestWatchesBounded(t *testing.T) {
 		return err == nil && len(k) == 1+pileLiveWaiters
 	}, "the %d waiters did not queue", pileLiveWaiters)
 
-	if err := tap.Err(); err != nil {
+	if _, err := tap.Notifications(); err != nil { // a parse failure: the tap's counts may be short
 		t.Fatal(err)
 	}
 	client := tap.WatchCount()

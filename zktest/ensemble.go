@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -19,14 +17,13 @@ type Ensemble struct {
 	cfg     config
 	dir     string
 	members []*Server
-	tls     *TLS // nil without WithTLS
 	stop    sync.Once
 }
 
 // StartEnsemble starts an ensemble of n members (3 or 5; any n >= 1 works)
-// and blocks until every member has a Mode and exactly one is leader, or the
-// start timeout passes. On a port clash it retries with new ports. Stop must
-// be called.
+// and blocks until every member has a Mode and exactly one is leader, or 60 s
+// have passed. On a port clash it retries with new ports. Stop must be
+// called.
 func StartEnsemble(n int, opts ...Option) (*Ensemble, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("zktest: ensemble of %d members", n)
@@ -62,7 +59,7 @@ func StartEnsemble(n int, opts ...Option) (*Ensemble, error) {
 	return nil, last
 }
 
-func tryEnsemble(cfg config, inst *Install, dir string, n int, pki *TLS) (*Ensemble, error) {
+func tryEnsemble(cfg config, inst *install, dir string, n int, pki *TLS) (*Ensemble, error) {
 	// Per member: client, quorum and election port, then the secure client
 	// port (WithTLS) after all of those.
 	nports := 3 * n
@@ -73,7 +70,7 @@ func tryEnsemble(cfg config, inst *Install, dir string, n int, pki *TLS) (*Ensem
 	if err != nil {
 		return nil, err
 	}
-	e := &Ensemble{cfg: cfg, dir: dir, tls: pki}
+	e := &Ensemble{cfg: cfg, dir: dir}
 	var peers []string
 	for i := 0; i < n; i++ {
 		peers = append(peers, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", i+1, ports[3*i+1], ports[3*i+2]))
@@ -122,7 +119,7 @@ func tryEnsemble(cfg config, inst *Install, dir string, n int, pki *TLS) (*Ensem
 // StartEnsembleT is StartEnsemble for a test: it fails the test on error and
 // stops the ensemble in t.Cleanup, printing every member's log tail if the
 // test failed.
-func StartEnsembleT(t testing.TB, n int, opts ...Option) *Ensemble {
+func StartEnsembleT(t TB, n int, opts ...Option) *Ensemble {
 	t.Helper()
 	e, err := StartEnsemble(n, opts...)
 	if err != nil {
@@ -138,18 +135,16 @@ func StartEnsembleT(t testing.TB, n int, opts ...Option) *Ensemble {
 			forgetTails(m)
 		}
 		if err := e.Stop(); err != nil {
-			t.Errorf("zktest: stop ensemble: %v", err)
+			t.Fatalf("zktest: stop ensemble: %v", err) // in a cleanup: the other cleanups still run
 		}
 	})
 	return e
 }
 
-// Size returns the number of members.
-func (e *Ensemble) Size() int { return len(e.members) }
-
-// Member returns member i (0-based; its ZooKeeper myid is i+1). Kill,
-// Restart, Freeze and Thaw act on that member alone; Stop also removes its
-// data directory, after which it cannot be restarted.
+// Member returns member i (0-based, below len(e.Servers()); its ZooKeeper
+// myid is i+1). Kill, Restart, Freeze and Thaw act on that member alone; Stop
+// also removes its data directory, after which it cannot be restarted. With
+// WithTLS every member has the same TLS and its own SecureServers.
 func (e *Ensemble) Member(i int) *Server { return e.members[i] }
 
 // Servers returns every member's client address, in member order.
@@ -160,26 +155,6 @@ func (e *Ensemble) Servers() []string {
 	}
 	return out
 }
-
-// ConnectString returns the members' addresses joined by commas.
-func (e *Ensemble) ConnectString() string { return strings.Join(e.Servers(), ",") }
-
-// SecureServers returns every member's TLS client address, in member order,
-// or nil when the ensemble was started without WithTLS.
-func (e *Ensemble) SecureServers() []string {
-	if e.tls == nil {
-		return nil
-	}
-	out := make([]string, len(e.members))
-	for i, m := range e.members {
-		out[i] = m.SecureAddr()
-	}
-	return out
-}
-
-// TLS returns the CA and certificates every member uses, or nil when the
-// ensemble was started without WithTLS.
-func (e *Ensemble) TLS() *TLS { return e.tls }
 
 // Leader returns the index of the member whose srvr Mode is "leader". Members
 // that are killed or frozen are skipped. It fails if no member, or more than
@@ -205,7 +180,7 @@ func (e *Ensemble) modes(ctx context.Context) []string {
 	out := make([]string, len(e.members))
 	var wg sync.WaitGroup
 	for i, m := range e.members {
-		if !m.Running() || m.Frozen() {
+		if !m.running() || m.isFrozen() {
 			out[i] = "-"
 			continue
 		}
@@ -214,8 +189,8 @@ func (e *Ensemble) modes(ctx context.Context) []string {
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, time.Second)
 			defer cancel()
-			if st, err := Srvr(cctx, m.Addr()); err == nil {
-				out[i] = st.Mode
+			if mode, err := srvrMode(cctx, m.Addr()); err == nil {
+				out[i] = mode
 			}
 		}()
 	}
@@ -224,10 +199,10 @@ func (e *Ensemble) modes(ctx context.Context) []string {
 }
 
 // WaitReady blocks until every running, unfrozen member reports a Mode and
-// exactly one of them is leader, or ctx ends. A nil ctx gives ErrBadArgument.
+// exactly one of them is leader, or ctx ends. A nil ctx gives an error.
 func (e *Ensemble) WaitReady(ctx context.Context) error {
 	if ctx == nil {
-		return fmt.Errorf("zktest: ensemble: %w: nil context", ErrBadArgument)
+		return fmt.Errorf("zktest: ensemble: %w: nil context", errBadArgument)
 	}
 	t := time.NewTimer(0)
 	defer t.Stop()

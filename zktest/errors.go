@@ -2,6 +2,6 @@ package zktest
 
 import "errors"
 
-// ErrBadArgument is returned by the helpers for an argument that cannot be
-// used, such as a nil context; match it with errors.Is.
-var ErrBadArgument = errors.New("zktest: bad argument")
+// errBadArgument is returned by the helpers for an argument that cannot be
+// used, such as a nil context.
+var errBadArgument = errors.New("zktest: bad argument")

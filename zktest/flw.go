@@ -14,10 +14,10 @@ import (
 // FourLetterWord sends a four-letter command (such as "srvr", "mntr", "conf")
 // to addr and returns the whole answer. It blocks until the server closes the
 // connection or ctx ends; without a ctx deadline it gives up after 10 s. A nil
-// ctx gives ErrBadArgument (so do Srvr, Mntr and WatchNotifications).
+// ctx gives an error (so it does for Mntr and WatchNotifications).
 func FourLetterWord(ctx context.Context, addr, cmd string) (string, error) {
 	if ctx == nil {
-		return "", fmt.Errorf("zktest: %s %s: %w: nil context", cmd, addr, ErrBadArgument)
+		return "", fmt.Errorf("zktest: %s %s: %w: nil context", cmd, addr, errBadArgument)
 	}
 	if len(cmd) != 4 {
 		return "", fmt.Errorf("zktest: four-letter word %q is not four letters", cmd)
@@ -48,20 +48,31 @@ func FourLetterWord(ctx context.Context, addr, cmd string) (string, error) {
 	return string(b), nil
 }
 
-// SrvrStats is the parsed answer to `srvr`.
-type SrvrStats struct {
-	// Mode is "standalone", "leader", "follower", "observer", or "" when the
+// srvrStats is the parsed answer to `srvr`.
+type srvrStats struct {
+	// mode is "standalone", "leader", "follower", "observer", or "" when the
 	// server is not serving (for example an ensemble member without quorum).
-	Mode        string
-	Zxid        int64
-	Connections int
-	NodeCount   int
-	Version     string
+	mode        string
+	zxid        int64
+	connections int
+	nodeCount   int
+	version     string
 }
 
-// Srvr asks addr for `srvr` and parses the answer. A server that answers but
-// does not serve yet gives a SrvrStats with an empty Mode and no error.
-func Srvr(ctx context.Context, addr string) (*SrvrStats, error) {
+// srvrMode asks addr for `srvr` and returns its Mode, "" when the server
+// answers but does not serve yet. Readiness is read from `srvr` rather than
+// `ruok`, which answers before the server serves, and parsed here because
+// go-zookeeper's FLWSrvr cannot parse Debian's answer.
+func srvrMode(ctx context.Context, addr string) (string, error) {
+	st, err := srvr(ctx, addr)
+	if err != nil {
+		return "", err
+	}
+	return st.mode, nil
+}
+
+// srvr asks addr for `srvr` and parses the answer.
+func srvr(ctx context.Context, addr string) (*srvrStats, error) {
 	out, err := FourLetterWord(ctx, addr, "srvr")
 	if err != nil {
 		return nil, err
@@ -69,8 +80,8 @@ func Srvr(ctx context.Context, addr string) (*SrvrStats, error) {
 	return parseSrvr(out)
 }
 
-func parseSrvr(out string) (*SrvrStats, error) {
-	st := &SrvrStats{}
+func parseSrvr(out string) (*srvrStats, error) {
+	st := &srvrStats{}
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
 		k, v, ok := strings.Cut(sc.Text(), ":")
@@ -80,26 +91,26 @@ func parseSrvr(out string) (*SrvrStats, error) {
 		v = strings.TrimSpace(v)
 		switch strings.TrimSpace(k) {
 		case "Zookeeper version":
-			st.Version = v
+			st.version = v
 		case "Mode":
-			st.Mode = v
+			st.mode = v
 		case "Zxid":
 			z, err := strconv.ParseInt(strings.TrimPrefix(v, "0x"), 16, 64)
 			if err != nil {
 				return nil, fmt.Errorf("zktest: srvr: bad Zxid %q", v)
 			}
-			st.Zxid = z
+			st.zxid = z
 		case "Connections":
-			st.Connections, _ = strconv.Atoi(v)
+			st.connections, _ = strconv.Atoi(v)
 		case "Node count":
-			st.NodeCount, _ = strconv.Atoi(v)
+			st.nodeCount, _ = strconv.Atoi(v)
 		}
 	}
 	return st, nil
 }
 
 // Mntr asks addr for `mntr` and returns its key/value pairs (keys such as
-// "zk_server_state", "zk_znode_count", "zk_watch_count").
+// "zk_server_state", "zk_version", "zk_znode_count", "zk_watch_count").
 func Mntr(ctx context.Context, addr string) (map[string]string, error) {
 	out, err := FourLetterWord(ctx, addr, "mntr")
 	if err != nil {

@@ -1,10 +1,35 @@
 package zktest_test
 
 import (
+	"context"
 	"sync"
+	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
+
+// expire ends the session creds on the server (zktest.ExpireSession), within
+// 20 s.
+func expire(t *testing.T, servers []string, creds zktest.SessionCreds) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := zktest.ExpireSession(ctx, servers, creds); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lastSession returns the credentials of the latest session tap saw.
+func lastSession(t *testing.T, tap *zktest.Tap) zktest.SessionCreds {
+	t.Helper()
+	s := tap.Sessions()
+	if len(s) == 0 {
+		t.Fatal("the tap saw no session")
+	}
+	return s[len(s)-1]
+}
 
 // recorder collects a client's session events (from zk.WithEventCallback).
 type recorder struct {

@@ -10,23 +10,24 @@ import (
 	"strings"
 )
 
-// InstallCommand is the command that installs what zktest needs on Debian or
+// installCommand is the command that installs what zktest needs on Debian or
 // Ubuntu (about 40 MB; the "zookeeper" package would pull a desktop JRE).
-const InstallCommand = "apt-get update && apt-get install -y --no-install-recommends libzookeeper-java libslf4j-java default-jre-headless"
+const installCommand = "apt-get update && apt-get install -y --no-install-recommends libzookeeper-java libslf4j-java default-jre-headless"
 
-// ErrNotInstalled is returned (wrapped) by FindInstall when Java or ZooKeeper
-// cannot be found.
-var ErrNotInstalled = errors.New("zktest: zookeeper not found: install it with `" + InstallCommand +
+// ErrNotInstalled is returned (wrapped) by FindInstall, StartServer and
+// StartEnsemble when Java or ZooKeeper cannot be found; its message names the
+// command that installs them on Debian or Ubuntu.
+var ErrNotInstalled = errors.New("zktest: zookeeper not found: install it with `" + installCommand +
 	"`, or set ZKTEST_CLASSPATH or ZOOKEEPER_HOME (and JAVA_HOME)")
 
 // Environment variables read by FindInstall.
 const (
-	// EnvClasspath is an explicit classpath (os.PathListSeparator separated)
+	// envClasspath is an explicit classpath (os.PathListSeparator separated)
 	// holding ZooKeeper, its dependencies and optionally an slf4j backend.
-	EnvClasspath = "ZKTEST_CLASSPATH"
-	// EnvZooKeeperHome is a ZooKeeper binary distribution (its lib/*.jar and
+	envClasspath = "ZKTEST_CLASSPATH"
+	// envZooKeeperHome is a ZooKeeper binary distribution (its lib/*.jar and
 	// zookeeper*.jar are used).
-	EnvZooKeeperHome = "ZOOKEEPER_HOME"
+	envZooKeeperHome = "ZOOKEEPER_HOME"
 )
 
 // Debian's locations.
@@ -45,15 +46,17 @@ var debianNettyExtras = []string{
 	"/usr/share/java/netty-transport-native-unix-common.jar",
 }
 
-// Install is a Java runtime plus the classpath of a ZooKeeper server.
-type Install struct {
-	// Java is the path of the java executable.
-	Java string
-	// Classpath lists the jars (or directories) to put on the class path.
-	Classpath []string
+// install is a Java runtime plus the classpath of a ZooKeeper server.
+type install struct {
+	java      string   // the path of the java executable
+	classpath []string // the jars (or directories) to put on the class path
 }
 
-// FindInstall locates ZooKeeper and Java.
+// FindInstall checks that zktest can find Java and ZooKeeper, where
+// StartServer and StartEnsemble look for them (they call it themselves: a
+// caller needs it only to check before it starts anything). It returns nil,
+// or an error that wraps ErrNotInstalled and names the command that installs
+// what is missing.
 //
 // ZooKeeper comes from $ZKTEST_CLASSPATH (a list separated by
 // os.PathListSeparator), then $ZOOKEEPER_HOME (its lib/*.jar and
@@ -62,9 +65,14 @@ type Install struct {
 // server's own messages reach its log). Java comes from $JAVA_HOME/bin/java,
 // then PATH. On Debian the Netty jars that zookeeper.jar's manifest misses
 // (netty-codec, netty-resolver, netty-transport-native-unix-common) are added
-// when present, so that WithTLS servers work. The error wraps ErrNotInstalled
-// and names InstallCommand.
-func FindInstall() (*Install, error) {
+// when present, so that WithTLS servers work.
+func FindInstall() error {
+	_, err := findInstall()
+	return err
+}
+
+// findInstall locates ZooKeeper and Java (see FindInstall).
+func findInstall() (*install, error) {
 	cp, err := findClasspath()
 	if err != nil {
 		return nil, err
@@ -73,11 +81,11 @@ func FindInstall() (*Install, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Install{Java: java, Classpath: cp}, nil
+	return &install{java: java, classpath: cp}, nil
 }
 
 func findClasspath() ([]string, error) {
-	if v := os.Getenv(EnvClasspath); v != "" {
+	if v := os.Getenv(envClasspath); v != "" {
 		var cp []string
 		for _, p := range filepath.SplitList(v) {
 			if p != "" {
@@ -88,14 +96,14 @@ func findClasspath() ([]string, error) {
 			// "dir/*" is a Java classpath wildcard; check its directory.
 			check := strings.TrimSuffix(p, "*")
 			if _, err := os.Stat(check); err != nil {
-				return nil, fmt.Errorf("%w (%s names %s: %v)", ErrNotInstalled, EnvClasspath, p, err)
+				return nil, fmt.Errorf("%w (%s names %s: %v)", ErrNotInstalled, envClasspath, p, err)
 			}
 		}
 		if len(cp) > 0 {
 			return cp, nil
 		}
 	}
-	if home := os.Getenv(EnvZooKeeperHome); home != "" {
+	if home := os.Getenv(envZooKeeperHome); home != "" {
 		var cp []string
 		for _, pattern := range []string{"zookeeper*.jar", "lib/*.jar"} {
 			m, _ := filepath.Glob(filepath.Join(home, pattern))
@@ -103,7 +111,7 @@ func findClasspath() ([]string, error) {
 			cp = append(cp, m...)
 		}
 		if len(cp) == 0 {
-			return nil, fmt.Errorf("%w (%s=%s holds no jars)", ErrNotInstalled, EnvZooKeeperHome, home)
+			return nil, fmt.Errorf("%w (%s=%s holds no jars)", ErrNotInstalled, envZooKeeperHome, home)
 		}
 		return cp, nil
 	}
@@ -141,6 +149,6 @@ func fileExists(p string) bool {
 	return err == nil && !st.IsDir()
 }
 
-func (in *Install) classpath() string {
-	return strings.Join(in.Classpath, string(os.PathListSeparator))
+func (in *install) classpathArg() string {
+	return strings.Join(in.classpath, string(os.PathListSeparator))
 }

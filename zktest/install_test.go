@@ -12,7 +12,7 @@ import (
 )
 
 func TestFindInstallOrder(t *testing.T) {
-	orig, err := zktest.FindInstall()
+	_, origCP, err := zktest.FindInstallPaths()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,15 +26,15 @@ func TestFindInstallOrder(t *testing.T) {
 	}
 	t.Setenv("ZKTEST_CLASSPATH", a+string(os.PathListSeparator)+b)
 	t.Setenv("ZOOKEEPER_HOME", "/nowhere")
-	in, err := zktest.FindInstall()
+	_, cp, err := zktest.FindInstallPaths()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{a, b}; !reflect.DeepEqual(in.Classpath, want) {
-		t.Fatalf("classpath %v, want %v", in.Classpath, want)
+	if want := []string{a, b}; !reflect.DeepEqual(cp, want) {
+		t.Fatalf("classpath %v, want %v", cp, want)
 	}
 	t.Setenv("ZKTEST_CLASSPATH", a+string(os.PathListSeparator)+filepath.Join(cpDir, "missing.jar"))
-	if _, err := zktest.FindInstall(); !errors.Is(err, zktest.ErrNotInstalled) {
+	if err := zktest.FindInstall(); !errors.Is(err, zktest.ErrNotInstalled) {
 		t.Fatalf("classpath naming a missing jar: err = %v", err)
 	}
 
@@ -48,17 +48,17 @@ func TestFindInstallOrder(t *testing.T) {
 	}
 	t.Setenv("ZKTEST_CLASSPATH", "")
 	t.Setenv("ZOOKEEPER_HOME", home)
-	in, err = zktest.FindInstall()
+	_, cp, err = zktest.FindInstallPaths()
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{filepath.Join(home, "zookeeper-3.9.jar"), filepath.Join(home, "lib/a.jar"), filepath.Join(home, "lib/b.jar")}
-	if !reflect.DeepEqual(in.Classpath, want) {
-		t.Fatalf("classpath %v, want %v", in.Classpath, want)
+	if !reflect.DeepEqual(cp, want) {
+		t.Fatalf("classpath %v, want %v", cp, want)
 	}
 
 	t.Setenv("ZOOKEEPER_HOME", t.TempDir())
-	_, err = zktest.FindInstall()
+	err = zktest.FindInstall()
 	if !errors.Is(err, zktest.ErrNotInstalled) || !strings.Contains(err.Error(), zktest.InstallCommand) {
 		t.Fatalf("empty ZOOKEEPER_HOME: err = %v", err)
 	}
@@ -70,29 +70,28 @@ func TestFindInstallOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("JAVA_HOME", javaHome)
-	in, err = zktest.FindInstall()
+	java, cp, err := zktest.FindInstallPaths()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.Java != filepath.Join(javaHome, "bin", "java") || !reflect.DeepEqual(in.Classpath, orig.Classpath) {
-		t.Fatalf("install %+v", in)
+	if java != filepath.Join(javaHome, "bin", "java") || !reflect.DeepEqual(cp, origCP) {
+		t.Fatalf("install: java %s, classpath %v", java, cp)
 	}
 
 	t.Setenv("JAVA_HOME", "")
 	t.Setenv("PATH", "")
-	_, err = zktest.FindInstall()
+	err = zktest.FindInstall()
 	if !errors.Is(err, zktest.ErrNotInstalled) || !strings.Contains(err.Error(), zktest.InstallCommand) {
 		t.Fatalf("no java: err = %v", err)
 	}
 }
 
 func TestStartFailsFastWithLogTail(t *testing.T) {
-	in, err := zktest.FindInstall()
+	java, _, err := zktest.FindInstallPaths()
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := &zktest.Install{Java: in.Java, Classpath: []string{filepath.Join(t.TempDir(), "missing.jar")}}
-	s, err := zktest.StartServer(zktest.WithInstall(bad))
+	s, err := zktest.StartServer(zktest.WithInstallPaths(java, []string{filepath.Join(t.TempDir(), "missing.jar")}))
 	if err == nil {
 		s.Stop()
 		t.Fatal("server without ZooKeeper on its classpath started")

@@ -7,20 +7,22 @@ import (
 	"fmt"
 	"net"
 	"sync"
-	"testing"
 	"time"
 )
 
 // SessionCreds are what it takes to attach to a ZooKeeper session: its id,
-// password and negotiated timeout.
+// and the password and negotiated timeout that ExpireSession and
+// HoldSessionT need. Proxy.Sessions and Tap.Sessions record them from the
+// servers' replies (go-zookeeper has no password accessor).
 type SessionCreds struct {
+	// ID is the session id, as zk.Conn.SessionID returns it.
 	ID       int64
-	Password []byte
-	Timeout  time.Duration
+	password []byte
+	timeout  time.Duration
 }
 
-// String returns the session id in hex, as server logs print it.
-func (c SessionCreds) String() string { return fmt.Sprintf("0x%x", c.ID) }
+// hexID returns the session id in hex, as server logs print it.
+func (c SessionCreds) hexID() string { return fmt.Sprintf("0x%x", c.ID) }
 
 // ExpireSession ends the session creds at once: it attaches a second raw
 // connection to the session with its id and password, sends closeSession and
@@ -28,16 +30,16 @@ func (c SessionCreds) String() string { return fmt.Sprintf("0x%x", c.ID) }
 // before it returns. The victim's client learns of it (StateExpired) when it
 // reconnects. The servers are tried in order until one answers. A session
 // that is already gone gives nil. ctx bounds the whole call (10 s per server
-// without a deadline). A nil ctx gives ErrBadArgument.
+// without a deadline). A nil ctx gives an error.
 func ExpireSession(ctx context.Context, servers []string, creds SessionCreds) error {
 	if ctx == nil {
-		return fmt.Errorf("zktest: expire session %s: %w: nil context", creds, ErrBadArgument)
+		return fmt.Errorf("zktest: expire session %s: %w: nil context", creds.hexID(), errBadArgument)
 	}
 	if creds.ID == 0 {
 		return errors.New("zktest: expire session: no session id")
 	}
-	if creds.Timeout <= 0 {
-		creds.Timeout = 10 * time.Second
+	if creds.timeout <= 0 {
+		creds.timeout = 10 * time.Second
 	}
 	var errs []error
 	for _, addr := range servers {
@@ -50,18 +52,7 @@ func ExpireSession(ctx context.Context, servers []string, creds SessionCreds) er
 			break
 		}
 	}
-	return fmt.Errorf("zktest: expire session %s: %w", creds, errors.Join(errs...))
-}
-
-// ExpireSessionT is ExpireSession for a test: it fails the test on error and
-// gives up after 20 s.
-func ExpireSessionT(t testing.TB, servers []string, creds SessionCreds) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := ExpireSession(ctx, servers, creds); err != nil {
-		t.Fatalf("%v", err)
-	}
+	return fmt.Errorf("zktest: expire session %s: %w", creds.hexID(), errors.Join(errs...))
 }
 
 func expireOn(ctx context.Context, addr string, creds SessionCreds) error {
@@ -89,14 +80,14 @@ func expireOn(ctx context.Context, addr string, creds SessionCreds) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", addr, err)
 	}
-	if resp.ID == 0 || resp.Timeout == 0 {
+	if resp.ID == 0 || resp.timeout == 0 {
 		return nil // already expired
 	}
 	const xid = 1
 	req := make([]byte, 12)
 	binary.BigEndian.PutUint32(req, 8)
 	binary.BigEndian.PutUint32(req[4:], xid)
-	op := OpCloseSession
+	op := opCloseSession
 	binary.BigEndian.PutUint32(req[8:], uint32(op))
 	if _, err := c.Write(req); err != nil {
 		return fmt.Errorf("%s: close session: %w", addr, err)
@@ -119,44 +110,45 @@ func expireOn(ctx context.Context, addr string, creds SessionCreds) error {
 	}
 }
 
-// HoldSession attaches to the session creds on the first of servers that
-// answers and keeps it alive with pings until release is called, so that the
-// server cannot expire it whatever its own client does. The server moves the
-// session to this connection and closes the client's. release (idempotent)
-// closes the connection without closing the session, which the server then
-// expires one timeout later. ctx bounds the attach only. A nil ctx gives
-// ErrBadArgument; a session already gone is an error.
-func HoldSession(ctx context.Context, servers []string, creds SessionCreds) (release func(), err error) {
+// holdSession is HoldSessionT without the test: ctx bounds the attach. A nil
+// ctx gives an error; so does a session already gone.
+func holdSession(ctx context.Context, servers []string, creds SessionCreds) (release func(), err error) {
 	if ctx == nil {
-		return nil, fmt.Errorf("zktest: hold session %s: %w: nil context", creds, ErrBadArgument)
+		return nil, fmt.Errorf("zktest: hold session %s: %w: nil context", creds.hexID(), errBadArgument)
 	}
 	if creds.ID == 0 {
 		return nil, errors.New("zktest: hold session: no session id")
 	}
-	if creds.Timeout <= 0 {
-		creds.Timeout = 10 * time.Second
+	if creds.timeout <= 0 {
+		creds.timeout = 10 * time.Second
 	}
 	var errs []error
 	for _, addr := range servers {
 		c, err := attach(ctx, addr, creds)
 		if err == nil {
-			return keepAlive(c, creds.Timeout/3), nil
+			return keepAlive(c, creds.timeout/3), nil
 		}
 		errs = append(errs, err)
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	return nil, fmt.Errorf("zktest: hold session %s: %w", creds, errors.Join(errs...))
+	return nil, fmt.Errorf("zktest: hold session %s: %w", creds.hexID(), errors.Join(errs...))
 }
 
-// HoldSessionT is HoldSession for a test: it fails the test on error (within
-// 20 s) and releases the session in t.Cleanup at the latest.
-func HoldSessionT(t testing.TB, servers []string, creds SessionCreds) (release func()) {
+// HoldSessionT attaches to the session creds on the first of servers that
+// answers and keeps it alive with pings until release is called, so that the
+// server cannot expire it whatever its own client does. The server moves the
+// session to this connection and closes the client's. release (idempotent)
+// closes the connection without closing the session, which the server then
+// expires one timeout later; t.Cleanup calls it at the latest. It fails the
+// test if no server lets it attach within 20 s (a session already gone
+// cannot be held).
+func HoldSessionT(t TB, servers []string, creds SessionCreds) (release func()) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	release, err := HoldSession(ctx, servers, creds)
+	release, err := holdSession(ctx, servers, creds)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
@@ -187,7 +179,7 @@ func attach(ctx context.Context, addr string, creds SessionCreds) (net.Conn, err
 		c.Close()
 		return nil, fmt.Errorf("%s: %w", addr, err)
 	}
-	if resp.ID == 0 || resp.Timeout == 0 {
+	if resp.ID == 0 || resp.timeout == 0 {
 		c.Close()
 		return nil, fmt.Errorf("%s: the session has expired", addr)
 	}

@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -24,23 +21,23 @@ func catchPanic(f func() error) (p any, err error) {
 }
 
 // TestNilInputs: the helpers that take a ctx refuse a nil one with an error
-// matching ErrBadArgument, without a panic and without starting anything.
+// naming it, without a panic and without starting anything.
 func TestNilInputs(t *testing.T) {
 	addr := "127.0.0.1:1" // never dialed: the ctx is checked first
-	creds := zktest.SessionCreds{ID: 1, Password: make([]byte, 16)}
+	creds := zktest.SessionCreds{ID: 1}
 	for _, c := range []struct {
 		name string
 		call func() error
 	}{
 		{"FourLetterWord", func() error { _, err := zktest.FourLetterWord(nilCtx, addr, "srvr"); return err }},
-		{"Srvr", func() error { _, err := zktest.Srvr(nilCtx, addr); return err }},
 		{"Mntr", func() error { _, err := zktest.Mntr(nilCtx, addr); return err }},
 		{"WatchNotifications", func() error { _, err := zktest.WatchNotifications(nilCtx, addr); return err }},
 		{"ExpireSession", func() error { return zktest.ExpireSession(nilCtx, []string{addr}, creds) }},
+		{"HoldSession", func() error { _, err := zktest.HoldSession(nilCtx, []string{addr}, creds); return err }},
 		{"Ensemble.WaitReady", func() error { return new(zktest.Ensemble).WaitReady(nilCtx) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			running := goleak.IgnoreCurrent()
+			running := zktest.SnapshotGoroutines()
 			p, err := catchPanic(c.call)
 			if p != nil {
 				t.Fatalf("panic: %v", p)
@@ -48,48 +45,10 @@ func TestNilInputs(t *testing.T) {
 			if !errors.Is(err, zktest.ErrBadArgument) || !strings.Contains(err.Error(), "nil context") {
 				t.Errorf("err = %v, want one matching ErrBadArgument naming the nil context", err)
 			}
-			if err := goleak.Find(running); err != nil {
-				t.Errorf("the call left goroutines running: %v", err)
+			if leaked := zktest.FindLeaks(running, time.Second); leaked != "" {
+				t.Errorf("the call left goroutines running: %s", leaked)
 			}
 		})
-	}
-}
-
-// TestNilTapBase: NewTapWith(nil) dials with net.DialTimeout instead of
-// panicking on go-zookeeper's goroutine at the first dial.
-func TestNilTapBase(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan error, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			c.Close()
-		}
-		accepted <- err
-	}()
-	tap := zktest.NewTapWith(nil)
-	var c net.Conn
-	p, err := catchPanic(func() error {
-		var err error
-		c, err = tap.Dialer()("tcp", ln.Addr().String(), 5*time.Second)
-		return err
-	})
-	if p != nil {
-		t.Fatalf("panic: %v", p)
-	}
-	if err != nil {
-		t.Fatalf("dial through a tap over nil: %v", err)
-	}
-	c.Close()
-	if err := <-accepted; err != nil {
-		t.Fatalf("accept: %v", err)
-	}
-	if n := tap.Dials(); n != 1 {
-		t.Fatalf("Dials = %d, want 1", n)
 	}
 }
 

@@ -8,15 +8,13 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 )
 
 // Request is a client request seen by a Proxy hook.
 type Request struct {
-	// Xid is the request's id; the reply carries the same xid. Pings use -2.
-	Xid int32
-	// Op is the operation code (OpCreate, OpDelete, ...).
+	xid int32 // the request's id; the reply carries the same xid
+	// Op is the operation code (OpCreate, OpDelete, ...; OpName names any).
 	Op int32
 	// Path is the request's path for operations whose body starts with one
 	// (for OpMulti: the first operation's path), else "".
@@ -94,7 +92,7 @@ func NewProxy(upstreams ...string) (*Proxy, error) {
 
 // NewProxyT is NewProxy for a test: it fails the test on error and closes the
 // proxy in t.Cleanup.
-func NewProxyT(t testing.TB, upstreams ...string) *Proxy {
+func NewProxyT(t TB, upstreams ...string) *Proxy {
 	t.Helper()
 	p, err := NewProxy(upstreams...)
 	if err != nil {
@@ -102,13 +100,6 @@ func NewProxyT(t testing.TB, upstreams ...string) *Proxy {
 	}
 	t.Cleanup(func() { _ = p.Close() })
 	return p
-}
-
-// Proxy returns a proxy in front of the namespace's server, closed in
-// t.Cleanup.
-func (ns *Namespace) Proxy(t testing.TB) *Proxy {
-	t.Helper()
-	return NewProxyT(t, ns.Servers()...)
 }
 
 // Addr returns the proxy's address, "127.0.0.1:PORT".
@@ -450,7 +441,7 @@ func (l *link) read(src net.Conn, q chan<- chunk, fromClient bool) {
 						switch hook(req) {
 						case SwallowReply:
 							l.mu.Lock()
-							l.swallow[req.Xid] = true
+							l.swallow[req.xid] = true
 							l.mu.Unlock()
 						case DropRequest:
 							l.push(q, chunk{closeLink: true, due: c.due})

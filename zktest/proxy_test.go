@@ -38,7 +38,7 @@ func TestProxyCutKeepsSession(t *testing.T) {
 	if _, _, err := c.Get(ns.Path("e")); err != nil {
 		t.Fatalf("get after cut: %v", err)
 	}
-	if s := px.Sessions(); len(s) != 1 || s[0].ID != id || len(s[0].Password) == 0 || s[0].Timeout != 4*time.Second {
+	if s := px.Sessions(); len(s) != 1 || s[0].ID != id || len(s[0].Password()) == 0 || s[0].Timeout() != 4*time.Second {
 		t.Fatalf("proxy sessions = %+v, want one with id %x", s, id)
 	}
 }
@@ -202,9 +202,9 @@ func TestExpireSession(t *testing.T) {
 	if _, err := victim.Create(p, nil, zk.FlagEphemeral, acl); err != nil {
 		t.Fatal(err)
 	}
-	creds, ok := tap.Last()
-	if !ok || creds.ID != victim.SessionID() || len(creds.Password) == 0 {
-		t.Fatalf("tap creds = %+v, %v; want session %x", creds, ok, victim.SessionID())
+	creds := lastSession(t, tap)
+	if creds.ID != victim.SessionID() || len(creds.Password()) == 0 {
+		t.Fatalf("tap creds = %+v; want session %x", creds, victim.SessionID())
 	}
 	observer := ns.Conn(t)
 	_, _, w, err := observer.ExistsW(p)
@@ -213,7 +213,7 @@ func TestExpireSession(t *testing.T) {
 	}
 	m := rec.mark()
 	start := time.Now()
-	zktest.ExpireSessionT(t, ns.Servers(), creds)
+	expire(t, ns.Servers(), creds)
 	// The server deletes the ephemeral as it closes the session, before
 	// ExpireSession returns: the bound only has to tell that from the 10 s
 	// session timeout running out, with room for a loaded machine.
@@ -230,5 +230,5 @@ func TestExpireSession(t *testing.T) {
 	zktest.Eventually(t, 15*time.Second, func() bool { return rec.seq(m, zk.StateExpired, zk.StateHasSession) },
 		"victim never learned of the expiry: %v", rec.all())
 	// Expiring a session that is gone is not an error.
-	zktest.ExpireSessionT(t, ns.Servers(), creds)
+	expire(t, ns.Servers(), creds)
 }

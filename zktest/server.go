@@ -32,14 +32,14 @@ const (
 // retries with new ports.
 var errPortClash = errors.New("zktest: port already in use")
 
-// ErrStopped is returned by Restart after Stop.
-var ErrStopped = errors.New("zktest: server stopped")
+// errStopped is returned by Restart after Stop.
+var errStopped = errors.New("zktest: server stopped")
 
 // Server is one ZooKeeper JVM: a standalone server from StartServer, or a
 // member of an Ensemble. It is safe for concurrent use.
 type Server struct {
 	cfg       config
-	inst      *Install
+	inst      *install
 	dir       string // private directory: data, zoo.cfg, log (unless WithLogDir)
 	ownDir    bool   // dir is removed by Stop
 	dataDir   string
@@ -65,9 +65,9 @@ type process struct {
 
 // StartServer starts a standalone ZooKeeper server on 127.0.0.1 and a free
 // port, in a new temporary data directory, and blocks until it serves (`srvr`
-// reports a Mode) or the start timeout passes. If the JVM exits first the error
-// holds the tail of its log; a port clash is retried with a new port. Stop
-// must be called to kill the JVM and remove its directory.
+// reports a Mode) or 60 s have passed. If the JVM exits first the error holds
+// the tail of its log; a port clash is retried with a new port. Stop must be
+// called to kill the JVM and remove its directory.
 func StartServer(opts ...Option) (*Server, error) {
 	cfg := buildConfig(opts)
 	inst, err := cfg.findInstall()
@@ -125,14 +125,36 @@ func StartServer(opts ...Option) (*Server, error) {
 	return nil, last
 }
 
-func (c *config) findInstall() (*Install, error) {
+// StartServerT is StartServer for a test: it fails the test on error and
+// stops the server in t.Cleanup, which prints the tail of its log if the
+// test failed. Tests that stop, kill, freeze or restart a server use their
+// own from StartServerT rather than the shared one.
+func StartServerT(t TB, opts ...Option) *Server {
+	t.Helper()
+	s, err := StartServer(opts...)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logTailOnce(t, s)
+		}
+		forgetTails(s)
+		if err := s.Stop(); err != nil {
+			t.Fatalf("zktest: stop %s: %v", s, err) // in a cleanup: the other cleanups still run
+		}
+	})
+	return s
+}
+
+func (c *config) findInstall() (*install, error) {
 	if c.install != nil {
 		return c.install, nil
 	}
-	return FindInstall()
+	return findInstall()
 }
 
-func newServer(cfg config, inst *Install, dir string, ownDir bool, mainClass string, port, myid int, name string) (*Server, error) {
+func newServer(cfg config, inst *install, dir string, ownDir bool, mainClass string, port, myid int, name string) (*Server, error) {
 	s := &Server{
 		cfg:       cfg,
 		inst:      inst,
@@ -240,7 +262,7 @@ func (s *Server) jvmArgs() []string {
 		"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
 	}
 	args = append(args, s.cfg.jvmFlags...)
-	return append(args, "-cp", s.inst.classpath(), s.mainClass, s.cfgPath)
+	return append(args, "-cp", s.inst.classpathArg(), s.mainClass, s.cfgPath)
 }
 
 // spawn starts the JVM. The goroutine that starts it is locked to its OS
@@ -259,7 +281,7 @@ func (s *Server) spawn() (*process, error) {
 		secure = fmt.Sprintf(" (TLS on %d)", s.tlsPort)
 	}
 	fmt.Fprintf(logf, "### zktest: starting %s on 127.0.0.1:%d%s at %s\n", s.mainClass, s.port, secure, time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(s.inst.Java, s.jvmArgs()...)
+	cmd := exec.Command(s.inst.java, s.jvmArgs()...)
 	cmd.Dir = s.dir
 	cmd.Stdout = logf
 	cmd.Stderr = logf
@@ -280,7 +302,7 @@ func (s *Server) spawn() (*process, error) {
 		close(p.exited)
 	}()
 	if err := <-started; err != nil {
-		return nil, fmt.Errorf("zktest: start %s: %w", s.inst.Java, err)
+		return nil, fmt.Errorf("zktest: start %s: %w", s.inst.java, err)
 	}
 	return p, nil
 }
@@ -297,7 +319,7 @@ func (s *Server) startProc() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
-		return ErrStopped
+		return errStopped
 	}
 	if s.proc != nil {
 		return nil
@@ -327,12 +349,12 @@ func (s *Server) waitReady(ctx context.Context) error {
 		case <-p.exited:
 			return s.exitError(p)
 		case <-ctx.Done():
-			return fmt.Errorf("zktest: server %s not ready: %w\n%s", s.Addr(), ctx.Err(), s.LogTail(30))
+			return fmt.Errorf("zktest: server %s not ready: %w\n%s", s.Addr(), ctx.Err(), s.logTail(30))
 		case <-t.C:
 		}
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		st, err := Srvr(pctx, s.Addr())
-		if err == nil && st.Mode != "" {
+		mode, err := srvrMode(pctx, s.Addr())
+		if err == nil && mode != "" {
 			err = s.checkOwner(pctx)
 			cancel()
 			if err != nil {
@@ -359,7 +381,7 @@ func (s *Server) checkOwner(ctx context.Context) error {
 }
 
 func (s *Server) exitError(p *process) error {
-	tail := s.LogTail(40)
+	tail := s.logTail(40)
 	err := fmt.Errorf("zktest: server %s exited before it was ready (%v); log tail:\n%s", s.Addr(), p.err, tail)
 	if strings.Contains(tail, "Address already in use") {
 		return fmt.Errorf("%w: %w", errPortClash, err)
@@ -372,9 +394,6 @@ func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.It
 
 // Servers returns []string{s.Addr()}, ready for zk.Connect.
 func (s *Server) Servers() []string { return []string{s.Addr()} }
-
-// Port returns the client port.
-func (s *Server) Port() int { return s.port }
 
 // SecureAddr returns the TLS client address, "127.0.0.1:PORT", or "" when
 // the server was started without WithTLS.
@@ -395,22 +414,12 @@ func (s *Server) SecureServers() []string {
 	return []string{s.SecureAddr()}
 }
 
-// SecurePort returns the TLS client port, or 0 without WithTLS.
-func (s *Server) SecurePort() int { return s.tlsPort }
-
 // TLS returns the CA and certificates the server uses (shared by every
 // member of an ensemble), or nil when it was started without WithTLS.
 func (s *Server) TLS() *TLS { return s.tls }
 
-// Dir returns the server's directory (data, zoo.cfg and, without WithLogDir,
-// the log).
-func (s *Server) Dir() string { return s.dir }
-
-// LogPath returns the path of the server's log file.
-func (s *Server) LogPath() string { return s.logPath }
-
-// Pid returns the process id of the JVM, or 0 when it is not running.
-func (s *Server) Pid() int {
+// pid returns the process id of the JVM, or 0 when it is not running.
+func (s *Server) pid() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.proc == nil {
@@ -424,11 +433,11 @@ func (s *Server) Pid() int {
 	}
 }
 
-// Running reports whether the JVM is running (possibly frozen).
-func (s *Server) Running() bool { return s.Pid() != 0 }
+// running reports whether the JVM is running (possibly frozen).
+func (s *Server) running() bool { return s.pid() != 0 }
 
-// Frozen reports whether the JVM is stopped by Freeze.
-func (s *Server) Frozen() bool {
+// isFrozen reports whether the JVM is stopped by Freeze.
+func (s *Server) isFrozen() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.frozen && s.proc != nil
@@ -477,7 +486,7 @@ func (s *Server) Stop() error {
 
 // Restart kills the JVM if it runs, starts it again on the same port and data
 // directory, and blocks until it serves (for an ensemble member: until it has
-// joined as leader or follower) or the start timeout passes.
+// joined as leader or follower) or 60 s have passed.
 func (s *Server) Restart() error {
 	if err := s.Kill(); err != nil {
 		return err
@@ -525,9 +534,9 @@ func (s *Server) signal(sig syscall.Signal, frozen bool) error {
 	return nil
 }
 
-// LogTail returns the last n lines of the server's log (stdout and stderr of
+// logTail returns the last n lines of the server's log (stdout and stderr of
 // the JVM, across restarts).
-func (s *Server) LogTail(n int) string {
+func (s *Server) logTail(n int) string {
 	f, err := os.Open(s.logPath)
 	if err != nil {
 		return fmt.Sprintf("(no log: %v)", err)

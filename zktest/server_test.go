@@ -41,8 +41,8 @@ func TestStandaloneServes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m["zk_server_state"] != "standalone" {
-		t.Fatalf("mntr zk_server_state = %q", m["zk_server_state"])
+	if m["zk_server_state"] != "standalone" || !strings.HasPrefix(m["zk_version"], st.Version) {
+		t.Fatalf("mntr zk_server_state = %q, zk_version = %q (srvr's version %q)", m["zk_server_state"], m["zk_version"], st.Version)
 	}
 }
 
@@ -64,7 +64,7 @@ func TestNamespaceRemovedAtCleanup(t *testing.T) {
 	if !strings.Contains(root, "TestNamespaceRemovedAtCleanup_inner-") {
 		t.Fatalf("root %q", root)
 	}
-	ok, _, err := zktest.ConnT(t, zktest.Shared(t).Servers(), 0).Exists(root)
+	ok, _, err := zktest.ConnT(t, zktest.SharedServers(), 0).Exists(root)
 	if err != nil || ok {
 		t.Fatalf("namespace %s still there after cleanup (exists=%v, err=%v)", root, ok, err)
 	}
@@ -112,10 +112,16 @@ func TestWatchNotifications(t *testing.T) {
 }
 
 func TestServerLifecycle(t *testing.T) {
-	s := zktest.StartServerT(t)
+	s := zktest.StartServerT(t, zktest.WithConfig("tickTime", "300"))
 	addr, pid := s.Addr(), s.Pid()
 	if pid == 0 || !s.Running() {
 		t.Fatal("no pid")
+	}
+	// WithConfig's line comes after zktest's own and wins.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if conf, err := zktest.FourLetterWord(ctx, s.Addr(), "conf"); err != nil || !strings.Contains(conf, "tickTime=300\n") {
+		t.Fatalf("conf = %q, %v; want tickTime=300", conf, err)
 	}
 	// The client reaches the server through a proxy that refuses it while
 	// the server restarts: a standalone server accepts connections before it

@@ -15,7 +15,7 @@ import (
 // stream. It records:
 //
 //   - the session credentials in every ConnectResponse (go-zookeeper has no
-//     password accessor): Last, Sessions;
+//     password accessor): Sessions;
 //   - the connection attempts: Dials;
 //   - the requests the client writes, by operation: Requests;
 //   - the watch notifications the server sends: Notifications;
@@ -24,8 +24,10 @@ import (
 // Frames are parsed as the bytes pass: a notification or credentials are
 // recorded before the Read that delivers them returns to the client, and a
 // request is counted before its bytes are written. A stream that cannot be
-// parsed stops being observed (its bytes still pass) and Err reports it.
-// It is safe for concurrent use.
+// parsed stops being observed (its bytes still pass) and Notifications
+// reports it: a tap observes plaintext connections only (under
+// session.WithTLS its connections carry TLS records). It is safe for
+// concurrent use.
 type Tap struct {
 	base zk.Dialer
 
@@ -57,25 +59,14 @@ const (
 // zkErrNoNode is ZooKeeper's error code for a missing node in a reply header.
 const zkErrNoNode int32 = -101
 
-// Notification is one watch notification as the server sent it: a frame with
-// xid -1 and a WatcherEvent body.
-type Notification struct {
-	Type  zk.EventType
-	State zk.State
-	// Path is the server's path: it includes any chroot the client hides.
-	Path string
-}
+// Notification is one watch notification as the server sent it (a frame
+// with xid -1 and a WatcherEvent body), in go-zookeeper's form: Type, State
+// and Path, the server's path, which includes any chroot the client hides.
+type Notification = zk.Event
 
-// NewTap returns a Tap over net.DialTimeout.
-func NewTap() *Tap { return NewTapWith(net.DialTimeout) }
-
-// NewTapWith returns a Tap over base (for example a TLS dialer); a nil base
-// means net.DialTimeout.
-func NewTapWith(base zk.Dialer) *Tap {
-	if base == nil {
-		base = net.DialTimeout
-	}
-	return &Tap{base: base, requests: make(map[int32]int64), watches: make(map[watchKey]int)}
+// NewTap returns a Tap whose Dialer dials with net.DialTimeout.
+func NewTap() *Tap {
+	return &Tap{base: net.DialTimeout, requests: make(map[int32]int64), watches: make(map[watchKey]int)}
 }
 
 // Dialer returns the wrapping dialer, for zk.WithDialer or session.WithDialer.
@@ -93,18 +84,10 @@ func (t *Tap) Dialer() zk.Dialer {
 	}
 }
 
-// Last returns the credentials of the most recent session established
-// through the tap; false if there was none.
-func (t *Tap) Last() (SessionCreds, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.sessions) == 0 {
-		return SessionCreds{}, false
-	}
-	return t.sessions[len(t.sessions)-1], true
-}
-
-// Sessions returns every session seen, oldest first, one entry per id.
+// Sessions returns the credentials of every session established through the
+// tap, one entry per session id, by the time each was last established
+// (a reconnect to a session moves it to the end): the last entry is the
+// client's current or latest session.
 func (t *Tap) Sessions() []SessionCreds {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -138,8 +121,12 @@ func (t *Tap) Requests() map[int32]int64 {
 }
 
 // Notifications returns the watch notifications received since the tap was
-// made or ResetNotifications, oldest first, and Err: with an error, some
-// notifications may be missing.
+// made or ResetNotifications, oldest first, and the first parse failure on
+// any connection (a stream that is not ZooKeeper's framed protocol, such as
+// TLS, or a malformed frame), or nil. After a failure that direction of that
+// connection is no longer observed, so notifications, requests and watches
+// may be missing from every record of the tap: check the error before
+// trusting Requests or Watches too.
 func (t *Tap) Notifications() ([]Notification, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -189,15 +176,6 @@ func (t *Tap) WatchCount() int {
 		n += c
 	}
 	return n
-}
-
-// Err returns the first parse failure on any connection (a stream that is not
-// ZooKeeper's framed protocol, or a malformed frame), or nil. After a failure
-// that direction of that connection is no longer observed.
-func (t *Tap) Err() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.err
 }
 
 func (t *Tap) record(c SessionCreds) {
@@ -302,7 +280,7 @@ func newTapConn(c net.Conn, t *Tap, id int) *tapConn {
 		if !ok {
 			return false, fmt.Errorf("zktest: short request (%d bytes)", len(h)-4)
 		}
-		if req.Xid == xidPing || req.Op == OpPing {
+		if req.xid == xidPing || req.Op == OpPing {
 			return false, nil
 		}
 		t.mu.Lock()
@@ -315,7 +293,7 @@ func newTapConn(c net.Conn, t *Tap, id int) *tapConn {
 			return nil
 		}
 		t.mu.Lock()
-		tc.pending[req.Xid] = pendingWatch{op: req.Op, path: req.Path}
+		tc.pending[req.xid] = pendingWatch{op: req.Op, path: req.Path}
 		t.mu.Unlock()
 		return nil
 	})
@@ -327,7 +305,7 @@ func newTapConn(c net.Conn, t *Tap, id int) *tapConn {
 const replyHeaderLen = 16
 
 // watchOps are the requests whose body is a path and a watch flag.
-var watchOps = map[int32]bool{OpGetData: true, OpExists: true, OpGetChildren: true, OpGetChildren2: true}
+var watchOps = map[int32]bool{OpGetData: true, opExists: true, opGetChildren: true, OpGetChildren2: true}
 
 // watchFlag reports whether the request frame f (prefix included) whose
 // body starts with path has its watch flag set.
@@ -352,12 +330,12 @@ func (tc *tapConn) settle(xid int32, h []byte) {
 		return
 	}
 	k := watchKey{path: pw.path, kind: watchData}
-	if pw.op == OpGetChildren || pw.op == OpGetChildren2 {
+	if pw.op == opGetChildren || pw.op == OpGetChildren2 {
 		k.kind = watchChild
 	}
 	switch code := int32(binary.BigEndian.Uint32(h[4+12:])); {
 	case code == 0:
-	case code == zkErrNoNode && pw.op == OpExists:
+	case code == zkErrNoNode && pw.op == opExists:
 		k.kind = watchExist
 	default:
 		return

@@ -63,7 +63,7 @@ func TestTapRequests(t *testing.T) {
 	if fmt.Sprint(all) != fmt.Sprint(seen) {
 		t.Fatalf("tap counted %v, proxy saw %v (pings aside)", named(all), named(seen))
 	}
-	if err := tap.Err(); err != nil {
+	if _, err := tap.Notifications(); err != nil {
 		t.Fatal(err)
 	}
 	if d := tap.Dials(); d != 1 {
@@ -140,17 +140,23 @@ func TestTapDialsProxyCut(t *testing.T) {
 	if s := tap.Sessions(); len(s) != 1 || s[0].ID != c.SessionID() {
 		t.Fatalf("Sessions = %v, want just 0x%x", s, c.SessionID())
 	}
-	zktest.Eventually(t, 15*time.Second, func() bool { return tap.Requests()[zktest.OpSetWatches] == 1 },
+	zktest.Eventually(t, 15*time.Second, func() bool { return tap.Requests()[opSetWatches] == 1 },
 		"no setWatches after the reconnect: %v", named(tap.Requests()))
-	if err := tap.Err(); err != nil {
+	if _, err := tap.Notifications(); err != nil {
 		t.Fatal(err)
 	}
 }
 
+// Operation codes that zktest names but does not export (ZooDefs.OpCode).
+const (
+	opSetWatches   int32 = 101
+	opCloseSession int32 = -11
+)
+
 func TestOpName(t *testing.T) {
 	for op, want := range map[int32]string{
-		zktest.OpCreate: "create", zktest.OpGetChildren2: "getChildren2", zktest.OpSetWatches: "setWatches",
-		zktest.OpCloseSession: "closeSession", 99: "op99",
+		zktest.OpCreate: "create", zktest.OpGetChildren2: "getChildren2", opSetWatches: "setWatches",
+		opCloseSession: "closeSession", 3: "exists", 99: "op99",
 	} {
 		if got := zktest.OpName(op); got != want {
 			t.Errorf("OpName(%d) = %q, want %q", op, got, want)

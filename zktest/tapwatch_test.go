@@ -40,7 +40,7 @@ func TestTapWatches(t *testing.T) {
 	}
 	check := func(step string, want map[string]int) {
 		t.Helper()
-		if err := tap.Err(); err != nil {
+		if _, err := tap.Notifications(); err != nil {
 			t.Fatal(err)
 		}
 		got := tap.Watches()
@@ -155,11 +155,7 @@ func TestTapWatchesReconnectAndExpiry(t *testing.T) {
 		t.Fatalf("WatchCount after a reconnect = %d, want 2", n)
 	}
 
-	creds, ok := tap.Last()
-	if !ok {
-		t.Fatal("no session seen")
-	}
-	zktest.ExpireSessionT(t, ns.Servers(), creds)
+	expire(t, ns.Servers(), lastSession(t, tap))
 	m = rec.mark()
 	px.Cut()
 	zktest.Eventually(t, 15*time.Second, func() bool { return rec.has(m, zk.StateExpired) },
@@ -167,7 +163,7 @@ func TestTapWatchesReconnectAndExpiry(t *testing.T) {
 	if n := tap.WatchCount(); n != 0 {
 		t.Fatalf("WatchCount after the session expired = %d, want 0", n)
 	}
-	if err := tap.Err(); err != nil {
+	if _, err := tap.Notifications(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -20,17 +20,20 @@ import (
 // authority, a server certificate for 127.0.0.1, ::1 and localhost, and a
 // client certificate, all ECDSA P-256 keys signed by the CA and valid for a
 // day. NewTLS makes one; WithTLS makes one per server or ensemble and gives
-// it to the servers. The fields are PEM blocks; treat them as read-only.
+// it to the servers. The fields are PEM blocks, as a program's -tls-* files
+// would hold them; treat them as read-only.
 type TLS struct {
 	// CACertPEM is the CA's certificate: what clients and servers trust.
 	CACertPEM []byte
-	// ServerCertPEM and ServerKeyPEM (PKCS #8) are the servers' certificate
-	// and private key.
-	ServerCertPEM, ServerKeyPEM []byte
+	// ServerCertPEM is the servers' certificate (its key stays with the
+	// servers).
+	ServerCertPEM []byte
 	// ClientCertPEM and ClientKeyPEM (PKCS #8) are a client certificate and
 	// its key, which the servers accept (they require one, as ZooKeeper does
 	// by default).
 	ClientCertPEM, ClientKeyPEM []byte
+
+	serverKeyPEM []byte // PKCS #8
 }
 
 // tlsValidity is how long the generated certificates are valid (from an hour
@@ -95,7 +98,7 @@ func NewTLS() (*TLS, error) {
 		return pemBlock("CERTIFICATE", der), pemBlock("PRIVATE KEY", pk), nil
 	}
 	t := &TLS{CACertPEM: pemBlock("CERTIFICATE", caDER)}
-	if t.ServerCertPEM, t.ServerKeyPEM, err = issue("zktest server", x509.ExtKeyUsageServerAuth, true); err != nil {
+	if t.ServerCertPEM, t.serverKeyPEM, err = issue("zktest server", x509.ExtKeyUsageServerAuth, true); err != nil {
 		return nil, fmt.Errorf("zktest: tls: server certificate: %w", err)
 	}
 	if t.ClientCertPEM, t.ClientKeyPEM, err = issue("zktest client", x509.ExtKeyUsageClientAuth, false); err != nil {
@@ -116,8 +119,8 @@ func pemBlock(typ string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
 }
 
-// CAPool returns a new pool holding the CA's certificate.
-func (t *TLS) CAPool() *x509.CertPool {
+// caPool returns a new pool holding the CA's certificate.
+func (t *TLS) caPool() *x509.CertPool {
 	p := x509.NewCertPool()
 	p.AppendCertsFromPEM(t.CACertPEM)
 	return p
@@ -128,7 +131,7 @@ func (t *TLS) CAPool() *x509.CertPool {
 // empty: session.WithTLS fills it in from each server's address (the server
 // certificate names 127.0.0.1, ::1 and localhost).
 func (t *TLS) ClientConfig() *tls.Config {
-	cfg := &tls.Config{RootCAs: t.CAPool(), MinVersion: tls.VersionTLS12}
+	cfg := &tls.Config{RootCAs: t.caPool(), MinVersion: tls.VersionTLS12}
 	if cert, err := tls.X509KeyPair(t.ClientCertPEM, t.ClientKeyPEM); err == nil {
 		cfg.Certificates = []tls.Certificate{cert}
 	}
@@ -146,7 +149,7 @@ const (
 // that ZooKeeper 3.8 reads with ssl.keyStore.type=PEM.
 func (t *TLS) writeStores(dir string) error {
 	var ks []byte
-	ks = append(ks, t.ServerKeyPEM...)
+	ks = append(ks, t.serverKeyPEM...)
 	ks = append(ks, t.ServerCertPEM...)
 	ks = append(ks, t.CACertPEM...)
 	if err := os.WriteFile(filepath.Join(dir, keyStoreFile), ks, 0o600); err != nil {

@@ -63,22 +63,29 @@ func TestNewTLSCertificates(t *testing.T) {
 		}
 		return c
 	}
+	pool := func(pki *zktest.TLS) *x509.CertPool {
+		p := x509.NewCertPool()
+		if !p.AppendCertsFromPEM(pki.CACertPEM) {
+			t.Fatalf("no CA certificate in %q", pki.CACertPEM)
+		}
+		return p
+	}
 	srv, cli := parse(a.ServerCertPEM), parse(a.ClientCertPEM)
 	for _, name := range []string{"127.0.0.1", "localhost", "::1"} {
-		if _, err := srv.Verify(x509.VerifyOptions{Roots: a.CAPool(), DNSName: name}); err != nil {
+		if _, err := srv.Verify(x509.VerifyOptions{Roots: pool(a), DNSName: name}); err != nil {
 			t.Errorf("server certificate for %s: %v", name, err)
 		}
 	}
-	if _, err := srv.Verify(x509.VerifyOptions{Roots: b.CAPool(), DNSName: "127.0.0.1"}); err == nil {
+	if _, err := srv.Verify(x509.VerifyOptions{Roots: pool(b), DNSName: "127.0.0.1"}); err == nil {
 		t.Error("server certificate verifies against another NewTLS's CA")
 	}
-	if _, err := cli.Verify(x509.VerifyOptions{Roots: a.CAPool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+	if _, err := cli.Verify(x509.VerifyOptions{Roots: pool(a), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
 		t.Errorf("client certificate: %v", err)
 	}
 	if cfg := a.ClientConfig(); len(cfg.Certificates) != 1 || cfg.RootCAs == nil || cfg.ServerName != "" {
 		t.Errorf("ClientConfig = %+v, want the client certificate, the CA and no ServerName", cfg)
 	}
-	if _, err := tls.X509KeyPair(a.ServerCertPEM, a.ServerKeyPEM); err != nil {
+	if _, err := tls.X509KeyPair(a.ServerCertPEM, a.ServerKeyPEM()); err != nil {
 		t.Errorf("server key pair: %v", err)
 	}
 }
@@ -88,13 +95,13 @@ func TestNewTLSCertificates(t *testing.T) {
 // client. The shared plaintext server has no secure port.
 func TestSharedTLSServesBothPorts(t *testing.T) {
 	srv := zktest.SharedTLS(t)
-	if srv.TLS() == nil || srv.SecurePort() == 0 || srv.SecureAddr() == srv.Addr() || len(srv.SecureServers()) != 1 {
-		t.Fatalf("TLS server: TLS %v, secure port %d, secure address %q, plaintext %q", srv.TLS(), srv.SecurePort(), srv.SecureAddr(), srv.Addr())
+	if srv.TLS() == nil || srv.SecureAddr() == "" || srv.SecureAddr() == srv.Addr() || len(srv.SecureServers()) != 1 || srv.SecureServers()[0] != srv.SecureAddr() {
+		t.Fatalf("TLS server: TLS %v, secure address %q, secure servers %v, plaintext %q", srv.TLS(), srv.SecureAddr(), srv.SecureServers(), srv.Addr())
 	}
 	if again := zktest.SharedTLS(t); again != srv {
 		t.Fatal("SharedTLS started a second server")
 	}
-	if plain := zktest.Shared(t); plain.TLS() != nil || plain.SecureServers() != nil || plain.SecureAddr() != "" {
+	if plain := zktest.NewNamespace(t).Server; plain.TLS() != nil || plain.SecureServers() != nil || plain.SecureAddr() != "" {
 		t.Fatal("the plaintext shared server reports TLS")
 	}
 	ns := zktest.NewNamespaceOn(t, srv)
@@ -176,13 +183,14 @@ func TestTLSThroughProxyCut(t *testing.T) {
 // write through one member's secure port is read through another's.
 func TestTLSEnsemble(t *testing.T) {
 	e := zktest.StartEnsembleT(t, 3, zktest.WithTLS())
-	if e.TLS() == nil || len(e.SecureServers()) != 3 {
-		t.Fatalf("ensemble TLS %v, secure servers %v", e.TLS(), e.SecureServers())
+	pki := e.Member(0).TLS()
+	if pki == nil {
+		t.Fatal("ensemble member 0 has no TLS")
 	}
-	cfg := e.TLS().ClientConfig()
+	cfg := pki.ClientConfig()
 	conn := func(i int) *zk.Conn {
-		if e.Member(i).TLS() != e.TLS() {
-			t.Fatalf("member %d has a PKI of its own", i)
+		if e.Member(i).TLS() != pki || len(e.Member(i).SecureServers()) != 1 {
+			t.Fatalf("member %d: TLS %v (member 0's %v), secure servers %v", i, e.Member(i).TLS(), pki, e.Member(i).SecureServers())
 		}
 		return zktest.ConnT(t, []string{e.Member(i).SecureAddr()}, 4*time.Second, zk.WithDialer(tlsDialer(cfg, nil)))
 	}

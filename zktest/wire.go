@@ -10,46 +10,65 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// ZooKeeper operation codes, as found in a request header (Request.Op).
+// Operation codes, as found in a request header (Request.Op) and as
+// Tap.Requests counts them: those of the requests the recipes send and tests
+// hook or count most. OpName names every code, these and the others
+// (OpName(r.Op) == "exists").
 const (
-	OpNotify          int32 = 0
-	OpCreate          int32 = 1
-	OpDelete          int32 = 2
-	OpExists          int32 = 3
-	OpGetData         int32 = 4
-	OpSetData         int32 = 5
-	OpGetACL          int32 = 6
-	OpSetACL          int32 = 7
-	OpGetChildren     int32 = 8
-	OpSync            int32 = 9
-	OpPing            int32 = 11
-	OpGetChildren2    int32 = 12
-	OpCheck           int32 = 13
-	OpMulti           int32 = 14
-	OpCreate2         int32 = 15
-	OpReconfig        int32 = 16
-	OpCheckWatches    int32 = 17
-	OpRemoveWatches   int32 = 18
-	OpCreateContainer int32 = 19
-	OpCreateTTL       int32 = 21
-	OpMultiRead       int32 = 22
-	OpSetAuth         int32 = 100
-	OpSetWatches      int32 = 101
-	OpSetWatches2     int32 = 105
-	OpAddWatch        int32 = 106
-	OpCloseSession    int32 = -11
+	// OpCreate creates a node (go-zookeeper's Create and the protected
+	// creates built on it).
+	OpCreate int32 = 1
+	// OpDelete deletes a node.
+	OpDelete int32 = 2
+	// OpGetData reads a node's data (Get, and GetW, which sets a data watch).
+	OpGetData int32 = 4
+	// OpPing is the client's heartbeat (xid -2), sent every third of the
+	// session timeout; Tap.Requests does not count it.
+	OpPing int32 = 11
+	// OpGetChildren2 lists a node's children with its Stat (go-zookeeper's
+	// Children and ChildrenW).
+	OpGetChildren2 int32 = 12
+	// OpMulti is a transaction of several operations (Request.Path is the
+	// first one's path).
+	OpMulti int32 = 14
+	// OpCreate2 creates a node and returns its Stat, as the Java client's
+	// create with a Stat argument does; go-zookeeper v1.0.4 does not send it.
+	OpCreate2 int32 = 15
+)
+
+// The other operation codes of ZooKeeper 3.8 (ZooDefs.OpCode).
+const (
+	opNotify          int32 = 0
+	opExists          int32 = 3
+	opSetData         int32 = 5
+	opGetACL          int32 = 6
+	opSetACL          int32 = 7
+	opGetChildren     int32 = 8
+	opSync            int32 = 9
+	opCheck           int32 = 13
+	opReconfig        int32 = 16
+	opCheckWatches    int32 = 17
+	opRemoveWatches   int32 = 18
+	opCreateContainer int32 = 19
+	opCreateTTL       int32 = 21
+	opMultiRead       int32 = 22
+	opSetAuth         int32 = 100
+	opSetWatches      int32 = 101
+	opSetWatches2     int32 = 105
+	opAddWatch        int32 = 106
+	opCloseSession    int32 = -11
 )
 
 // opNames are ZooKeeper's names for the operation codes (ZooDefs.OpCode).
 var opNames = map[int32]string{
-	OpNotify: "notification", OpCreate: "create", OpDelete: "delete", OpExists: "exists",
-	OpGetData: "getData", OpSetData: "setData", OpGetACL: "getACL", OpSetACL: "setACL",
-	OpGetChildren: "getChildren", OpSync: "sync", OpPing: "ping", OpGetChildren2: "getChildren2",
-	OpCheck: "check", OpMulti: "multi", OpCreate2: "create2", OpReconfig: "reconfig",
-	OpCheckWatches: "checkWatches", OpRemoveWatches: "removeWatches",
-	OpCreateContainer: "createContainer", OpCreateTTL: "createTTL", OpMultiRead: "multiRead",
-	OpSetAuth: "setAuth", OpSetWatches: "setWatches", OpSetWatches2: "setWatches2",
-	OpAddWatch: "addWatch", OpCloseSession: "closeSession",
+	opNotify: "notification", OpCreate: "create", OpDelete: "delete", opExists: "exists",
+	OpGetData: "getData", opSetData: "setData", opGetACL: "getACL", opSetACL: "setACL",
+	opGetChildren: "getChildren", opSync: "sync", OpPing: "ping", OpGetChildren2: "getChildren2",
+	opCheck: "check", OpMulti: "multi", OpCreate2: "create2", opReconfig: "reconfig",
+	opCheckWatches: "checkWatches", opRemoveWatches: "removeWatches",
+	opCreateContainer: "createContainer", opCreateTTL: "createTTL", opMultiRead: "multiRead",
+	opSetAuth: "setAuth", opSetWatches: "setWatches", opSetWatches2: "setWatches2",
+	opAddWatch: "addWatch", opCloseSession: "closeSession",
 }
 
 // OpName returns the name of a ZooKeeper operation code as ZooKeeper spells
@@ -74,10 +93,10 @@ const maxFrame = 64 << 20
 
 // pathOps are the operations whose request body begins with a path.
 var pathOps = map[int32]bool{
-	OpCreate: true, OpDelete: true, OpExists: true, OpGetData: true, OpSetData: true,
-	OpGetACL: true, OpSetACL: true, OpGetChildren: true, OpSync: true, OpGetChildren2: true,
-	OpCheck: true, OpCreate2: true, OpCheckWatches: true, OpRemoveWatches: true,
-	OpCreateContainer: true, OpCreateTTL: true, OpAddWatch: true,
+	OpCreate: true, OpDelete: true, opExists: true, OpGetData: true, opSetData: true,
+	opGetACL: true, opSetACL: true, opGetChildren: true, opSync: true, OpGetChildren2: true,
+	opCheck: true, OpCreate2: true, opCheckWatches: true, opRemoveWatches: true,
+	opCreateContainer: true, opCreateTTL: true, opAddWatch: true,
 }
 
 // parseRequest decodes the header (and path) of a client frame (length prefix
@@ -87,7 +106,7 @@ func parseRequest(frame []byte) (Request, bool) {
 	if len(b) < 8 {
 		return Request{}, false
 	}
-	r := Request{Xid: int32(binary.BigEndian.Uint32(b)), Op: int32(binary.BigEndian.Uint32(b[4:]))}
+	r := Request{xid: int32(binary.BigEndian.Uint32(b)), Op: int32(binary.BigEndian.Uint32(b[4:]))}
 	body := b[8:]
 	if r.Op == OpMulti {
 		// MultiHeader{type int32, done bool, err int32} then the op's body.
@@ -138,18 +157,18 @@ func parseConnectResponse(body []byte) (SessionCreds, error) {
 		return SessionCreds{}, errors.New("zktest: bad password length in connect response")
 	}
 	pw := append([]byte(nil), body[20:20+n]...)
-	return SessionCreds{ID: id, Password: pw, Timeout: time.Duration(timeout) * time.Millisecond}, nil
+	return SessionCreds{ID: id, password: pw, timeout: time.Duration(timeout) * time.Millisecond}, nil
 }
 
 // connectRequest encodes a framed ConnectRequest.
 func connectRequest(c SessionCreds) []byte {
-	b := make([]byte, 4, 4+4+8+4+8+4+len(c.Password)+1)
+	b := make([]byte, 4, 4+4+8+4+8+4+len(c.password)+1)
 	b = binary.BigEndian.AppendUint32(b, 0) // protocolVersion
 	b = binary.BigEndian.AppendUint64(b, 0) // lastZxidSeen
-	b = binary.BigEndian.AppendUint32(b, uint32(c.Timeout.Milliseconds()))
+	b = binary.BigEndian.AppendUint32(b, uint32(c.timeout.Milliseconds()))
 	b = binary.BigEndian.AppendUint64(b, uint64(c.ID))
-	b = binary.BigEndian.AppendUint32(b, uint32(len(c.Password)))
-	b = append(b, c.Password...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(c.password)))
+	b = append(b, c.password...)
 	b = append(b, 0) // readOnly
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
 	return b

@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -68,13 +69,13 @@ func TestTapConnSplitFrames(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := tap.Err(); err != nil {
+			notes, err := tap.Notifications()
+			if err != nil {
 				t.Fatal(err)
 			}
-			if s, ok := tap.Last(); !ok || s.ID != 0x1234 || string(s.Password) != "secret" {
-				t.Fatalf("Last = %+v, %v", s, ok)
+			if s := tap.Sessions(); len(s) != 1 || s[0].ID != 0x1234 || string(s[0].password) != "secret" || s[0].timeout != 4*time.Second {
+				t.Fatalf("Sessions = %+v", s)
 			}
-			notes, _ := tap.Notifications()
 			want := []Notification{{Type: zk.EventNodeDeleted, State: zk.StateSyncConnected, Path: "/a/b"}}
 			if fmt.Sprint(notes) != fmt.Sprint(want) {
 				t.Fatalf("Notifications = %+v, want %+v", notes, want)
@@ -94,10 +95,7 @@ func TestTapConnBadStream(t *testing.T) {
 	if k, _ := c.Read(b); string(b[:k]) != "imok\n" {
 		t.Fatalf("read %q", b[:k])
 	}
-	if err := tap.Err(); err == nil || !strings.Contains(err.Error(), "bad frame length") {
-		t.Fatalf("Err = %v, want a bad frame length", err)
-	}
-	if _, err := tap.Notifications(); err == nil {
-		t.Fatal("Notifications gave no error")
+	if _, err := tap.Notifications(); err == nil || !strings.Contains(err.Error(), "bad frame length") {
+		t.Fatalf("Notifications gave %v, want a bad frame length", err)
 	}
 }

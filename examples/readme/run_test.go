@@ -25,7 +25,7 @@ func TestTourSnippetsRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var served *session.Session
-	err := serve(ctx, zktest.Shared(t).Servers(), zaptest.NewLogger(t), func(ctx context.Context, sess *session.Session) (err error) {
+	err := serve(ctx, zktest.NewNamespace(t).Servers(), zaptest.NewLogger(t), func(ctx context.Context, sess *session.Session) (err error) {
 		served = sess
 		probe, err := mutex.New(sess, "/locks/billing")
 		if err != nil {

@@ -32,7 +32,7 @@ func TestLaggingAnswersEndLeaseBeforeExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	follower := e.Member((leader + 1) % e.Size())
+	follower := e.Member((leader + 1) % len(e.Servers()))
 	defer follower.Thaw()
 	p := zktest.NewProxyT(t, follower.Servers()...)
 	const timeout = 2 * time.Second

@@ -187,8 +187,8 @@ func TestInstantExpire(t *testing.T) {
 	if lost.Epoch != ep || rc.SessionID == ep.SessionID() || rc.Epoch.Seq() != 2 {
 		t.Fatalf("Lost %v then Reconnected %v", lost.Epoch, rc.Epoch)
 	}
-	if last, _ := tap.Last(); last.ID != rc.SessionID || s.Conn().SessionID() != rc.SessionID {
-		t.Fatalf("new session 0x%x, tap saw 0x%x", rc.SessionID, last.ID)
+	if seen := tap.Sessions(); len(seen) == 0 || seen[len(seen)-1].ID != rc.SessionID || s.Conn().SessionID() != rc.SessionID {
+		t.Fatalf("new session 0x%x, tap saw %+v", rc.SessionID, seen)
 	}
 	if !errors.Is(context.Cause(lease), session.ErrSuspended) && !errors.Is(context.Cause(lease), session.ErrLost) {
 		t.Fatalf("lease cause %v", context.Cause(lease))

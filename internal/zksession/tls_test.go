@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -116,7 +115,8 @@ func TestTLSConnectOnTopOfDialer(t *testing.T) {
 // certificate names localhost, so "localhost:port" connects.
 func TestTLSServerNameFromAddress(t *testing.T) {
 	srv := zktest.SharedTLS(t)
-	local := net.JoinHostPort("localhost", strconv.Itoa(srv.SecurePort()))
+	_, port, _ := net.SplitHostPort(srv.SecureAddr())
+	local := net.JoinHostPort("localhost", port)
 	s := sessiontest.ConnectTo(t, []string{local}, "", session.WithTLS(srv.TLS().ClientConfig()))
 	if sessiontest.Core(s).Epoch().SessionID() == 0 {
 		t.Fatal("no session id")

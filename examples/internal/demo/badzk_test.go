@@ -137,7 +137,7 @@ func TestBadZKSilent(t *testing.T) {
 // With -zk pointing at a real server the check passes and the example runs
 // on the user's addresses.
 func TestGoodZK(t *testing.T) {
-	servers := zktest.Shared(t).Servers()
+	servers := zktest.NewNamespace(t).Servers()
 	var out, errOut bytes.Buffer
 	var got []string
 	code := mainRun(config{

@@ -230,9 +230,9 @@ func mainRun(c config, run func(ctx context.Context, env *Env) error) int {
 		env.Servers = srv.Servers()
 		version := ""
 		sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
-		if st, err := zktest.Srvr(sctx, srv.Addr()); err == nil {
+		if m, err := zktest.Mntr(sctx, srv.Addr()); err == nil {
 			// "3.8.0-${mvngit.commit.id}, built on ..." -> "3.8.0"
-			v, _, _ := strings.Cut(st.Version, ",")
+			v, _, _ := strings.Cut(m["zk_version"], ",")
 			v, _, _ = strings.Cut(v, "-")
 			version = " " + v
 		}

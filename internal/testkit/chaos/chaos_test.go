@@ -34,7 +34,7 @@ func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos run")
 	}
-	if _, err := zktest.FindInstall(); err != nil {
+	if err := zktest.FindInstall(); err != nil {
 		t.Fatalf("%v", err)
 	}
 	cfg := chaos.Config{

@@ -237,19 +237,20 @@ func CheckRefused(t testing.TB, name string, log *RequestLog, conn *zk.Conn, und
 // a create, any create into the same parent (a retry uses a new name); for
 // other operations, one on the same path.
 func refusedRequest(r zktest.Request, oe *zksession.OpError) bool {
+	op := zktest.OpName(r.Op)
 	switch oe.Op {
 	case "create":
-		switch r.Op {
-		case zktest.OpCreate, zktest.OpCreate2, zktest.OpCreateContainer, zktest.OpCreateTTL, zktest.OpMulti:
+		switch op {
+		case "create", "create2", "createContainer", "createTTL", "multi":
 			return path.Dir(r.Path) == path.Dir(oe.Path)
 		}
 		return false
 	case "delete":
-		return (r.Op == zktest.OpDelete || r.Op == zktest.OpMulti) && r.Path == oe.Path
+		return (op == "delete" || op == "multi") && r.Path == oe.Path
 	case "set":
-		return (r.Op == zktest.OpSetData || r.Op == zktest.OpMulti) && r.Path == oe.Path
+		return (op == "setData" || op == "multi") && r.Path == oe.Path
 	}
-	return r.Path == oe.Path && r.Op != zktest.OpExists
+	return r.Path == oe.Path && op != "exists"
 }
 
 // ConnectIntruder connects a Session through a proxy whose requests it

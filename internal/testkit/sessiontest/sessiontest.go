@@ -142,7 +142,11 @@ func Expire(t testing.TB, s *session.Session, tap *zktest.Tap, servers ...string
 	if len(servers) == 0 {
 		servers = Core(s).Servers()
 	}
-	zktest.ExpireSessionT(t, servers, creds)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := zktest.ExpireSession(ctx, servers, creds); err != nil {
+		t.Fatalf("sessiontest: %v", err)
+	}
 	return creds
 }
 
