@@ -22,8 +22,9 @@ const rollbackTimeout = 5 * time.Second
 // Release releases them in reverse order. Locks that share a session and those
 // on different sessions may be mixed. To avoid deadlocks between processes,
 // give the locks in the same order everywhere. A Multi is safe for concurrent
-// use (but see Mutex for the goroutine rules of reentrant locks: a multi-lock
-// holding a Mutex must be released by the goroutine that locked it).
+// use (but see Reentrant for the goroutine rules of reentrant locks: a
+// multi-lock holding a Reentrant must be released by the goroutine that
+// locked it).
 type Multi struct {
 	locks []Locker
 }
@@ -171,7 +172,7 @@ func (ml *MultiLease) Leases() []*Lease {
 }
 
 // Release releases every lock in reverse order (see Lease.Release) and returns
-// the errors joined. If the set holds a reentrant Mutex and the calling
+// the errors joined. If the set holds a Reentrant and the calling
 // goroutine is not the one that locked the set, Release releases nothing and
 // returns an error matching recipes.ErrNotOwner: every lock of the set stays held,
 // and Release may be called again from the right goroutine. Otherwise every

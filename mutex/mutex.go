@@ -65,7 +65,7 @@ func New(sess *session.Session, path string, opts ...Option) (*Mutex, error) {
 func (m *Mutex) Path() string { return m.path }
 
 // Lock blocks until the lock is held and returns its lease. It queues a node
-// and waits with one data watch (see Algorithm in the package doc), within
+// and waits with one data watch (see Costs in the package documentation), within
 // ctx, the only timeout: on
 // ctx's end it returns ctx's error (matching context.Canceled or
 // DeadlineExceeded) within a few milliseconds whatever the network does, also

@@ -146,8 +146,8 @@ func (m *Reentrant) readHandle(l *engine.Lease) *Lease {
 	return &Lease{l: l, path: m.c.path, re: &m.rd, owner: goid.ID()}
 }
 
-// Participants returns the lock's contenders in queue order, with the side
-// each holds or waits for and whether it holds it (ctx bounds the reads).
+// Participants returns the lock's contenders in queue order, with its Kind
+// ("read" or "write") and whether it holds it (ctx bounds the reads).
 func (m *Reentrant) Participants(ctx context.Context) ([]recipes.Participant, error) {
 	return m.c.participants(ctx)
 }

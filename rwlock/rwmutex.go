@@ -92,8 +92,8 @@ func (m *RWMutex) rlock(ctx context.Context, try bool) (*Lease, error) {
 	return &Lease{l: l, path: m.c.path}, nil
 }
 
-// Participants returns the lock's contenders in queue order, with the side
-// each holds or waits for and whether it holds it. It reads the lock
+// Participants returns the lock's contenders in queue order, with its Kind
+// ("read" or "write") and whether it holds it. It reads the lock
 // directory (ctx bounds it); nodes of other processes, Curator's included,
 // are listed with their ids.
 func (m *RWMutex) Participants(ctx context.Context) ([]recipes.Participant, error) {

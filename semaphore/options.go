@@ -34,8 +34,8 @@ func buildConfig(opts []Option) (*config, error) {
 // WithID sets the participant id stored in our lease and acquirer nodes
 // (Curator's setNodeData; Participants reads it back). It must be non-empty
 // valid UTF-8 of at most 512 KiB without NUL bytes; otherwise the
-// constructor returns an error matching session.ErrBadArgument. Default: LocalID(), as
-// Curator's default node data is the local IP address as text.
+// constructor returns an error matching session.ErrBadArgument. Default: the
+// local IP address as text, Curator's default node data.
 func WithID(id string) Option {
 	return func(c *config) error {
 		if err := participant.Validate(id); err != nil {

@@ -73,7 +73,7 @@ type Semaphore struct {
 }
 
 // New returns a semaphore on path (a recipe path, under the session's
-// namespace) whose maximum number of leases is max (1 to maxCount; every
+// namespace) whose maximum number of leases is max (1 to 2147483647, math.MaxInt32; every
 // participant must use the same value). It validates its arguments and does
 // no I/O; the directories are created (as container nodes) at the first
 // acquire.
@@ -181,9 +181,9 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 // of them, and two AcquireN callers cannot each hold a part and wait for the
 // rest. On any error (ctx's end included) it holds none and has left no node
 // behind. n must be at least 1 and, with a fixed maximum, at most the
-// maximum (else session.ErrBadArgument); with a SharedCount it waits until the maximum
-// allows n. The leases share one fencing token; release them with
-// ReleaseAll, or one by one.
+// maximum (else session.ErrBadArgument); with a SharedCount it waits until
+// the maximum allows n. The leases share one fencing token; release each
+// with its Release.
 func (s *Semaphore) AcquireN(ctx context.Context, n int) ([]*Lease, error) {
 	return s.acquire(ctx, n, false)
 }

@@ -44,7 +44,7 @@ type CountValue struct {
 // As in Curator, the node is created with the seed value by the first
 // participant that finds it missing (a read, a watch or TrySet), as a
 // PERSISTENT node whose missing parents are container nodes; Set creates it
-// with the value set. Values written from Go are from 0 to maxCount (a
+// with the value set. Values written from Go are from 0 to math.MaxInt32 (a
 // semaphore's maximum); a negative value written by another client (Curator
 // allows any int) is read as it is, and a semaphore admits nobody while its
 // maximum is below 1. Data of another length than 4 bytes is an error
@@ -77,7 +77,7 @@ type SharedCount struct {
 
 // NewSharedCount returns the count at path (under the session's namespace),
 // with seed as the value the node is created with when missing. It validates
-// its arguments (seed from 0 to maxCount) and does no I/O.
+// its arguments (seed from 0 to math.MaxInt32) and does no I/O.
 func NewSharedCount(sess *session.Session, path string, seed int) (*SharedCount, error) {
 	zs, err := zksession.Of(sess)
 	if err != nil {
@@ -238,7 +238,7 @@ func (c *SharedCount) Get(ctx context.Context) (CountValue, error) {
 
 // Set writes n whatever the count is (creating the node with n when it is
 // missing) and returns the new value and version. n must be from 0 to
-// maxCount (else session.ErrBadArgument, and nothing is written). ctx bounds it.
+// math.MaxInt32 (else session.ErrBadArgument, and nothing is written). ctx bounds it.
 func (c *SharedCount) Set(ctx context.Context, n int) (CountValue, error) {
 	if err := checkCount(n); err != nil {
 		return CountValue{}, c.errf(err)
@@ -277,7 +277,7 @@ func (c *SharedCount) Set(ctx context.Context, n int) (CountValue, error) {
 // version a Get, a Watch value or an earlier TrySet returned): it returns the
 // new value and true, or, when someone else changed the count since, the
 // current value and false (Curator's trySetCount). n must be from 0 to
-// maxCount. A missing node is created with the seed, and TrySet returns that
+// math.MaxInt32. A missing node is created with the seed, and TrySet returns that
 // value and false. ctx bounds it.
 func (c *SharedCount) TrySet(ctx context.Context, prev CountValue, n int) (CountValue, bool, error) {
 	if err := checkCount(n); err != nil {

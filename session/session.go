@@ -12,11 +12,11 @@ import (
 // DefaultSessionTimeout is the session timeout asked for when
 // WithSessionTimeout is not given. The server may negotiate it into its
 // [2, 20] × tickTime range; SessionTimeout returns what it granted.
-const DefaultSessionTimeout = zksession.DefaultSessionTimeout
+const DefaultSessionTimeout = 10 * time.Second
 
 // DefaultConnectTimeout bounds Connect's wait for the first session when
 // WithConnectTimeout is not given.
-const DefaultConnectTimeout = zksession.DefaultConnectTimeout
+const DefaultConnectTimeout = 15 * time.Second
 
 // Session is one ZooKeeper session of a process, kept alive across
 // disconnects, whose states every recipe on it follows (see the package

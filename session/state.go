@@ -12,23 +12,23 @@ type State int32
 // The states of a Session (see the package documentation).
 const (
 	// Connected: the first ZooKeeper session exists and the connection is up.
-	Connected = State(zksession.Connected)
+	Connected State = iota + 1
 	// Suspended: the connection is down; the session may still be alive on
 	// the server, which may expire it at any moment. Under the Standard loss
 	// policy every lease ends here.
-	Suspended = State(zksession.Suspended)
+	Suspended
 	// Reconnected: the connection is back, to the same session after
 	// Suspended, or to a new session after Lost.
-	Reconnected = State(zksession.Reconnected)
+	Reconnected
 	// Lost: the session is gone (expired, replaced, or down for longer than
 	// the negotiated session timeout), and its ephemeral nodes with it. Every
 	// lease ends here.
-	Lost = State(zksession.Lost)
+	Lost
 	// ReadOnly: connected to a read-only server. go-zookeeper never asks for
 	// read-only mode, so no Session enters it today.
-	ReadOnly = State(zksession.ReadOnly)
+	ReadOnly
 	// Closed: Close was called. Final.
-	Closed = State(zksession.Closed)
+	Closed
 )
 
 // String returns the state's name, e.g. "Suspended".
@@ -78,11 +78,11 @@ const (
 	// Standard (the default) ends leases at Suspended, Lost and Closed: after
 	// a disconnect the server may expire the session at any moment and
 	// another process may then acquire, so a holder must stop before that.
-	Standard = LossPolicy(zksession.Standard)
+	Standard LossPolicy = iota
 	// SessionOnly ends leases only at Lost and Closed: a holder rides out
 	// short disconnects, and may overlap with the next holder when the
 	// session expires while it is cut off.
-	SessionOnly = LossPolicy(zksession.SessionOnly)
+	SessionOnly
 )
 
 // String returns "standard" or "session-only".

@@ -8,13 +8,14 @@ package readme
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
@@ -22,16 +23,11 @@ import (
 // and closes it on the way out.
 func serve(ctx context.Context, servers []string, logger *zap.Logger,
 	service func(ctx context.Context, sess *session.Session) error) (err error) {
-	// Connect keeps trying until its ctx ends (logging a warning every few
-	// seconds): give it a deadline, or a wrong address blocks for ever.
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	sess, err := session.Connect(cctx, servers, // such as []string{"zk1:2181", "zk2:2181"}
-		session.WithSessionTimeout(10*time.Second),
+	sess, err := session.Connect(ctx, servers, // such as []string{"zk1:2181", "zk2:2181"}
 		session.WithNamespace("/myapp"), // every recipe path lives below it
 		session.WithLogger(logger))      // silent by default
 	if err != nil {
-		return err
+		return err // within 15 s if no server answers, naming the address
 	}
 	defer func() { err = errors.Join(err, sess.Close()) }()
 	return service(ctx, sess)
@@ -40,7 +36,7 @@ func serve(ctx context.Context, servers []string, logger *zap.Logger,
 // withBillingLock runs job while this process holds the lock "/locks/billing".
 func withBillingLock(ctx context.Context, sess *session.Session,
 	job func(ctx context.Context, token int64) error) (err error) {
-	m, err := mutex.New(sess, "/locks/billing") // fair, not reentrant, Curator-compatible
+	m, err := mutex.New(sess, "/locks/billing") // fair, Curator's InterProcessMutex layout
 	if err != nil {
 		return err
 	}
@@ -50,12 +46,12 @@ func withBillingLock(ctx context.Context, sess *session.Session,
 	if err != nil {
 		return err
 	}
-	// Unlock even when ctx has ended: a release is cleanup.
+	// Release even when ctx has ended: a release is cleanup.
 	defer func() { err = errors.Join(err, lease.Release(context.WithoutCancel(ctx))) }()
 
 	// lease.Context() is canceled the moment the lock is no longer safe: run
-	// the work under it, and give the token to the guarded resource as a
-	// fencing token.
+	// the job under it, and give the token to the guarded resource, which
+	// refuses writes with a token lower than the highest it has seen.
 	return job(lease.Context(), lease.Token())
 }
 
@@ -67,6 +63,28 @@ func runScheduler(ctx context.Context, sess *session.Session,
 		// ctx is canceled as soon as this process stops leading.
 		return schedule(ctx)
 	})
+}
+
+// readCatalog runs read while this process holds the catalog's read lock,
+// which any number of readers share.
+func readCatalog(ctx context.Context, rw *rwlock.RWMutex, read func(ctx context.Context) error) error {
+	lease, err := rw.RLock(ctx)
+	if err != nil {
+		return err
+	}
+	defer lease.Release(context.WithoutCancel(ctx))
+	return read(lease.Context())
+}
+
+// export runs job while this process holds one of the leases of sem, such
+// as semaphore.New(sess, "/limits/exports", 3): at most 3 across all processes.
+func export(ctx context.Context, sem *semaphore.Semaphore, job func(ctx context.Context) error) error {
+	lease, err := sem.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer lease.Release(context.WithoutCancel(ctx))
+	return job(lease.Context())
 }
 
 // connectAs connects with the digest credentials of user. Every node the
