@@ -16,7 +16,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// ACL tests (issue 14). auth_test.go covers an election path protected
+// ACL tests. auth_test.go covers an election path protected
 // beforehand by its owner (the errors of Latch, Selector and Run, their
 // channels); these cover the nodes the recipes create themselves, and how
 // fast and how precisely an intruder is refused.

@@ -14,7 +14,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// TestCtxBoundsLeader (issue 9, item 2): every blocking call of the leader
+// TestCtxBoundsLeader: every blocking call of the leader
 // package returns within its ctx plus a few milliseconds while the proxy is
 // partitioned (traffic silently dropped; the 6 s session is not even
 // suspended meanwhile), and Run leaves no node of ours behind once the

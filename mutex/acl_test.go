@@ -16,7 +16,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// ACL tests (issue 14): the owner "alice" connects with digest credentials
+// ACL tests: the owner "alice" connects with digest credentials
 // and an ACL of her own; intruders connect with no credentials or with
 // another user's.
 

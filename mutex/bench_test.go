@@ -72,7 +72,7 @@ func BenchmarkUncontended(b *testing.B) {
 
 // BenchmarkRawCreateDeleteGet: the raw client's create (ephemeral sequential)
 // + getData + delete on the same server, sequentially: the reference the
-// issue sets for an uncontended cycle (3 requests, 3 round trips).
+// an uncontended cycle is measured against (3 requests, 3 round trips).
 func BenchmarkRawCreateDeleteGet(b *testing.B) {
 	ns := zktest.NewNamespace(b)
 	c := ns.Conn(b)
@@ -494,8 +494,7 @@ func rawLock(c *zk.Conn, d string) (string, error) {
 // client (after a warm-up of each, the JIT's included), on the same server,
 // in alternating runs of 300 cycles each so that the machine's noise hits
 // both alike. It reports both rates (total cycles over total time of each
-// side), their ratio, and the median of the per-run ratios (issue 13 asks
-// for at least 1.5×). A third side in the same alternation is the floor of
+// side), their ratio, and the median of the per-run ratios. A third side in the same alternation is the floor of
 // any lock through go-zookeeper: its bare create and delete of an ephemeral
 // sequential node, two round trips, nothing else. Run with -benchtime 9x or
 // so.

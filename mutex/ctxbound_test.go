@@ -112,7 +112,7 @@ func (r *cbRig) gone(t *testing.T, node string) {
 	}, "%s is left behind", node)
 }
 
-// TestCtxBoundsMutex (issue 9, item 2): every blocking call of every lock
+// TestCtxBoundsMutex: every blocking call of every lock
 // kind returns within its ctx plus a few milliseconds while the proxy is
 // partitioned (traffic silently dropped; the 6 s session is not even
 // suspended meanwhile), and leaves no node of ours behind once the

@@ -11,7 +11,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// TestErrgroupChildrenQueueBehindParent (issue 10): with the default,
+// TestErrgroupChildrenQueueBehindParent: with the default,
 // non-reentrant Mutex, a parent goroutine that holds the lock may start
 // children (as an errgroup does) that take the same lock: they queue behind
 // the parent instead of deadlocking or re-entering, the parent's lease may be

@@ -80,11 +80,10 @@ func measureWaiters(tb testing.TB, waiters int) footprint {
 
 // TestWaiterFootprint: a waiting Lock costs its caller's goroutine and a
 // few KB of heap, whatever the length of the queue. A waiter costs about
-// 1.8 to 2.0 KB of live heap (go test -bench WaiterFootprint, 1,000 waiters,
-// on 2026-11-25; 4.3 KB when this test was written); the bound, 8 KB, fails if a
-// waiter keeps anything in the queue's length, such as a sorted snapshot of
-// the 300 children (32 KB per waiter here), as a pooled sort buffer held
-// across the wait once did.
+// 2 KB of live heap (go test -bench WaiterFootprint, 1,000 waiters; see
+// docs/performance.md); the bound, 8 KB, fails if a waiter keeps anything in
+// the queue's length, such as a sorted snapshot of the 300 children (32 KB
+// per waiter here), as a sort buffer held across the wait would.
 func TestWaiterFootprint(t *testing.T) {
 	const waiters = 300
 	f := measureWaiters(t, waiters)

@@ -22,7 +22,8 @@ const (
 	// so that a cut can outlast it quickly.
 	ghostCleanup = time.Second
 	// ghostHold is how long the connection stays refused after the point
-	// from which the old code's cleanup gives up: longer than ghostCleanup.
+	// from which a cleanup bounded by its timeout alone would give up: longer
+	// than ghostCleanup.
 	// It is the length of a fault, not a synchronisation.
 	ghostHold = ghostCleanup + time.Second
 	// ghostSession is the session timeout: well above the whole cut (about
@@ -33,7 +34,7 @@ const (
 	ghostGone = 20 * time.Second
 )
 
-// TestGhostCleanupDurable (issue 9, item 4): a create whose reply was lost
+// TestGhostCleanupDurable: a create whose reply was lost
 // leaves a node ("ghost") on the server that the client cannot name; the
 // acquire then ends (its ctx) before it found the ghost, and the connection
 // stays down for longer than the cleanup timeout while the session
@@ -191,7 +192,7 @@ func testGhostDurable(t *testing.T, k lockKind, closeLock bool) {
 	}
 
 	// The fault: the connection stays refused for longer than the cleanup
-	// timeout, counted from where the old code's cleanup starts its clock.
+	// timeout, counted from where the acquire's cleanup starts its clock.
 	hold := time.NewTimer(time.Until(holdFrom.Add(ghostHold)))
 	<-hold.C
 	if g := ghosts(); len(g) != 1 {

@@ -1,6 +1,6 @@
 package mutex_test
 
-// Interoperability with Apache Curator 5.4's InterProcessMutex (issue 4): a
+// Interoperability with Apache Curator 5.4's InterProcessMutex: a
 // Java contender (internal/curatortest's CuratorMutex program) and Go locks
 // (the fair reentrant Mutex and the NonReentrant one) on one lock path. The
 // Java side gets the full server path (the Go sessions' namespace root plus

@@ -15,7 +15,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// Tests of issue 13 (performance): where the fair mutex watches its own node
+// Tests of the mutex's costs: where the fair mutex watches its own node
 // while it waits, and when a handoff needs no second children read.
 
 type perfLockResult struct {

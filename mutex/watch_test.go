@@ -150,7 +150,7 @@ func testWatchesPerRelease(t *testing.T, watch bool) {
 	// so does the first waiter (next in line, once it has waited 100 ms: its
 	// watch lets it hold on the holder's deletion notice after that); deeper
 	// waiters read the children when woken and do not watch their own node
-	// while they wait (issue 13).
+	// while they wait.
 	wantWatches := waiters
 	if watch {
 		wantWatches = waiters + 2

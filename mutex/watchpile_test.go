@@ -21,7 +21,7 @@ import (
 // Counts of TestWatchesBounded. Measured on a 2-core machine under -race
 // (shared with other test runs): a failed NonFair.TryLock takes about 1.6 ms,
 // a failed fair TryLock about 2 ms, a fair Lock with a 20 ms ctx about 25 ms,
-// so the issue's full counts take about 45 s and are kept.
+// so the full counts take about 45 s and are kept.
 const (
 	pileNonFairTries = 10000
 	pileFairTries    = 1000
@@ -47,7 +47,7 @@ const (
 	pileSlack = 2
 )
 
-// TestWatchesBounded (issue 9, item 3): another session holds a fair lock
+// TestWatchesBounded: another session holds a fair lock
 // and a NonFair lock for the whole test. Our session then makes 10,000
 // NonFair.TryLock calls and 1,000 fair TryLock calls that fail, and 1,000
 // fair Lock calls whose ctx ends while they are queued behind the holder.

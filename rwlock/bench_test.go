@@ -17,7 +17,7 @@ import (
 )
 
 // Benchmarks print figures; they assert nothing about time. The mixed
-// workload of issue 11 (8 sessions, 20 % writes), for this package and for
+// mixed workload (8 sessions, 20 % writes), for this package and for
 // Curator 5.4 on the same server in the same run:
 //
 //	go test -run '^$' -bench 'Mixed' -benchtime 4000x ./rwlock/

@@ -20,7 +20,7 @@ import (
 //
 //	go test -run '^$' -bench Contended -benchtime 3000x ./semaphore/
 
-// The contended workload: sessions contending for max leases, each
+// The contended workload: sessions contending for max leases, each
 // holder keeping its lease hold (the ceiling is max/hold = 300 a second);
 // the benchmarks that compare take per leases a round with each side.
 const (
@@ -54,7 +54,7 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return ds[int(float64(len(ds)-1)*p)]
 }
 
-// BenchmarkContended is the workload: 8 sessions, a maximum of 3
+// BenchmarkContended is the contended workload: 8 sessions, a maximum of 3
 // leases, each holder keeps its lease 10 ms (the ceiling is 300 acquisitions
 // a second). b.N is the number of acquisitions. It reports acquisitions per
 // second, the wait (Acquire call to return) p50/p99, and the ZooKeeper

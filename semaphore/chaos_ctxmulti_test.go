@@ -15,9 +15,8 @@ import (
 
 // TestAcquireCtxEndsDuringTransaction: an acquire whose ctx ends while its
 // lease transaction (the multi that creates the lease node) is in flight
-// returns ctx's error and leaves no node. Found by the chaos run (issue 14):
-// the engine indexed the transaction's results at -1 when the call failed
-// without results (ctx's error), and the process panicked.
+// returns ctx's error and leaves no node (the call fails without results,
+// which the engine must not index).
 func TestAcquireCtxEndsDuringTransaction(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	s, proxy := sessiontest.ConnectProxy(t, ns)

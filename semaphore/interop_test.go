@@ -1,7 +1,7 @@
 package semaphore_test
 
 // Interoperability with Apache Curator 5.4's InterProcessSemaphoreV2,
-// InterProcessSemaphoreMutex and SharedCount (issue 12): Java participants
+// InterProcessSemaphoreMutex and SharedCount: Java participants
 // (internal/curatortest's CuratorSemaphore program) and Go ones on one path.
 // The Java side gets full server paths (the Go sessions' namespace root plus
 // the path).

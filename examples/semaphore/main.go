@@ -11,7 +11,7 @@
 // the new limit). It counts the holders at every acquire and fails if they
 // ever exceed the limit in force.
 //
-// (load) The workload: -sessions sessions (8) contend for -max leases
+// (load) The contended workload: -sessions sessions (8) contend for -max leases
 // (3), each holder keeping its lease -hold (10 ms), so the ceiling is
 // max/hold acquisitions a second (300). It prints acquisitions a second, the
 // same loop's figure on an in-process semaphore (what this machine allows

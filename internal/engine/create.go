@@ -59,7 +59,7 @@ func (e *Engine) checkDirData(st *zk.Stat) {
 //
 // go-zookeeper v1.0.4 has no create2 and returns only the path of a create;
 // the session reads the czxid from the create's reply header
-// (zksession.Toolkit.CreatedZxid), so a plain create costs no extra request.
+// (zksession.Session.CreatedZxid), so a plain create costs no extra request.
 // With WithMultiCreate(true) the create is sent as a multi with a setData of
 // empty data on the recipe directory (whose data is empty: engines and
 // Curator store nothing there): one transaction, so the directory's new

@@ -7,7 +7,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// Option configures NewEngine.
+// Option configures New.
 type Option func(*config) error
 
 type config struct {

@@ -17,7 +17,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// ACL tests (issue 14). auth_test.go covers digest credentials across a new
+// ACL tests. auth_test.go covers digest credentials across a new
 // session and errors.Is(zk.ErrNoAuth) for an intruder; these cover the ACL
 // of every node the Session creates, and how fast and how precisely a
 // refusal is reported.

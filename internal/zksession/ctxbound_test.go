@@ -15,7 +15,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// TestCtxBoundsSession (issue 9, item 2): every blocking call of the session
+// TestCtxBoundsSession: every blocking call of the session
 // returns within its ctx plus a few milliseconds, whatever the network does.
 // The proxy is partitioned (traffic silently dropped) or, for the calls that
 // wait for the connection, refused; the session timeout is 6 s, so

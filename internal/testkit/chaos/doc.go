@@ -1,4 +1,4 @@
-// Package chaos is the chaos run of issue 14: every recipe of the library used
+// Package chaos is the chaos run: every recipe of the library used
 // at once by many sessions on a 3-member ZooKeeper ensemble while faults are
 // injected at random, and a check of the safety invariants from what the
 // holders and the server saw, not from what the library believes.

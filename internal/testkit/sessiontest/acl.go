@@ -18,7 +18,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// The ACL tests of every package (issue 14) share these helpers: a
+// The ACL tests of every package share these helpers: a
 // credentialed raw connection that can read and remove protected nodes, a
 // check of the ACL of every node of a subtree, a record of the requests a
 // proxy relays, and the check of a refusal (which error, which path, how

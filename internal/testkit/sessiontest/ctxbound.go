@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Bounds of the ctx-bound tests (issue 9, item 2), which check that every
+// Bounds of the ctx-bound tests, which check that every
 // blocking call returns soon after its ctx ends, whatever the network does.
 const (
 	// BoundCtx is the ctx given to each call under test.
@@ -34,7 +34,7 @@ func IsDeadline(err error) bool { return errors.Is(err, context.DeadlineExceeded
 // MeasureBound runs call on a goroutine with a ctx of BoundCtx, while the
 // network is broken, and checks that it returns an error ok accepts within
 // BoundCtx+BoundTolerance. It logs "overshoot <name> <duration>" (the time
-// past the ctx's end) for the table of the issue. A call still blocked
+// past the ctx's end) for a table of overshoots. A call still blocked
 // BoundCap after it began is an overshoot of its own: the stacks of the
 // library's goroutines are logged, heal lifts the fault and the call is
 // awaited (2 minutes at most), so that the test ends on code that ignores

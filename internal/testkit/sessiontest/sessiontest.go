@@ -24,7 +24,7 @@
 //
 // It also holds the harnesses that several packages' tests share: the
 // nil-input table runner (NilCase, CheckNilCases, CatchPanic, Subtree), the
-// ctx-bound measurer of issue 9 (MeasureBound, MeasureBoundWithin, the Bound*
+// ctx-bound measurer (MeasureBound, MeasureBoundWithin, the Bound*
 // constants, LibraryStacks) and the waits Recv and WaitDone. Only tests may
 // import this package, never the library's own code.
 package sessiontest
