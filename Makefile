@@ -2,7 +2,7 @@
 #
 #   make demo   install ZooKeeper if needed, then run the leader-election demo on an embedded server
 #   make test   install ZooKeeper if needed, then go vet and go test -race over the whole module,
-#               then the short chaos run without -race (see internal/chaos/chaos_test.go)
+#               then the short chaos run without -race (see internal/testkit/chaos/chaos_test.go)
 #   make chaos  install ZooKeeper if needed, then run the chaos run (ROUNDS=200 by default,
 #               SEED=<n> to replay a run's fault schedule) and print its report
 #

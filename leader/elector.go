@@ -29,7 +29,7 @@ const (
 // connection is down.
 //
 // The engine keeps the node of a term that ended without Release
-// (recipes.WithKeepNodeUntilRelease): this package releases the lease only
+// (engine.WithKeepNodeUntilRelease): this package releases the lease only
 // after the term's work (Run) or callback (Selector) has returned, or, for a
 // Latch, after it has published the term's end, so no other participant can
 // lead before then. Only a session that really expires takes the node

@@ -40,9 +40,9 @@ const (
 // stays down for longer than the cleanup timeout while the session
 // survives. The cleanup of the ghost must be durable: once the connection is
 // back on the same session, the ghost is deleted and another session can
-// take the lock. Today the sweep runs once within the cleanup timeout (or
-// until the lock is closed) and gives up silently; the ghost then blocks
-// everyone until our session ends.
+// take the lock. A sweep that ran once within the cleanup timeout (or
+// until the lock is closed) and then gave up would leave the ghost blocking
+// everyone until our session ends: this test fails on it.
 //
 // secondcut: the acquire's ctx ends while the connection is up again and it
 // is looking for its ghost; the sweep's first request is dropped and the

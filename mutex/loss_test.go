@@ -135,9 +135,9 @@ func kindNamed(t testing.TB, name string) lockKind {
 // before it deletes the holder's node. The holder's lease ends in
 // go-zookeeper's event callback, on the goroutine that reads the closed
 // connection, with no further hop; the waiter needs the delete's commit, a
-// notification and its own goroutine's wake-up. (When the lease still ended
-// on the session's state goroutine, one hop later, the holder lost this race
-// once in about a hundred runs with both cores busy.)
+// notification and its own goroutine's wake-up. (A lease ended on the
+// session's state goroutine, one hop later, loses this race about once in a
+// hundred runs with both cores busy.)
 func TestHolderSessionKilled(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {

@@ -30,8 +30,8 @@
 //
 // # Fairness
 //
-// A writer holds when no other node sorts before it; a reader holds when no
-// writer sorts before it. Readers that arrive after a queued writer wait for
+// A writer holds when no node sorts before it but its own downgrade's read
+// node; a reader holds when no other writer sorts before it. Readers that arrive after a queued writer wait for
 // it, so readers cannot starve writers, and a reader never waits for a
 // writer queued after it (Kazoo's lock does, and deadlocks).
 //

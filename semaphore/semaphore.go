@@ -30,12 +30,10 @@ const (
 	leaseMarker = "lease-"
 )
 
-// lockDriver is the acquirer mutex: Curator's InterProcessMutex, whose
-// handoff the engine takes on the deletion notice alone (see
-// recipes.TrustHandoff: the counted transaction deletes our mutex node, so it
-// fails if that node is gone).
-
-// The drivers are boxed in their interface once, not at every acquire.
+// guardDriver is the acquirer mutex: Curator's InterProcessMutex, whose
+// handoff the engine takes on the deletion notice alone (the driver's
+// TrustHandoff: the counted transaction deletes our mutex node, so it fails
+// if that node is gone). leaseDriver lists the lease nodes.
 var (
 	guardDriver = func() *engine.Driver { d := engine.Standard(lockMarker, 1); d.TrustHandoff = true; return d }()
 	leaseDriver = engine.Standard(leaseMarker, 1)

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -96,7 +97,13 @@ func (s *Session) Conn() *zk.Conn { return s.s.Conn() }
 // (WithNamespace) followed by p. p must be absolute, not "/", without a
 // trailing '/', empty, "." or ".." segments, NUL or the characters ZooKeeper
 // rejects; otherwise the error matches ErrBadArgument.
-func (s *Session) Path(p string) (string, error) { return s.s.Path(p) }
+func (s *Session) Path(p string) (string, error) {
+	full, err := s.s.Path(p)
+	if err != nil {
+		return "", fmt.Errorf("session: %w", err)
+	}
+	return full, nil
+}
 
 // Subscribe returns a subscription to the Session's state transitions.
 func (s *Session) Subscribe() *Subscription {

@@ -71,7 +71,7 @@ type attempt struct {
 	prev []Child          // the last snapshot decided on, up to ours (see keepPrefix)
 	gone string           // the watched child, reported deleted by its watch
 
-	// Looking ahead (see LooksAhead): while we watch the child two places
+	// Looking ahead (see Driver.LookAhead): while we watch the child two places
 	// before ours (looking), pred is our predecessor; once that child is
 	// gone, the read that follows carries a data watch on pred along (spec).
 	pred string

@@ -13,7 +13,7 @@ import (
 // recipe and the path once, then the cause, e.g.
 //
 //	mutex "/locks/billing": busy
-//	leader "": bad path "": empty
+//	leader "": bad path: empty
 //
 // The layers below name no package, so nothing is said twice. It unwraps to
 // the cause, so errors.Is still matches the sentinels of every layer
@@ -60,6 +60,9 @@ func (e *Error) reason(err error) string {
 	}
 	if inner, ok := err.(*Error); ok && inner.Recipe == e.Recipe {
 		return e.reason(inner.Err)
+	}
+	if pe, ok := err.(*zksession.PathError); ok && pe.Path == e.Path {
+		return "bad path: " + pe.Reason // the path is named once, by e
 	}
 	msg := err.Error()
 	pkg, _, _ := strings.Cut(e.Recipe, " ") // "semaphore count": "semaphore"

@@ -20,21 +20,21 @@ import (
 // for any reason; Err then says why:
 //
 //   - ErrReleased: Release was called;
-//   - zksession.ErrSuspended (standard loss policy): the connection went down,
+//   - session.ErrSuspended (standard loss policy): the connection went down,
 //     the server may expire the session at any moment; once the session is
-//     known lost, Err matches zksession.ErrLost as well (see below);
-//   - zksession.ErrLost: the session ended (expired, replaced, or declared lost
+//     known lost, Err matches session.ErrLost as well (see below);
+//   - session.ErrLost: the session ended (expired, replaced, or declared lost
 //     by the local timer), so the server deletes (or has deleted) our node;
-//   - zksession.ErrClosed: the session was closed;
+//   - session.ErrClosed: the session was closed;
 //   - ErrNodeDeleted: our node was deleted by someone else;
 //   - ErrClosed: the Engine (the recipe) was closed.
 //
 // Errors are wrapped (with the path or session id); match them with
 // errors.Is. Err is the up-to-date reason: a lease that ended at a suspension
 // whose session was then lost (expired on the server, or declared lost by the
-// local timer) reports an error matching both zksession.ErrSuspended and
-// zksession.ErrLost, so errors.Is(err, zksession.ErrLost) tells a holder that its
-// node is gone with its session, while errors.Is(err, zksession.ErrSuspended)
+// local timer) reports an error matching both session.ErrSuspended and
+// session.ErrLost, so errors.Is(err, session.ErrLost) tells a holder that its
+// node is gone with its session, while errors.Is(err, session.ErrSuspended)
 // alone means the session may still be alive. Context's cause cannot change
 // once the context is canceled: it stays the first reason.
 //
@@ -132,8 +132,8 @@ func (e *Engine) grant(a *attempt) (*Lease, error) {
 func (l *Lease) Done() <-chan struct{} { return l.Context().Done() }
 
 // Err returns nil while the lease is held, then why it ended (see Lease). It
-// is the up-to-date reason: after a suspension (zksession.ErrSuspended) it also
-// matches zksession.ErrLost once the lease's session is known lost.
+// is the up-to-date reason: after a suspension (session.ErrSuspended) it also
+// matches session.ErrLost once the lease's session is known lost.
 func (l *Lease) Err() error {
 	if l == nil {
 		return errNilLease()
@@ -158,7 +158,7 @@ func (l *Lease) Err() error {
 // Context returns a context canceled when the lease ends. Run the guarded
 // work under it. Its cause (context.Cause) is the first reason the lease
 // ended and cannot change afterwards; Err gives the up-to-date reason (for
-// example zksession.ErrLost after zksession.ErrSuspended).
+// example session.ErrLost after session.ErrSuspended).
 func (l *Lease) Context() context.Context {
 	if l == nil {
 		ctx, cancel := context.WithCancelCause(context.Background())
@@ -225,7 +225,7 @@ func (l *Lease) Epoch() *zksession.Epoch {
 // deletes our node, retrying connection errors within ctx; if the connection
 // is down or ctx ends first, the delete is handed to the session's
 // guaranteed-delete queue and Release returns nil: the node goes once the
-// session is back, or with the zksession. With a ctx that has already ended,
+// session is back, or with the session. With a ctx that has already ended,
 // Release sends nothing: it queues the delete and returns at once. A fixed
 // node (AcquireFixed) is deleted only while it is still ours, by the lease's
 // goroutine, which keeps trying while the connection is down; Release waits

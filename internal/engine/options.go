@@ -111,9 +111,8 @@ const (
 
 // WithMultiCreate(true) creates contender nodes with a multi of the create
 // and an empty setData on the recipe directory, whose Stat returns the
-// fencing token (our czxid), as this package did before it read the token
-// from the create's reply (see the package documentation); the directory's
-// data version then grows with every acquire. The default, and
+// fencing token (our czxid) without reading it from the create's reply; the
+// directory's data version then grows with every acquire. The default, and
 // WithMultiCreate(false), is a plain create whose token the session reads
 // from the reply, with no other request; with false, the nodes a read-write
 // lock's downgrade places and a semaphore's leases never write the

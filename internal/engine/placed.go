@@ -27,7 +27,7 @@ import (
 // not positions: a placed node has the same sequence as its anchor, and
 // which of the two sorts first is left to their names.
 
-// anchorSeq returns the sequence text of a Placed driver's anchor (the text
+// anchorSeq returns the sequence text of a placing driver's anchor (the text
 // after its last marker, as the server wrote it), or "" for a driver whose
 // nodes are queued.
 func anchorSeq(d *Driver) (string, error) {

@@ -130,7 +130,7 @@ func (a *attempt) wait(watch string) error {
 	// steps down, then costs neither the request nor the notification
 	// that our own delete would fire at our release, and a notice within
 	// the delay still grants without a read (a.quick, see heldWithout).
-	// A waiter that looks ahead (see LooksAhead) is not next in line: the
+	// A waiter that looks ahead (see Driver.LookAhead) is not next in line: the
 	// read that follows the deletion it waits for finds a delete of ours.
 	// The lease then sets the watch nodeWatchDelay after the acquire, so a
 	// third party's delete of our node, before or after the acquire, ends

@@ -26,9 +26,8 @@ const MaxLen = 512 << 10
 // address nor a host name.
 const Fallback = "127.0.0.1"
 
-// Reasons for which Validate rejects an id. Callers wrap them in their own
-// package's sentinel (mutex.ErrBadOption, leader.ErrBadOption); they stay
-// reachable with errors.Is.
+// Reasons for which Validate rejects an id. Callers wrap them in
+// session.ErrBadArgument; they stay reachable with errors.Is.
 var (
 	ErrEmpty   = errors.New("participant id is empty")
 	ErrUTF8    = errors.New("participant id is not valid UTF-8")

@@ -131,7 +131,7 @@ func (s *Session) Retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) e
 // below the namespace (p included) as a container node, all with ACL(); nodes
 // that exist are left as they are. It retries connection-level errors like
 // Retry (across epochs: creating parents is idempotent) and creates again
-// when the server reaps a container in between. Errors wrap ErrBadPath for a
+// when the server reaps a container in between. Errors wrap ErrBadArgument for a
 // bad p or one outside the namespace, ctx's error, or ErrClosed; a create
 // that ZooKeeper refuses (zk.ErrNoAuth when the parent's ACL does not admit
 // the session's credentials) fails at once, not retried, with an *OpError

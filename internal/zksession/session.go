@@ -117,6 +117,14 @@ type zkEvent struct {
 // time waited and the last dial error. The "session established" log line
 // gives the negotiated session timeout, which SessionTimeout also returns.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
+	s, err := connect(ctx, servers, opts)
+	if err != nil && errors.Is(err, ErrBadArgument) {
+		return nil, fmt.Errorf("session: connect: %w", err)
+	}
+	return s, err
+}
+
+func connect(ctx context.Context, servers []string, opts []Option) (*Session, error) {
 	if ctx == nil {
 		return nil, badOption("nil context")
 	}

@@ -3,7 +3,7 @@
 // injected at random, and a check of the safety invariants from what the
 // holders and the server saw, not from what the library believes.
 //
-// It is run by the program internal/chaos/cmd/chaos (`make chaos ROUNDS=1000`)
+// It is run by the program internal/testkit/chaos/cmd/chaos (`make chaos ROUNDS=1000`)
 // and, in short form (100 rounds, 8 sessions, shorter rounds), by TestChaos in
 // the test suite. Run returns a Report; its String is what both print.
 //
@@ -204,22 +204,20 @@
 // The report prints the seed. The same seed draws the same faults, targets
 // and durations, and the same choices in every worker:
 //
-//	go run ./internal/chaos/cmd/chaos -rounds 1000 -seed <seed>
-//	ZKRECIPES_CHAOS_SEED=<seed> go test -race -count=1 -run TestChaos ./internal/chaos/
+//	go run ./internal/testkit/chaos/cmd/chaos -rounds 1000 -seed <seed>
+//	ZKRECIPES_CHAOS_SEED=<seed> go test -count=1 -run TestChaos ./internal/testkit/chaos/
 //
 // Timing is not replayed: which session holds what when a fault lands depends
 // on the scheduler, so a replay repeats the schedule, not the interleaving.
 //
-// # Known: a data race inside go-zookeeper under -race
+// # Without the race detector
 //
-// go-zookeeper v1.0.4 reads Conn.lastZxid in sendSetWatches (on its loop
-// goroutine, right after a reconnect) while recvLoop, already started for the
-// new connection, writes it for every reply (conn.go:614 and :849; reported
-// upstream as samuel/go-zookeeper#178 and #260, fix proposed in
-// go-zookeeper/zk#35). The chaos run reconnects sessions that hold watches
-// hundreds of times while requests are in flight, so under -race the detector
-// may report it and fail TestChaos although no invariant was broken: the
-// report is logged either way. The race is outside this module; it cannot be
-// avoided from the session package without delaying every request after a
-// reconnect.
+// The run is built without -race: the detector slows every goroutine
+// several times over, and the run's checks are about time (a call back
+// within its ctx, a holder told before the next one acquires), which it would
+// turn into noise. The data race go-zookeeper v1.0.4 has on Conn.lastZxid
+// does not happen here: the session's wire layer zeroes the zxid of every
+// reply, so go-zookeeper never writes that field (docs/design.md, "The wire
+// layer"), and the packages' own tests, which run under -race, reconnect
+// with watches set (TestWatchesAcrossReconnects).
 package chaos

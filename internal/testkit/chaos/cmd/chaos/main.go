@@ -1,10 +1,10 @@
-// Command chaos runs the chaos run of package internal/chaos: every recipe
+// Command chaos runs the chaos run of package internal/testkit/chaos: every recipe
 // used at once by many sessions on a 3-member ZooKeeper ensemble while faults
 // are injected at random, then prints the report. It exits 1 if the report
 // lists a violation and 2 if the run could not be carried out.
 //
-//	go run ./internal/chaos/cmd/chaos -rounds 1000
-//	go run ./internal/chaos/cmd/chaos -rounds 1000 -seed 1712345678   # replay a run's fault schedule
+//	go run ./internal/testkit/chaos/cmd/chaos -rounds 1000
+//	go run ./internal/testkit/chaos/cmd/chaos -rounds 1000 -seed 1712345678   # replay a run's fault schedule
 package main
 
 import (
