@@ -18,6 +18,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/testkit/curatortest"
 	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -388,3 +389,204 @@ func (r *interopRecorder) check(t *testing.T, java ...interopInterval) {
 		return b.String()
 	}())
 }
+
+// curatorSelectorNode is the name of a LeaderSelector node (Curator's
+// InterProcessMutex layout), Curator's or a Go Selector's.
+var curatorSelectorNode = regexp.MustCompile(`^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-[0-9]{10}$`)
+
+// A Go Selector and Curator's InterProcessMutex (what LeaderSelector runs on)
+// on one path exclude each other in both orders: while Java holds the mutex
+// the Go node queues behind it and the callback does not run; once Java
+// releases, the callback runs; while the callback runs, Java's acquire does
+// not succeed, and it succeeds once the callback has returned and the Go node
+// is gone. Each side sees the other's node in the queue. A Selector with any
+// other node layout (the latch- marker, say) would lead at once beside Java's
+// lock- node and be ignored by Curator's mutex, so it would fail here.
+func TestCuratorMutexExcludesSelector(t *testing.T) {
+	ctx := interopContext(t)
+	ns := zktest.NewNamespace(t)
+	full := ns.Path(interopPath)
+	java := curatortest.StartMutex(t, ns.Servers(), full)
+	s := sessiontest.Connect(t, ns)
+
+	// Java holds first.
+	j1, err := java.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The callback reports each term it starts and blocks until the test
+	// releases it (or its term ends); it must not fail the test itself.
+	started := make(chan *leader.Term, 4)
+	release := make(chan struct{})
+	returned := make(chan time.Time, 4)
+	sel, err := leader.NewSelector(s, interopPath, func(ctx context.Context) error {
+		term, _ := leader.TermFromContext(ctx)
+		started <- term
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		returned <- time.Now()
+		return nil
+	}, leader.WithID("go-selector"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sel.Close() })
+	if err := sel.Start(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The Go node queues behind Java's: both are listed, Java's first and
+	// holding, each with Kind "lock", in Curator's name format.
+	q := interopWaitSelectorQueue(t, ctx, s, 2)
+	javaID := q[0].ID // Curator's default node data: the local address
+	if q[0].Node != j1.Name || !q[0].Holds || q[0].Kind != "lock" || javaID == "" {
+		t.Errorf("first participant %+v, want Curator's node %s holding, Kind lock, with an id", q[0], j1.Name)
+	}
+	goNode := q[1].Node
+	if q[1].ID != "go-selector" || q[1].Holds || q[1].Kind != "lock" {
+		t.Errorf("second participant %+v, want go-selector waiting, Kind lock", q[1])
+	}
+	interopCheckSelectorNodes(t, q)
+	interopJavaQueue(t, ctx, java, j1.Name, goNode)
+	// A bounded wait: the callback must not start while Java holds.
+	notYet := time.NewTimer(500 * time.Millisecond)
+	select {
+	case term := <-started:
+		notYet.Stop()
+		t.Fatalf("the selector's callback started (node %s) while Curator holds the mutex (node %s)", term.Node(), j1.Name)
+	case <-notYet.C:
+	}
+	if sel.IsLeader() {
+		t.Fatal("the selector says it leads while Curator holds the mutex")
+	}
+
+	// Java releases: the callback starts, on the queued Go node.
+	released := time.Now()
+	if err := java.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var term *leader.Term
+	select {
+	case term = <-started:
+	case <-ctx.Done():
+		t.Fatalf("the selector's callback did not start after Curator released: %v", ctx.Err())
+	}
+	if term == nil || term.Node() != goNode || !term.Started().After(released) {
+		t.Fatalf("callback's term %v; want node %s, started after Curator's release at %s", term, goNode, selectorTime(released))
+	}
+
+	// While the callback runs, Java cannot acquire: a timed acquire gives
+	// up, and an untimed one queues behind the Go node and waits.
+	q = interopWaitSelectorQueue(t, ctx, s, 1)
+	if q[0].Node != goNode || !q[0].Holds {
+		t.Fatalf("participants %+v, want only go-selector's %s, holding", q, goNode)
+	}
+	if q[0].Kind != "lock" {
+		t.Errorf("the leading selector's participant has Kind %q, want lock", q[0].Kind)
+	}
+	if n, ok, err := java.TryAcquire(ctx, 300*time.Millisecond); err != nil || ok {
+		t.Fatalf("Curator's acquire(300 ms) while the Go selector leads = %+v, %v, %v; want a timeout", n, ok, err)
+	}
+	if err := java.BeginAcquire(); err != nil {
+		t.Fatal(err)
+	}
+	q = interopWaitSelectorQueue(t, ctx, s, 2)
+	if q[0].Node != goNode || !q[0].Holds || q[1].ID != javaID || q[1].Holds {
+		t.Fatalf("participants %+v, want go-selector's %s holding, then Curator's node (id %s) waiting", q, goNode, javaID)
+	}
+	if q[1].Kind != "lock" {
+		t.Errorf("Curator's participant %+v has Kind %q, want lock", q[1], q[1].Kind)
+	}
+	interopCheckSelectorNodes(t, q)
+	javaNode := q[1].Node
+	interopJavaQueue(t, ctx, java, goNode, javaNode)
+	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	l, err := java.WaitAcquired(wctx)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Curator acquired (%v, %v) while the Go selector's callback runs", l, err)
+	}
+	if !sel.IsLeader() || ended(term) {
+		t.Fatal("the selector's term ended while its callback runs")
+	}
+
+	// The callback returns: the term ends, the Go node is deleted, and then
+	// Java acquires.
+	close(release)
+	var back time.Time
+	select {
+	case back = <-returned:
+	case <-ctx.Done():
+		t.Fatalf("the callback did not return: %v", ctx.Err())
+	}
+	j2, err := java.WaitAcquired(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j2.Name != javaNode || !j2.At.After(back) {
+		t.Fatalf("Curator acquired node %s at %s; want node %s after the callback returned at %s",
+			j2.Name, selectorTime(j2.At), javaNode, selectorTime(back))
+	}
+	waitClosed(t, term.Done(), "the selector's term ends after its callback returned")
+	if !errors.Is(term.Err(), recipes.ErrReleased) {
+		t.Errorf("the term ended with %v, want ErrReleased", term.Err())
+	}
+	q = interopWaitSelectorQueue(t, ctx, s, 1)
+	if q[0].Node != javaNode || !q[0].Holds {
+		t.Fatalf("participants %+v after the callback returned, want only Curator's %s, holding", q, javaNode)
+	}
+	if len(started) != 0 {
+		t.Fatal("the callback ran again (the selector requeued without WithRequeue)")
+	}
+	if err := java.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	interopWaitSelectorQueue(t, ctx, s, 0)
+}
+
+// interopWaitSelectorQueue waits until the election at interopPath has n
+// participants, as leader.Participants reads them, and returns them.
+func interopWaitSelectorQueue(t *testing.T, ctx context.Context, s *session.Session, n int) []recipes.Participant {
+	t.Helper()
+	var ps []recipes.Participant
+	var lastErr error
+	last := selectorLastRead(func() string { return fmt.Sprintf("%+v (error %v)", ps, lastErr) })
+	zktest.Eventually(t, 15*time.Second, func() bool {
+		ps, lastErr = leader.Participants(ctx, s, interopPath)
+		return lastErr == nil && len(ps) == n
+	}, "%d participants; last read %v", n, last)
+	return ps
+}
+
+// selectorLastRead formats what a wait last read, when its message is built.
+type selectorLastRead func() string
+
+func (f selectorLastRead) String() string { return f() }
+
+// interopCheckSelectorNodes checks that the participants' nodes have
+// Curator's InterProcessMutex name format.
+func interopCheckSelectorNodes(t *testing.T, ps []recipes.Participant) {
+	t.Helper()
+	for _, p := range ps {
+		if !curatorSelectorNode.MatchString(p.Node) {
+			t.Errorf("node %q does not have Curator's InterProcessMutex name format", p.Node)
+		}
+	}
+}
+
+// interopJavaQueue checks that Curator's mutex sees the nodes in this order.
+func interopJavaQueue(t *testing.T, ctx context.Context, java *curatortest.Mutex, nodes ...string) {
+	t.Helper()
+	got, err := java.Participants(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, " ") != strings.Join(nodes, " ") {
+		t.Fatalf("Curator's queue %v, want %v", got, nodes)
+	}
+}
+
+func selectorTime(x time.Time) string { return x.Format("15:04:05.000000") }

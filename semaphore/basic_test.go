@@ -53,8 +53,8 @@ func TestAcquireRelease(t *testing.T) {
 		t.Fatalf("participants = %+v", ps)
 	}
 	for i, p := range ps {
-		if p.Node != held[i].Node() || p.Token != held[i].Token() {
-			t.Fatalf("participant %d = %+v, lease node %s token %d", i, p, held[i].Node(), held[i].Token())
+		if p.Node != held[i].Node() || p.Token != held[i].Token() || !p.Holds || p.Kind != "lease" {
+			t.Fatalf("participant %d = %+v, lease node %s token %d, want it holding", i, p, held[i].Node(), held[i].Token())
 		}
 	}
 	got := acquireAsync(ctx, b, 1)

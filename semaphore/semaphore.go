@@ -33,11 +33,12 @@ const (
 // guardDriver is the acquirer mutex: Curator's InterProcessMutex, whose
 // handoff the engine takes on the deletion notice alone (the driver's
 // TrustHandoff: the counted transaction deletes our mutex node, so it fails
-// if that node is gone). leaseDriver lists the lease nodes.
-var (
-	guardDriver = func() *engine.Driver { d := engine.Standard(lockMarker, 1); d.TrustHandoff = true; return d }()
-	leaseDriver = engine.Standard(leaseMarker, 1)
-)
+// if that node is gone).
+var guardDriver = func() *engine.Driver {
+	d := engine.Standard(lockMarker, 1)
+	d.TrustHandoff = true
+	return d
+}()
 
 // Semaphore is a distributed counting semaphore, wire-compatible with Apache
 // Curator's InterProcessSemaphoreV2: Go and Java processes acquiring leases on
@@ -206,13 +207,24 @@ func (s *Semaphore) Held() int { return s.held.Count() }
 // Participants returns the lease nodes in sequence order, with the
 // participant id each stores: the current holders, plus, while a Curator
 // acquirer waits, its waiting node (Curator creates its lease node before it
-// waits; this package does not). A missing directory gives an empty list.
-// ctx bounds the requests.
+// waits; this package does not). The first nodes, up to the maximum (a
+// SharedCount's current value), have Holds set. A missing directory gives an
+// empty list. ctx bounds the requests.
 func (s *Semaphore) Participants(ctx context.Context) ([]recipes.Participant, error) {
 	if ctx == nil {
 		return nil, s.errf(fmt.Errorf("%w: nil context", session.ErrBadArgument))
 	}
-	return s.leases.Participants(ctx, leaseDriver)
+	limit, _, err := s.currentMax(ctx)
+	if err != nil {
+		return nil, s.errf(err)
+	}
+	ps, err := s.leases.Participants(ctx, engine.Standard(leaseMarker, max(limit, 1)))
+	if limit < 1 {
+		for i := range ps {
+			ps[i].Holds = false
+		}
+	}
+	return ps, err
 }
 
 // Close ends the leases of this Semaphore (cause session.ErrClosed; their nodes are
