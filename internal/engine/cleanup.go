@@ -191,7 +191,13 @@ func (w *cleanupWait) stop() {
 // await waits for done while the connection is up and within the bounds;
 // it returns false once a bound has passed (or the session is closed).
 func (w *cleanupWait) await(done <-chan struct{}) bool {
-	for up(w.e.zs) {
+	for {
+		// The channel first, then the state: a transition after the check
+		// closes the channel taken before it.
+		changed := w.e.zs.Changed()
+		if !up(w.e.zs) {
+			return true
+		}
 		var grace <-chan time.Time
 		if w.grace != nil {
 			grace = w.grace.C
@@ -207,9 +213,11 @@ func (w *cleanupWait) await(done <-chan struct{}) bool {
 			return false
 		case <-w.ctxDone:
 			w.startGrace()
+		case <-changed:
+			// The connection went down (the queue finishes the delete
+			// once it is back) or came back: check again.
 		}
 	}
-	return true
 }
 
 // ctxError returns ctx's error, with its cause when that says more.

@@ -650,3 +650,45 @@ func TestCloseWaitsForLateCreate(t *testing.T) {
 		t.Fatalf("Acquire during Close = %v, want ErrClosed", err)
 	}
 }
+
+// TestCloseAfterSuspensionIsPrompt: a lease that ended at a suspension (a
+// partition) has its node handed to the session's queue; neither Release
+// nor Close waits for that delete while the connection is down. The lease's
+// monitor may begin its wait for the delete just before the state goroutine
+// reports Suspended (the lease ends a hop earlier): the wait ends at that
+// transition, not at the cleanup timeout. Each round holds a lease longer
+// than the node watch's delay, so that its monitor runs.
+func TestCloseAfterSuspensionIsPrompt(t *testing.T) {
+	const rounds = 4
+	for i := 0; i < rounds; i++ {
+		ns := zktest.NewNamespace(t)
+		s, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(2*time.Second))
+		rec := sessiontest.Record(t, s)
+		in := newInternals(t, s) // cleanup timeout: the default 5 s
+		l, err := in.Acquire(ctxT(t), lockDriver, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zktest.Eventually(t, wait, func() bool { return sessiontest.Core(s).WatchCount() > 0 }, "the lease's own-node watch")
+		p.Partition()
+		<-l.Done()
+		if !errors.Is(l.Err(), session.ErrSuspended) {
+			t.Fatalf("lease ended with %v, want ErrSuspended", l.Err())
+		}
+		start := time.Now()
+		if err := l.Release(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		released := time.Since(start)
+		if err := in.Close(); err != nil {
+			t.Fatal(err)
+		}
+		closed := time.Since(start)
+		t.Logf("round %d: Release %v, Release+Close %v", i, released.Round(time.Millisecond), closed.Round(time.Millisecond))
+		if closed > time.Second {
+			t.Fatalf("Release and Close took %v after the lease ended at a suspension, want well under the 5 s cleanup timeout", closed)
+		}
+		rec.Wait(t, wait, session.Suspended)
+		p.Heal()
+	}
+}

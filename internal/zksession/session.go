@@ -629,6 +629,15 @@ func (s *Session) Epoch() *Epoch {
 	return s.epoch
 }
 
+// Changed returns a channel that is closed at the Session's next state
+// transition (the one after the current State), for waits that must end
+// when the connection goes down or comes back.
+func (s *Session) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
 // Done returns a channel that is closed when Close begins.
 func (s *Session) Done() <-chan struct{} { return s.done }
 
