@@ -65,8 +65,8 @@ import (
 //     matching context.Canceled after Term.Resign gives nil); the cause of
 //     the loss (matching session.ErrSuspended, session.ErrLost, ...) when
 //     leadership was lost first;
-//   - session.ErrBadArgument for a nil ctx, session or work, session.ErrBadArgument for a bad
-//     option, before anything is started.
+//   - session.ErrBadArgument for a nil ctx, session or work or a bad option,
+//     before anything is started.
 //
 // Disconnects, lost sessions and transient errors while campaigning are not
 // returned: Run enters the election again.

@@ -45,7 +45,7 @@ func TestNeverTwoLeaders(t *testing.T) {
 	rng := rand.New(rand.NewSource(seed))
 
 	ens := zktest.StartEnsembleT(t, 3)
-	inspect := zktest.ConnT(t, ens.Servers(), 10*time.Second)
+	inspect := zktest.Conn(t, ens.Servers(), 10*time.Second)
 	log := newTermLog(t)
 	const n = 3
 	var (

@@ -91,9 +91,9 @@ func (t *Term) Done() <-chan struct{} { return t.Context().Done() }
 //     or declared lost by the local timer), and the node with it; a term that
 //     ended at a suspension matches session.ErrLost too (as well as
 //     session.ErrSuspended) once its session is known lost;
-//   - session.ErrClosed: the session was closed;
+//   - session.ErrClosed: the participant or the session was closed (the
+//     message says which);
 //   - recipes.ErrNodeDeleted: the node was deleted by a third party;
-//   - session.ErrClosed, session.ErrClosed: the participant was closed;
 //   - recipes.ErrReleased: the work or callback returned while still leading, or
 //     leadership was given up by Resign (Term, Latch or Selector);
 //   - ErrPanicked: Run's work or a Selector's callback panicked while still

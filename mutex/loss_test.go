@@ -455,7 +455,7 @@ func TestSameSessionBackAfterLocalLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := lockAsync(t, ctx, waiter, new(atomic.Int64))
-	raw := zktest.ConnT(t, px.Servers(), 0) // through the proxy too: it lives across the restart
+	raw := zktest.Conn(t, px.Servers(), 0) // through the proxy too: it lives across the restart
 	waitKids(t, raw, ns, 2)
 	hid, wid := hs.SessionID(), ws.SessionID()
 

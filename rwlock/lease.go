@@ -95,8 +95,8 @@ func (l *Lease) checkOwner() error {
 	return nil
 }
 
-// WriteLease is the handle of a held write lock: a Lease (Side() == Write)
-// that can also be downgraded to a read lease.
+// WriteLease is the handle of a held write lock: a Lease that can also be
+// downgraded to a read lease.
 type WriteLease struct {
 	Lease
 	c  *core

@@ -51,6 +51,12 @@ func init() {
 // A malformed or empty server list (a missing host, a port that is not a
 // number from 1 to 65535, a chroot), a bad option or a nil ctx fail at once
 // with an error matching ErrBadArgument, before anything is started.
+//
+// Connect also refuses, at once, a binary built with a go-zookeeper other
+// than v1.0.4: the session reads and rewrites go-zookeeper's wire traffic,
+// which was verified against that version only (Go's module selection can
+// give a build a newer one). The error names the version found and how to pin
+// v1.0.4 in go.mod.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
 	zopts := make([]zksession.Option, len(opts))
 	for i, o := range opts {

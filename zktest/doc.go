@@ -46,7 +46,7 @@
 //     them, and OnRequest hooks each request, to SwallowReply (the ghost-node
 //     case: the server acts, the client sees a connection error) or
 //     DropRequest.
-//   - ExpireSession ends a session on the server at once; HoldSessionT keeps
+//   - ExpireSession ends a session on the server at once; HoldSession keeps
 //     it alive from another connection. Both take the credentials that
 //     Proxy.Sessions or Tap.Sessions recorded.
 //   - Tap wraps a client's dialer and records its requests by operation,

@@ -15,7 +15,7 @@ func TestEnsembleFailover(t *testing.T) {
 	if len(e.Servers()) != 3 {
 		t.Fatalf("servers %v", e.Servers())
 	}
-	c := zktest.ConnT(t, e.Servers(), 4*time.Second)
+	c := zktest.Conn(t, e.Servers(), 4*time.Second)
 	if _, err := c.Create("/x", []byte("0"), 0, acl); err != nil {
 		t.Fatalf("write to a fresh ensemble: %v", err)
 	}
@@ -51,7 +51,7 @@ func TestEnsembleFailover(t *testing.T) {
 		t.Fatalf("restarted former leader has mode %q, want follower", st.Mode)
 	}
 	// It serves the data written while it was down.
-	direct := zktest.ConnT(t, old.Servers(), 4*time.Second)
+	direct := zktest.Conn(t, old.Servers(), 4*time.Second)
 	if _, err := direct.Sync("/x"); err != nil {
 		t.Fatal(err)
 	}

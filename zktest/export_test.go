@@ -10,7 +10,7 @@ import (
 var (
 	InstallCommand = installCommand
 	ErrBadArgument = errBadArgument
-	HoldSession    = holdSession
+	HoldSessionCtx = holdSession
 	Shared         = shared
 )
 

@@ -17,7 +17,7 @@ import (
 func TestHoldSessionAndForceNewSessions(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	px := ns.Proxy(t)
-	c := zktest.ConnT(t, px.Servers(), time.Second)
+	c := zktest.Conn(t, px.Servers(), time.Second)
 	observer := ns.Conn(t)
 	old := c.SessionID()
 	p := ns.Path("eph")
@@ -31,7 +31,7 @@ func TestHoldSessionAndForceNewSessions(t *testing.T) {
 		}
 	}
 	px.ForceNewSessions(true)
-	release := zktest.HoldSessionT(t, ns.Servers(), creds)
+	release := zktest.HoldSession(t, ns.Servers(), creds)
 	// The server closed the client's connection; it reconnects on a new
 	// session.
 	zktest.Eventually(t, 15*time.Second, func() bool {
@@ -52,10 +52,10 @@ func TestHoldSessionAndForceNewSessions(t *testing.T) {
 		ok, _, err := observer.Exists(p)
 		return err == nil && !ok
 	}, "the released session did not expire")
-	if _, err := zktest.HoldSession(context.Background(), ns.Servers(), creds); err == nil {
+	if _, err := zktest.HoldSessionCtx(context.Background(), ns.Servers(), creds); err == nil {
 		t.Fatal("HoldSession attached to an expired session")
 	}
-	if _, err := zktest.HoldSession(nil, ns.Servers(), creds); !errors.Is(err, zktest.ErrBadArgument) { //nolint:staticcheck // nil on purpose
+	if _, err := zktest.HoldSessionCtx(nil, ns.Servers(), creds); !errors.Is(err, zktest.ErrBadArgument) { //nolint:staticcheck // nil on purpose
 		t.Fatalf("nil ctx: %v", err)
 	}
 }

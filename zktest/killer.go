@@ -12,7 +12,7 @@ import (
 
 // SessionCreds are what it takes to attach to a ZooKeeper session: its id,
 // and the password and negotiated timeout that ExpireSession and
-// HoldSessionT need. Proxy.Sessions and Tap.Sessions record them from the
+// HoldSession need. Proxy.Sessions and Tap.Sessions record them from the
 // servers' replies (go-zookeeper has no password accessor).
 type SessionCreds struct {
 	// ID is the session id, as zk.Conn.SessionID returns it.
@@ -110,7 +110,7 @@ func expireOn(ctx context.Context, addr string, creds SessionCreds) error {
 	}
 }
 
-// holdSession is HoldSessionT without the test: ctx bounds the attach. A nil
+// holdSession is HoldSession without the test: ctx bounds the attach. A nil
 // ctx gives an error; so does a session already gone.
 func holdSession(ctx context.Context, servers []string, creds SessionCreds) (release func(), err error) {
 	if ctx == nil {
@@ -136,7 +136,7 @@ func holdSession(ctx context.Context, servers []string, creds SessionCreds) (rel
 	return nil, fmt.Errorf("zktest: hold session %s: %w", creds.hexID(), errors.Join(errs...))
 }
 
-// HoldSessionT attaches to the session creds on the first of servers that
+// HoldSession attaches to the session creds on the first of servers that
 // answers and keeps it alive with pings until release is called, so that the
 // server cannot expire it whatever its own client does. The server moves the
 // session to this connection and closes the client's. release (idempotent)
@@ -144,7 +144,7 @@ func holdSession(ctx context.Context, servers []string, creds SessionCreds) (rel
 // expires one timeout later; t.Cleanup calls it at the latest. It fails the
 // test if no server lets it attach within 20 s (a session already gone
 // cannot be held).
-func HoldSessionT(t TB, servers []string, creds SessionCreds) (release func()) {
+func HoldSession(t TB, servers []string, creds SessionCreds) (release func()) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

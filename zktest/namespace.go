@@ -97,7 +97,7 @@ func (ns *Namespace) Path(p string) string {
 // go-zookeeper's log goes to t.Logf while the test runs.
 func (ns *Namespace) Conn(t TB) *zk.Conn {
 	t.Helper()
-	return ConnT(t, ns.Servers(), 0)
+	return Conn(t, ns.Servers(), 0)
 }
 
 // Proxy returns a proxy in front of the namespace's server, closed in
@@ -107,11 +107,11 @@ func (ns *Namespace) Proxy(t TB) *Proxy {
 	return NewProxyT(t, ns.Servers()...)
 }
 
-// ConnT connects a raw go-zookeeper client to servers with the given session
+// Conn connects a raw go-zookeeper client to servers with the given session
 // timeout (0 means 10 s), waits for its session and closes it in t.Cleanup.
 // opts are go-zookeeper options such as zk.WithDialer(tap.Dialer()).
 // go-zookeeper's log goes to t.Logf while the test runs.
-func ConnT(t TB, servers []string, sessionTimeout time.Duration, opts ...func(*zk.Conn)) *zk.Conn {
+func Conn(t TB, servers []string, sessionTimeout time.Duration, opts ...func(*zk.Conn)) *zk.Conn {
 	t.Helper()
 	if sessionTimeout <= 0 {
 		sessionTimeout = 10 * time.Second

@@ -33,7 +33,7 @@ func TestNilInputs(t *testing.T) {
 		{"Mntr", func() error { _, err := zktest.Mntr(nilCtx, addr); return err }},
 		{"WatchNotifications", func() error { _, err := zktest.WatchNotifications(nilCtx, addr); return err }},
 		{"ExpireSession", func() error { return zktest.ExpireSession(nilCtx, []string{addr}, creds) }},
-		{"HoldSession", func() error { _, err := zktest.HoldSession(nilCtx, []string{addr}, creds); return err }},
+		{"HoldSession", func() error { _, err := zktest.HoldSessionCtx(nilCtx, []string{addr}, creds); return err }},
 		{"Ensemble.WaitReady", func() error { return new(zktest.Ensemble).WaitReady(nilCtx) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -19,7 +19,7 @@ func TestProxyCutKeepsSession(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	px := ns.Proxy(t)
 	rec := &recorder{}
-	c := zktest.ConnT(t, px.Servers(), 4*time.Second, zk.WithEventCallback(rec.cb))
+	c := zktest.Conn(t, px.Servers(), 4*time.Second, zk.WithEventCallback(rec.cb))
 	id := c.SessionID()
 	if _, err := c.Create(ns.Path("e"), nil, zk.FlagEphemeral, acl); err != nil {
 		t.Fatal(err)
@@ -47,7 +47,7 @@ func TestProxyPartitionExpiresSession(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	px := ns.Proxy(t)
 	rec := &recorder{}
-	victim := zktest.ConnT(t, px.Servers(), time.Second, zk.WithEventCallback(rec.cb))
+	victim := zktest.Conn(t, px.Servers(), time.Second, zk.WithEventCallback(rec.cb))
 	observer := ns.Conn(t)
 	id := victim.SessionID()
 	p := ns.Path("eph")
@@ -87,7 +87,7 @@ func TestProxyGhostNode(t *testing.T) {
 		return zktest.Forward
 	})
 	rec := &recorder{}
-	c := zktest.ConnT(t, px.Servers(), 4*time.Second, zk.WithEventCallback(rec.cb))
+	c := zktest.Conn(t, px.Servers(), 4*time.Second, zk.WithEventCallback(rec.cb))
 	id := c.SessionID()
 	_, err := c.Create(p, []byte("x"), zk.FlagEphemeral, acl)
 	if !errors.Is(err, zk.ErrConnectionClosed) {
@@ -122,7 +122,7 @@ func TestProxyDropRequest(t *testing.T) {
 		}
 		return zktest.Forward
 	})
-	c := zktest.ConnT(t, px.Servers(), 4*time.Second)
+	c := zktest.Conn(t, px.Servers(), 4*time.Second)
 	_, err := c.Create(p, nil, 0, acl)
 	if !errors.Is(err, zk.ErrConnectionClosed) {
 		t.Fatalf("create with dropped request: err = %v, want %v", err, zk.ErrConnectionClosed)
@@ -141,7 +141,7 @@ func TestProxyRefuseAndLatency(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	px := ns.Proxy(t)
 	rec := &recorder{}
-	c := zktest.ConnT(t, px.Servers(), 4*time.Second, zk.WithEventCallback(rec.cb))
+	c := zktest.Conn(t, px.Servers(), 4*time.Second, zk.WithEventCallback(rec.cb))
 	id := c.SessionID()
 
 	m := rec.mark()
@@ -197,7 +197,7 @@ func TestExpireSession(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	tap := zktest.NewTap()
 	rec := &recorder{}
-	victim := zktest.ConnT(t, ns.Servers(), 10*time.Second, zk.WithDialer(tap.Dialer()), zk.WithEventCallback(rec.cb))
+	victim := zktest.Conn(t, ns.Servers(), 10*time.Second, zk.WithDialer(tap.Dialer()), zk.WithEventCallback(rec.cb))
 	p := ns.Path("victim")
 	if _, err := victim.Create(p, nil, zk.FlagEphemeral, acl); err != nil {
 		t.Fatal(err)

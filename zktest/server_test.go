@@ -64,7 +64,7 @@ func TestNamespaceRemovedAtCleanup(t *testing.T) {
 	if !strings.Contains(root, "TestNamespaceRemovedAtCleanup_inner-") {
 		t.Fatalf("root %q", root)
 	}
-	ok, _, err := zktest.ConnT(t, zktest.SharedServers(), 0).Exists(root)
+	ok, _, err := zktest.Conn(t, zktest.SharedServers(), 0).Exists(root)
 	if err != nil || ok {
 		t.Fatalf("namespace %s still there after cleanup (exists=%v, err=%v)", root, ok, err)
 	}
@@ -81,7 +81,7 @@ func TestWatchNotifications(t *testing.T) {
 	defer cancel()
 	var chans []<-chan zk.Event
 	for i := 0; i < 3; i++ {
-		w := zktest.ConnT(t, ns.Servers(), 0)
+		w := zktest.Conn(t, ns.Servers(), 0)
 		_, _, ch, err := w.GetW(p)
 		if err != nil {
 			t.Fatal(err)
@@ -130,7 +130,7 @@ func TestServerLifecycle(t *testing.T) {
 	// the session timeout in such a handshake. On a loaded machine a retry
 	// lands in that window often enough to fail the test.
 	px := zktest.NewProxyT(t, s.Addr())
-	c := zktest.ConnT(t, px.Servers(), 0)
+	c := zktest.Conn(t, px.Servers(), 0)
 	if _, err := c.Create("/keep", []byte("v"), 0, acl); err != nil {
 		t.Fatal(err)
 	}

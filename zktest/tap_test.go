@@ -30,7 +30,7 @@ func TestTapRequests(t *testing.T) {
 	// timeout, and a reconnect (Dials 2, a setWatches) would fail the counts
 	// below; a loaded machine under -race can stall the client for longer
 	// than the 330 ms a 500 ms session allowed.
-	c := zktest.ConnT(t, px.Servers(), 2*time.Second, zk.WithDialer(tap.Dialer()))
+	c := zktest.Conn(t, px.Servers(), 2*time.Second, zk.WithDialer(tap.Dialer()))
 	before := tap.Requests()
 	p := ns.Path("n")
 	if _, err := c.Create(p, []byte("x"), 0, acl); err != nil {
@@ -76,7 +76,7 @@ func TestTapRequests(t *testing.T) {
 func TestTapNotifications(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	tap := zktest.NewTap()
-	c := zktest.ConnT(t, ns.Servers(), 4*time.Second, zk.WithDialer(tap.Dialer()))
+	c := zktest.Conn(t, ns.Servers(), 4*time.Second, zk.WithDialer(tap.Dialer()))
 	other := ns.Conn(t)
 	p := ns.Path("watched")
 	if _, err := c.Create(p, nil, 0, acl); err != nil {
@@ -122,7 +122,7 @@ func TestTapDialsProxyCut(t *testing.T) {
 	px := ns.Proxy(t)
 	tap := zktest.NewTap()
 	rec := &recorder{}
-	c := zktest.ConnT(t, px.Servers(), 4*time.Second, zk.WithDialer(tap.Dialer()), zk.WithEventCallback(rec.cb))
+	c := zktest.Conn(t, px.Servers(), 4*time.Second, zk.WithDialer(tap.Dialer()), zk.WithEventCallback(rec.cb))
 	if d := tap.Dials(); d != 1 {
 		t.Fatalf("Dials = %d after connecting, want 1", d)
 	}

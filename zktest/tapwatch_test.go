@@ -29,7 +29,7 @@ func fires(t *testing.T, what string, chs ...<-chan zk.Event) {
 func TestTapWatches(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	tap := zktest.NewTap()
-	c := zktest.ConnT(t, ns.Servers(), 4*time.Second, zk.WithDialer(tap.Dialer()))
+	c := zktest.Conn(t, ns.Servers(), 4*time.Second, zk.WithDialer(tap.Dialer()))
 	other := ns.Conn(t)
 	dir := ns.Path("dir")
 	p, absent := dir+"/p", dir+"/absent"
@@ -135,7 +135,7 @@ func TestTapWatchesReconnectAndExpiry(t *testing.T) {
 	px := ns.Proxy(t)
 	tap := zktest.NewTap()
 	rec := &recorder{}
-	c := zktest.ConnT(t, px.Servers(), 4*time.Second, zk.WithDialer(tap.Dialer()), zk.WithEventCallback(rec.cb))
+	c := zktest.Conn(t, px.Servers(), 4*time.Second, zk.WithDialer(tap.Dialer()), zk.WithEventCallback(rec.cb))
 	absent := ns.Path("absent")
 	for i := 0; i < 2; i++ {
 		if _, _, _, err := c.ExistsW(absent); err != nil {

@@ -106,7 +106,7 @@ func TestSharedTLSServesBothPorts(t *testing.T) {
 	}
 	ns := zktest.NewNamespaceOn(t, srv)
 	var handshakes atomic.Int64
-	c := zktest.ConnT(t, srv.SecureServers(), 4*time.Second, zk.WithDialer(tlsDialer(srv.TLS().ClientConfig(), &handshakes)))
+	c := zktest.Conn(t, srv.SecureServers(), 4*time.Second, zk.WithDialer(tlsDialer(srv.TLS().ClientConfig(), &handshakes)))
 	p := ns.Path("tls")
 	if _, err := c.Create(p, []byte("secret"), 0, acl); err != nil {
 		t.Fatal(err)
@@ -154,7 +154,7 @@ func TestTLSThroughProxyCut(t *testing.T) {
 	px := zktest.NewProxyT(t, srv.SecureServers()...)
 	rec := &recorder{}
 	var handshakes atomic.Int64
-	c := zktest.ConnT(t, px.Servers(), 4*time.Second, zk.WithEventCallback(rec.cb),
+	c := zktest.Conn(t, px.Servers(), 4*time.Second, zk.WithEventCallback(rec.cb),
 		zk.WithDialer(tlsDialer(srv.TLS().ClientConfig(), &handshakes)))
 	id := c.SessionID()
 	if _, err := c.Create(ns.Path("e"), nil, zk.FlagEphemeral, acl); err != nil {
@@ -192,7 +192,7 @@ func TestTLSEnsemble(t *testing.T) {
 		if e.Member(i).TLS() != pki || len(e.Member(i).SecureServers()) != 1 {
 			t.Fatalf("member %d: TLS %v (member 0's %v), secure servers %v", i, e.Member(i).TLS(), pki, e.Member(i).SecureServers())
 		}
-		return zktest.ConnT(t, []string{e.Member(i).SecureAddr()}, 4*time.Second, zk.WithDialer(tlsDialer(cfg, nil)))
+		return zktest.Conn(t, []string{e.Member(i).SecureAddr()}, 4*time.Second, zk.WithDialer(tlsDialer(cfg, nil)))
 	}
 	conns := []*zk.Conn{conn(0), conn(1), conn(2)}
 	if _, err := conns[0].Create("/tls-ensemble", []byte("v1"), 0, acl); err != nil {

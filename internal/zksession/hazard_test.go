@@ -31,7 +31,7 @@ func TestEpochHazard(t *testing.T) {
 		proxies = append(proxies, p)
 		addrs = append(addrs, p.Addr())
 	}
-	raw := zktest.ConnT(t, e.Servers(), 10*time.Second)
+	raw := zktest.Conn(t, e.Servers(), 10*time.Second)
 	for _, p := range []string{"/hz", "/hz/locks"} {
 		if _, err := raw.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)

@@ -37,7 +37,7 @@ func TestLaggingAnswersEndLeaseBeforeExpiry(t *testing.T) {
 	p := zktest.NewProxyT(t, follower.Servers()...)
 	const timeout = 2 * time.Second
 	s := sessiontest.ConnectTo(t, p.Servers(), "", session.WithSessionTimeout(timeout))
-	raw := zktest.ConnT(t, e.Member(leader).Servers(), 10*time.Second)
+	raw := zktest.Conn(t, e.Member(leader).Servers(), 10*time.Second)
 
 	// An ephemeral node shows on the leader when the session expires.
 	ctx := ctxT(t, wait)

@@ -42,7 +42,7 @@ const (
 // removes are connected: their cleanups then run first.
 func DigestConn(t testing.TB, ns *zktest.Namespace, user, password string) *zk.Conn {
 	t.Helper()
-	conn := zktest.ConnT(t, ns.Servers(), 0)
+	conn := zktest.Conn(t, ns.Servers(), 0)
 	if err := conn.AddAuth("digest", []byte(user+":"+password)); err != nil {
 		t.Fatalf("sessiontest: add digest credentials: %v", err)
 	}

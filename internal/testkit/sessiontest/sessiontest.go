@@ -106,7 +106,7 @@ func ConnectProxyTap(t testing.TB, ns *zktest.Namespace, opts ...session.Option)
 }
 
 // Hold keeps s's current ZooKeeper session alive on the server from another
-// connection (zktest.HoldSessionT with the credentials p saw), until the
+// connection (zktest.HoldSession with the credentials p saw), until the
 // returned release or t.Cleanup: the server moves the session there and
 // closes s's connection. servers are the real servers (not p).
 func Hold(t testing.TB, s *session.Session, p *zktest.Proxy, servers []string) (release func()) {
@@ -114,7 +114,7 @@ func Hold(t testing.TB, s *session.Session, p *zktest.Proxy, servers []string) (
 	id := s.SessionID()
 	for _, c := range p.Sessions() {
 		if c.ID == id {
-			return zktest.HoldSessionT(t, servers, c)
+			return zktest.HoldSession(t, servers, c)
 		}
 	}
 	t.Fatalf("sessiontest: the proxy did not see session 0x%x", id)
