@@ -69,10 +69,15 @@ func newGoroutines(before map[uint64]bool) []goroutine {
 func formatLeaks(leaked []goroutine) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d goroutine(s) leaked by the tests (started during the tests, still running after them):\n", len(leaked))
+	session := false
 	for _, g := range leaked {
 		b.WriteString("\n")
 		b.WriteString(g.stack)
 		b.WriteString("\n")
+		session = session || strings.Contains(g.stack, "zkrecipes/internal/zksession.")
+	}
+	if session {
+		b.WriteString("\nGoroutines of a session are among them: a session.Session that a test did not Close?\n")
 	}
 	return b.String()
 }
