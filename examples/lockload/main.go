@@ -1,7 +1,7 @@
 // Command lockload measures the fair mutex (package mutex) against the raw
 // go-zookeeper client on the same server in the same run, and prints the
 // figures in compact tables. It asserts nothing: it is the load program behind
-// the "Speed" notes of the mutex's issue.
+// the mutex's figures in docs/performance.md.
 //
 //	(a) uncontended Lock+Unlock on one session: cycles/s, µs per cycle and
 //	    ZooKeeper requests per cycle (counted on the wire by a dialer passed
@@ -54,7 +54,9 @@
 // tap, not the server) and, uncontended, heap allocations per cycle (the
 // whole process: go-zookeeper and the tap included). -vs-workloads runs only
 // some of the workloads (uncontended, contended, herd); -cpuprofile writes a
-// CPU profile of the run, -memprofile an allocation profile of it.
+// CPU profile of the run, -memprofile an allocation profile of it; -vs-json
+// prints, after each workload's table, the same figures as one line of JSON
+// (internal/tools/perfreport reads them).
 //
 // Flags change the counts and durations (-rounds, -cycle-time, -sessions,
 // -handoff-time, -waiters, -big-sessions, -per-session) and select sections

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -28,6 +29,7 @@ var (
 	vsOnly     = flag.String("vs-only", "", "(-vs-zk) run only these variants (comma-separated names, e.g. zk,default)")
 	vsWork     = flag.String("vs-workloads", "uncontended,contended,herd", "(-vs-zk) run only these workloads (comma-separated)")
 	vsByOp     = flag.Bool("vs-byop", false, "(-vs-zk) also print the requests per op by type")
+	vsJSON     = flag.Bool("vs-json", false, "(-vs-zk) after each workload's table, print its figures as one line of JSON")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memProfile = flag.String("memprofile", "", "(-vs-zk) write an allocation profile of the whole run to this file")
 )
@@ -250,7 +252,9 @@ func (b *bench) vsCompare(ctx context.Context) error {
 				results[v.name] = append(results[v.name], res)
 			}
 		}
-		b.vsTable(wl.name, wl.n, variants, results)
+		if err := b.vsTable(wl.key, wl.name, wl.n, variants, results); err != nil {
+			return err
+		}
 		b.closeAll()
 	}
 	if l, err := os.ReadFile("/proc/loadavg"); err == nil {
@@ -379,20 +383,40 @@ func vsRun(ctx context.Context, w *vsWorld, lockers []func(context.Context) (fun
 	}, nil
 }
 
-func (b *bench) vsTable(name string, n int, variants []vsVariant, results map[string][]vsResult) {
-	what := "handoff p50/p99 µs"
-	if n == 1 {
-		what = "cycle p50/p99 µs"
-	}
-	b.out.Printf("workload: %s (%s: from the holder's Unlock call to the next Lock returning)", name, what)
-	rows := [][]string{{"variant", "ops/s", "vs zk (per round)", "p50 µs", "p99 µs", "req/op", "watch notif/op", "cpu µs/op", "allocs/op", ""}}
+// vsSummary is one workload's figures, as -vs-json prints them.
+type vsSummary struct {
+	Workload string      `json:"workload"` // uncontended, contended or herd
+	Name     string      `json:"name"`
+	Sessions int         `json:"sessions"`
+	Rounds   int         `json:"rounds"`
+	Variants []vsFigures `json:"variants"`
+}
+
+// vsFigures is one variant's figures over the rounds of a workload: a row of
+// the table.
+type vsFigures struct {
+	Variant    string    `json:"variant"` // its -vs-only name
+	Label      string    `json:"label"`
+	OpsPerSec  float64   `json:"ops_per_sec"`     // median of the rounds
+	VsZK       []float64 `json:"vs_zk,omitempty"` // ops/s over zk.NewLock's, per round
+	P50us      float64   `json:"p50_us"`
+	P99us      float64   `json:"p99_us"`
+	ReqPerOp   float64   `json:"req_per_op"`
+	NotesPerOp float64   `json:"notes_per_op"`
+	CPUusPerOp float64   `json:"cpu_us_per_op"`
+	AllocsOp   float64   `json:"allocs_per_op,omitempty"` // uncontended only
+}
+
+// vsFiguresOf sums up the rounds of each variant.
+func vsFiguresOf(n int, variants []vsVariant, results map[string][]vsResult) []vsFigures {
+	var out []vsFigures
 	for _, v := range variants {
 		rs := results[v.name]
 		var ops, reqs, notes, allocs int64
 		var cpu time.Duration
 		var ds []time.Duration
 		rates := make([]float64, len(rs))
-		ratios := make([]string, len(rs))
+		var ratios []float64
 		for i, r := range rs {
 			ops += r.ops
 			reqs += r.reqs
@@ -402,19 +426,50 @@ func (b *bench) vsTable(name string, n int, variants []vsVariant, results map[st
 			ds = append(ds, r.handoffs...)
 			rates[i] = r.perSec()
 			if zr := results["zk"]; len(zr) > i && zr[i].perSec() > 0 {
-				ratios[i] = fmt.Sprintf("%.2f", r.perSec()/zr[i].perSec())
+				ratios = append(ratios, r.perSec()/zr[i].perSec())
 			}
 		}
 		sort.Float64s(rates)
 		ds = sortDurations(ds)
-		per := func(x int64) string { return fmt.Sprintf("%.2f", float64(x)/float64(max(ops, 1))) }
+		per := func(x int64) float64 { return float64(x) / float64(max(ops, 1)) }
+		f := vsFigures{
+			Variant: v.name, Label: vsLabels[v.name], VsZK: ratios,
+			P50us: micros(percentile(ds, 0.5)), P99us: micros(percentile(ds, 0.99)),
+			ReqPerOp: per(reqs), NotesPerOp: per(notes), CPUusPerOp: per(cpu.Microseconds()),
+		}
+		if len(rates) > 0 {
+			f.OpsPerSec = rates[len(rates)/2]
+		}
+		if n == 1 {
+			f.AllocsOp = per(allocs)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+func (b *bench) vsTable(key, name string, n int, variants []vsVariant, results map[string][]vsResult) error {
+	what := "handoff p50/p99 µs"
+	if n == 1 {
+		what = "cycle p50/p99 µs"
+	}
+	b.out.Printf("workload: %s (%s: from the holder's Unlock call to the next Lock returning)", name, what)
+	figs := vsFiguresOf(n, variants, results)
+	rows := [][]string{{"variant", "ops/s", "vs zk (per round)", "p50 µs", "p99 µs", "req/op", "watch notif/op", "cpu µs/op", "allocs/op", ""}}
+	for _, f := range figs {
+		ratios := make([]string, len(f.VsZK))
+		for i, r := range f.VsZK {
+			ratios[i] = fmt.Sprintf("%.2f", r)
+		}
 		allocCol := "-"
 		if n == 1 {
-			allocCol = fmt.Sprintf("%.0f", float64(allocs)/float64(max(ops, 1)))
+			allocCol = fmt.Sprintf("%.0f", f.AllocsOp)
 		}
-		rows = append(rows, []string{vsLabels[v.name], fmt.Sprintf("%.0f", rates[len(rates)/2]), strings.Join(ratios, " "),
-			us(percentile(ds, 0.5)), us(percentile(ds, 0.99)), per(reqs), per(notes),
-			fmt.Sprintf("%.0f", float64(cpu.Microseconds())/float64(max(ops, 1))), allocCol, ""})
+		rows = append(rows, []string{f.Label, fmt.Sprintf("%.0f", f.OpsPerSec), strings.Join(ratios, " "),
+			fmt.Sprintf("%.0f", f.P50us), fmt.Sprintf("%.0f", f.P99us), fmt.Sprintf("%.2f", f.ReqPerOp),
+			fmt.Sprintf("%.2f", f.NotesPerOp), fmt.Sprintf("%.0f", f.CPUusPerOp), allocCol, ""})
 	}
 	b.table(rows)
 	if *vsByOp {
@@ -430,6 +485,14 @@ func (b *bench) vsTable(name string, n int, variants []vsVariant, results map[st
 			b.out.Plain("    %-32s %s", vsLabels[v.name], all.per(int(ops)))
 		}
 	}
+	if *vsJSON {
+		js, err := json.Marshal(vsSummary{Workload: key, Name: name, Sessions: n, Rounds: *vsRounds, Variants: figs})
+		if err != nil {
+			return err
+		}
+		b.out.Plain("%s", js)
+	}
+	return nil
 }
 
 // report sends err unless errs is full (the first errors are enough).
