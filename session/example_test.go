@@ -9,17 +9,16 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// Connect once per process, with a deadline, follow the connection's states,
-// and close the session at the end. The example runs against the package's
+// Connect once per process, follow the connection's states, and close the
+// session at the end. The example runs against the package's
 // shared ZooKeeper server, which TestMain starts (zktest.Main):
 // zktest.SharedServers() returns its addresses. In a program, pass your
 // ensemble's addresses instead, such as
 // []string{"zk1:2181", "zk2:2181", "zk3:2181"}.
 func Example() {
-	// Connect keeps trying until ctx ends (it logs a warning every few
-	// seconds meanwhile): without a deadline, a wrong address blocks for ever.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	// Connect returns once a session exists, or fails within ctx and the
+	// connect timeout (15 s by default), naming the address.
+	ctx := context.Background()
 	sess, err := session.Connect(ctx, zktest.SharedServers(),
 		session.WithSessionTimeout(10*time.Second),
 		session.WithNamespace("/examples/session")) // every recipe path lives below it
