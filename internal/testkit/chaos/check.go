@@ -54,6 +54,13 @@ func classify(a, b Interval, faults []FaultEvent) string {
 			// process and two cores). The library promises no more (see
 			// leader.Term.Done); a real expiry has a margin instead.
 			return ReasonServingKill
+		case f.Kind == FaultKillServing && f.SessionID == b.SessionID && b.Lost && b.End-b.Start <= servingKillRace:
+			// The same race the other way round: the newcomer's node was
+			// granted before the kill deleted it, the others were granted
+			// on its deletion, and the newcomer's acquire returned after
+			// theirs (the scheduler again), with a lease that ended at
+			// once.
+			return ReasonServingKill
 		}
 	}
 	if a.Policy == session.SessionOnly {
@@ -353,32 +360,44 @@ func checkOrphans(rep *Report, ivs []Interval, faults []FaultEvent, firsts map[s
 	}
 }
 
-// checkCalls checks that every bounded call returned within its ctx plus the
-// tolerance, not counting the time the canary saw the whole process stalled
-// between the end of the ctx and the return.
+// checkCalls checks that every bounded call returned within the tolerance
+// after its ctx had ended in this process (Call.Late: not before the runtime
+// ended it), not counting the time the canary saw the whole process stalled
+// between then and the return.
 func checkCalls(rep *Report, cfg Config, calls []Call, stalls []stall) {
 	by := map[string][]time.Duration{}
-	var raw []time.Duration
+	var raw, lag []time.Duration
 	for _, c := range calls {
 		o := c.Overshoot()
 		raw = append(raw, o)
-		stalled := time.Duration(0)
-		if o > 0 {
-			stalled = stalledDuring(stalls, c.Bound, c.Return)
-		}
-		by[c.Op] = append(by[c.Op], o-stalled)
 		if o > cfg.Tolerance {
 			rep.OverTolerance++
 		}
-		if o-stalled > cfg.Tolerance {
+		if o > 0 {
+			// How long after it was due this process ended the ctx (at
+			// least o if it had not when the call returned).
+			ended := c.Return
+			if c.Ended != 0 {
+				ended = min(ended, c.Ended)
+			}
+			lag = append(lag, max(ended-c.Bound, 0))
+		}
+		late := c.Late()
+		stalled := time.Duration(0)
+		if late > 0 {
+			stalled = stalledDuring(stalls, c.Return-late, c.Return)
+		}
+		by[c.Op] = append(by[c.Op], late-stalled)
+		if late-stalled > cfg.Tolerance {
 			rep.addViolation("call returned after its ctx", "", c.Return,
-				fmt.Sprintf("%s by %s returned %v after its ctx ended, %v of it with the process stalled (started at %v, ctx ended at %v, err %q)",
-					c.Op, c.Worker, o.Round(time.Millisecond), stalled.Round(time.Millisecond), c.Start, c.Bound, c.Err))
+				fmt.Sprintf("%s by %s returned %v after its ctx was due to end and %v after this process had ended it, %v of that with the process stalled (started at %v, ctx due at %v, ended at %v, err %q)",
+					c.Op, c.Worker, o.Round(time.Millisecond), late.Round(time.Millisecond), stalled.Round(time.Millisecond), c.Start, c.Bound, c.Ended, c.Err))
 		}
 	}
 	for op, ds := range by {
 		rep.Overshoot[op] = distOf(ds)
 	}
+	rep.CtxEndLag = distOf(lag)
 	classes := map[string]string{}
 	for _, c := range calls {
 		if c.Err == "" {

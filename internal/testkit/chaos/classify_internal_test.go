@@ -47,3 +47,45 @@ func TestClassifyDeletedWaiter(t *testing.T) {
 		}
 	}
 }
+
+// TestClassifyServingKill: an instant kill through the serving member
+// excuses an overlap when it killed the earlier holder's session and that
+// holder heard of it within servingKillRace, or when it killed the
+// newcomer's session, whose lease then ended within servingKillRace; a kill
+// of a third session excuses nothing.
+func TestClassifyServingKill(t *testing.T) {
+	ms := time.Millisecond
+	kill := func(sid int64) []FaultEvent {
+		return []FaultEvent{{Kind: FaultKillServing, SessionID: sid, At: 50 * ms, End: 51 * ms}}
+	}
+	a := Interval{SessionID: 1, Node: "/chaos/semaphore/leases/a", Start: 0, End: 200 * ms, Lost: true, Cause: "suspended"}
+	cases := []struct {
+		desc   string
+		a, b   Interval
+		faults []FaultEvent
+		want   string
+	}{
+		{"earlier holder killed, told 140 ms after the newcomer acquired", a,
+			Interval{SessionID: 2, Start: 60 * ms, End: 300 * ms}, kill(1), ReasonServingKill},
+		{"earlier holder killed, told past the bound",
+			Interval{SessionID: 1, Start: 0, End: 60*ms + servingKillRace + ms, Lost: true},
+			Interval{SessionID: 2, Start: 60 * ms, End: 300 * ms}, kill(1), ""},
+		{"newcomer killed, its lease ended 20 ms after it returned",
+			Interval{SessionID: 2, Start: 0, End: 500 * ms},
+			Interval{SessionID: 1, Start: 60 * ms, End: 80 * ms, Lost: true, Cause: "suspended"}, kill(1), ReasonServingKill},
+		{"newcomer killed, its lease lasted past the bound",
+			Interval{SessionID: 2, Start: 0, End: 5000 * ms},
+			Interval{SessionID: 1, Start: 60 * ms, End: 60*ms + servingKillRace + ms, Lost: true}, kill(1), ""},
+		{"newcomer killed, released by its holder (never told)",
+			Interval{SessionID: 2, Start: 0, End: 500 * ms},
+			Interval{SessionID: 1, Start: 60 * ms, End: 80 * ms}, kill(1), ""},
+		{"a third session killed",
+			Interval{SessionID: 2, Start: 0, End: 500 * ms},
+			Interval{SessionID: 3, Start: 60 * ms, End: 80 * ms, Lost: true}, kill(1), ""},
+	}
+	for _, c := range cases {
+		if got := classify(c.a, c.b, c.faults); got != c.want {
+			t.Errorf("%s: classify = %q, want %q", c.desc, got, c.want)
+		}
+	}
+}

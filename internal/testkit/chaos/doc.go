@@ -102,15 +102,27 @@
 //     library's "ctx plus a few milliseconds" widened for what is outside its
 //     control on a shared 2-core machine under -race with three JVMs: the
 //     scheduling delay of the returning goroutine, and the recorder's own
-//     work. Beyond that, the whole process is sometimes not scheduled at all
-//     for a few hundred milliseconds (a JVM restarting takes both cores): a
-//     canary goroutine that asks to be woken every 5 ms records every such
-//     stall, and the part of a call's overshoot that a stall covers is not
-//     counted against the call (no goroutine could have returned then). The
-//     report gives the raw overshoot of all calls and how many exceeded the
-//     tolerance before that deduction, the stalls, and p50, p99 and the
-//     maximum per call after it, so a tolerance or a deduction that hides
-//     something is visible.
+//     work. A ctx ends when this process ends it, not at its deadline: the
+//     deadline is a runtime timer whose function cancels the ctx, and until
+//     it has run no code can see that the ctx has ended. Timers live on the
+//     scheduler's Ps; on a busy machine the kernel leaves one P's thread
+//     unscheduled for tens of milliseconds or more, and that P's timers
+//     wait while the other P, and the canary below, run on (see
+//     golang/go#38860 for the same delay from busy goroutines). So each call
+//     registers a probe on its ctx (context.AfterFunc) that notes when the
+//     ctx ended; the probe's goroutine is readied by the same cancellation as
+//     the call's, and the call is judged from then (Call.Late; a call that
+//     returned before the probe ran is not late). Beyond that, the whole
+//     process is sometimes not scheduled at all for a few hundred
+//     milliseconds (a JVM restarting takes both cores): a canary goroutine
+//     that asks to be woken every 5 ms records every such stall, and the
+//     part of a call's overshoot after its ctx ended that a stall covers is
+//     not counted against the call (no goroutine could have returned then).
+//     The report gives the raw overshoot of all calls from their deadlines
+//     and how many exceeded the tolerance by it, how late the process ended
+//     the ctxs of those that overshot, the stalls, and p50, p99 and the
+//     maximum per call after both deductions, so a tolerance or a deduction
+//     that hides something is visible.
 //   - No node left behind by an ended hold while its session lives: after
 //     every round the observer reads the node first in line of each recipe
 //     (mutexes, read-write lock, leader), with its czxid, which is the token
@@ -157,7 +169,10 @@
 //     suspension or the local loss timer, a margin of a third of the
 //     session timeout or more, and an overlap there is a violation.
 //     Classified when such a kill of A's session began before B acquired
-//     and A learned within a second of B's acquire.
+//     and A learned within a second of B's acquire; and the other way round,
+//     when the kill was of B's session, B's node was granted before the kill
+//     deleted it, B's acquire returned after A's, and B's lease ended within
+//     a second of its acquire.
 //   - unknowable: third-party delete. Someone deleted A's node: the next in
 //     line acquires on the deletion, and A learns of it from its own node
 //     watch, a notification that races with B's. Classified when the fault

@@ -1,8 +1,10 @@
 package chaos
 
 import (
+	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -115,16 +117,72 @@ type Call struct {
 	Worker string
 	Start  time.Duration
 	Return time.Duration
-	Bound  time.Duration // when its ctx ended (deadline or the run's stop)
-	Err    string
+	Bound  time.Duration // when its ctx was due to end (deadline or the run's stop)
+	// Ended is when this process had ended the ctx (see endProbe): later
+	// than Bound by the delay of the runtime's timer and scheduler; 0 if
+	// the ctx had not ended when the call returned.
+	Ended time.Duration
+	Err   string
 }
 
-// Overshoot is how long after its ctx ended the call returned (0 if before).
+// Overshoot is how long after its ctx was due to end the call returned (0
+// if before): the raw figure.
 func (c Call) Overshoot() time.Duration {
 	if c.Return > c.Bound {
 		return c.Return - c.Bound
 	}
 	return 0
+}
+
+// Late is how long after its ctx had ended in this process the call
+// returned: from Ended, or from Bound if that is later (0 if the ctx had not
+// ended when the call returned). No code can see a ctx end before the
+// runtime ends it, so this is what the library is judged by.
+func (c Call) Late() time.Duration {
+	if c.Ended == 0 {
+		return 0
+	}
+	if from := max(c.Bound, c.Ended); c.Return > from {
+		return c.Return - from
+	}
+	return 0
+}
+
+// endProbe records when a call's ctx ends in this process. A context's
+// deadline is a runtime timer whose function cancels it; until that has run,
+// ctx.Done is open and ctx.Err is nil, so nothing in the library can know
+// that the ctx has ended. On a busy machine that timer runs late: timers
+// live on the scheduler's Ps, and a P whose thread the kernel does not run
+// runs none of its timers while the other P (where the canary may be) runs
+// on, so the canary does not see that delay. The probe is a function
+// registered with context.AfterFunc on the call's ctx: the cancellation
+// starts it on a goroutine, and it notes the time. That goroutine is readied
+// by the same cancellation as the call's own, so a delay before it runs is
+// one the call's goroutine has too, not one of the library.
+type endProbe struct {
+	rec  *recorder
+	at   atomic.Int64 // the time it ended, 0 until known
+	stop func() bool
+}
+
+// probeEnd starts watching ctx; call ended once the call has returned.
+func (r *recorder) probeEnd(ctx context.Context) *endProbe {
+	p := &endProbe{rec: r}
+	p.stop = context.AfterFunc(ctx, func() { p.at.CompareAndSwap(0, int64(r.now())) })
+	return p
+}
+
+// ended returns when the ctx ended in this process, for a call that
+// returned at ret: 0 if it had not ended by then. If it had but the probe
+// ran only after ret (or has not run yet), the call returned before a
+// goroutine readied by the same end of ctx: it counts as returned when the
+// ctx ended (ended returns ret).
+func (p *endProbe) ended(ret time.Duration) time.Duration {
+	if p.stop() {
+		return 0 // not ended: the probe will not run
+	}
+	p.at.CompareAndSwap(0, int64(ret))
+	return min(time.Duration(p.at.Load()), ret)
 }
 
 // ServerSample is a snapshot of the semaphore's lease nodes, taken by the

@@ -34,12 +34,18 @@ type Report struct {
 	Orphans []string
 	// Diverged are nodes that one member showed, after a sync, for 5 s or
 	// more while the other members did not.
-	Diverged  []Divergence
-	Overshoot map[string]Dist // how late after its ctx each kind of call returned, stalls deducted
-	// OvershootRaw is the same over every call, stalls not deducted, and
-	// OverTolerance the number of calls that were later than the tolerance
-	// before the deduction.
+	Diverged []Divergence
+	// Overshoot is how late each kind of call returned after this process
+	// had ended its ctx (Call.Late), stalls deducted.
+	Overshoot map[string]Dist
+	// OvershootRaw is how late every call returned after its ctx was due
+	// to end, nothing deducted, and OverTolerance the number of calls later
+	// than the tolerance by that measure.
 	OvershootRaw Dist
+	// CtxEndLag is, over the calls that returned after their ctx was due
+	// to end, how long after that this process ended the ctx (Call.Ended):
+	// the runtime's timer and scheduling delay, not counted against a call.
+	CtxEndLag Dist
 	// CallErrors counts the errors of each kind of call, by error text
 	// (numbers and quoted paths stripped).
 	CallErrors    map[string]map[string]int
@@ -242,9 +248,10 @@ func (r *Report) String() string {
 	p("  %d nodes seen past the maximum in sequence order (created over it, deleted by their creator; a holder's would be a violation)",
 		r.ServerExcessNodes)
 	p("process stalls seen by the canary (%v timer): %s", canaryPeriod, r.Stalls)
-	p("calls: how late after their ctx ended they returned: all calls, raw: %s; %d over the tolerance of %v before deducting stalls",
+	p("calls: how late after their ctx was due to end they returned: all calls, raw: %s; %d over the tolerance of %v by that measure",
 		r.OvershootRaw, r.OverTolerance, r.Tolerance)
-	p("  per call, stalls deducted (a violation if over the tolerance):")
+	p("  of those that returned after it was due, how long after that this process ended the ctx (not counted): %s", r.CtxEndLag)
+	p("  per call, from when this process ended the ctx, stalls deducted (a violation if over the tolerance):")
 	for _, k := range sortedKeys(r.Overshoot) {
 		p("    %-40s %s", k, r.Overshoot[k])
 	}

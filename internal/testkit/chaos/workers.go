@@ -100,9 +100,10 @@ func acquire[L any](w *workers, c *client, rng *rand.Rand, op, worker string, fn
 	defer cancel()
 	dl, _ := ctx.Deadline()
 	start := w.rec.now()
+	probe := w.rec.probeEnd(ctx)
 	l, err := fn(ctx)
 	ret := w.rec.now()
-	w.rec.call(Call{Op: op, Worker: worker, Start: start, Return: ret, Bound: w.rec.bound(dl), Err: errText(err)})
+	w.rec.call(Call{Op: op, Worker: worker, Start: start, Return: ret, Bound: w.rec.bound(dl), Ended: probe.ended(ret), Err: errText(err)})
 	// A lease does not tell its session: a lease returned now was
 	// taken under the current epoch, unless a session ended after its node
 	// was created, and then the lease has ended as well (under either
@@ -116,9 +117,10 @@ func (w *workers) release(op, worker string, fn func(context.Context) error) {
 	defer cancel()
 	dl, _ := ctx.Deadline()
 	start := w.rec.now()
+	probe := w.rec.probeEnd(ctx)
 	err := fn(ctx)
 	ret := w.rec.now()
-	w.rec.call(Call{Op: op, Worker: worker, Start: start, Return: ret, Bound: dl.Sub(w.rec.base), Err: errText(err)})
+	w.rec.call(Call{Op: op, Worker: worker, Start: start, Return: ret, Bound: dl.Sub(w.rec.base), Ended: probe.ended(ret), Err: errText(err)})
 }
 
 // hold does one holder's guarded work and ends its interval: a fenced write at
@@ -307,10 +309,12 @@ func (w *workers) runRWLock(c *client, seed int64) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		dl, _ := ctx.Deadline()
 		start := w.rec.now()
+		probe := w.rec.probeEnd(ctx)
 		rl, err := wl.Downgrade(ctx)
 		ret := w.rec.now()
+		ended := probe.ended(ret)
 		cancel()
-		w.rec.call(Call{Op: "rwlock.Downgrade", Worker: name, Start: start, Return: ret, Bound: dl.Sub(w.rec.base), Err: errText(err)})
+		w.rec.call(Call{Op: "rwlock.Downgrade", Worker: name, Start: start, Return: ret, Bound: dl.Sub(w.rec.base), Ended: ended, Err: errText(err)})
 		if err != nil {
 			w.release("rwlock.Release(write)", name, wl.Release)
 			w.pause(rng)
@@ -356,15 +360,17 @@ func (w *workers) runLeader(c *client, seed int64) error {
 	recipe := RecipeLeader
 	name := fmt.Sprintf("s%d/%s", c.idx, recipe)
 	start := w.rec.now()
+	probe := w.rec.probeEnd(w.stop)
 	err := leader.Run(w.stop, c.sess, w.path(recipe), func(ctx context.Context) error {
 		return w.leaderWork(ctx, c, name, rng)
 	}, leader.WithID(name))
 	ret := w.rec.now()
+	ended := probe.ended(ret)
 	bound := ret
 	if at, ok := w.rec.stopTime(); ok {
 		bound = at
 	}
-	w.rec.call(Call{Op: "leader.Run", Worker: name, Start: start, Return: ret, Bound: bound, Err: errText(err)})
+	w.rec.call(Call{Op: "leader.Run", Worker: name, Start: start, Return: ret, Bound: bound, Ended: ended, Err: errText(err)})
 	if err != nil && w.stop.Err() == nil {
 		return fmt.Errorf("chaos: %s: leader.Run returned before the run stopped: %w", name, err)
 	}
