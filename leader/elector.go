@@ -195,22 +195,6 @@ func (e *elector) release(ctx context.Context, l *engine.Lease) {
 	}
 }
 
-func (e *elector) participants(ctx context.Context) ([]recipes.Participant, error) {
-	ps, err := participants(ctx, e.in, e.drv)
-	if err != nil {
-		return nil, e.errf(err)
-	}
-	return ps, nil
-}
-
-func (e *elector) leader(ctx context.Context) (recipes.Participant, bool, error) {
-	ps, err := e.participants(ctx)
-	if err != nil || len(ps) == 0 {
-		return recipes.Participant{}, false, err
-	}
-	return ps[0], true, nil
-}
-
 // errf wraps err with the election path as the caller gave it.
 func (e *elector) errf(err error) error { return engine.NewError("leader", e.path, err) }
 

@@ -415,15 +415,6 @@ func (l *Latch) Changes(ctx context.Context) <-chan Event {
 	return sub.c
 }
 
-func (l *Latch) checkOpen() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.state == closed {
-		return l.e.errf(engine.Closed())
-	}
-	return nil
-}
-
 // Close leaves the election: a live term ends at once (its Done closes with
 // session.ErrClosed), then this participant's node is deleted so another participant
 // can lead, and Close returns after every goroutine of the latch has exited.

@@ -287,15 +287,6 @@ func (s *Selector) IsLeader() bool {
 	return t != nil && t.Err() == nil
 }
 
-func (s *Selector) checkOpen() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.state == closed {
-		return s.e.errf(engine.Closed())
-	}
-	return nil
-}
-
 // Close leaves the election: it cancels a running callback's context (cause
 // session.ErrClosed), waits for the callback to return, deletes this participant's
 // node and returns after every goroutine of the selector has exited; Done is
