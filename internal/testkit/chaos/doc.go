@@ -100,7 +100,7 @@
 //     release, Downgrade and leader.Run (at the stop) returns at most
 //     Config.Tolerance after its ctx ended. The default of 100 ms is the
 //     library's "ctx plus a few milliseconds" widened for what is outside its
-//     control on a shared 2-core machine under -race with three JVMs: the
+//     control on a shared 2-core machine with three JVMs: the
 //     scheduling delay of the returning goroutine, and the recorder's own
 //     work. A ctx ends when this process ends it, not at its deadline: the
 //     deadline is a runtime timer whose function cancels the ctx, and until
