@@ -376,11 +376,11 @@ func (s *Session) onEvent(ev zk.Event) {
 // connBroken ends the standard-policy leases of the current connected
 // interval at once, on whichever goroutine first sees the connection break:
 // our wire's failed read (the earliest), or go-zookeeper's Disconnected
-// event. When a session is expired on the server at once, the server closes
-// our connection only a round trip before it deletes our nodes, and the
-// holder must be told before a waiter elsewhere can acquire; the state
-// goroutine, which reports Suspended right after (its leaseStop is then a
-// no-op), is several goroutine hops later. Only the lock is taken, never held
+// event. When a session is ended on the server at once (an operator's kill),
+// the server closes our connection only a round trip before it deletes our
+// nodes, and the holder should be told as early as that lead allows; the
+// state goroutine, which reports Suspended right after (its leaseStop is then
+// a no-op), is several goroutine hops later. Only the lock is taken, never held
 // across I/O.
 func (s *Session) connBroken() {
 	s.mu.Lock()
