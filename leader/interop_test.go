@@ -111,14 +111,15 @@ func TestCuratorLatchInterop(t *testing.T) {
 }
 
 // The Java leader's process dies: once its session expires a Go latch leads,
-// never before.
+// never before. The Java client asks for a short session timeout, the wait
+// for its expiry.
 func TestCuratorLatchInteropJavaDies(t *testing.T) {
 	ctx := interopContext(t)
 	ns := zktest.NewNamespace(t)
 	full := ns.Path(interopPath)
 	rec := newInteropRecorder(t)
 
-	java := curatortest.StartLatch(t, ns.Servers(), full, "java-1")
+	java := curatortest.StartLatch(t, ns.Servers(), full, "java-1", curatortest.WithSessionTimeout(curatortest.ShortSessionTimeout))
 	if err := java.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -174,8 +174,28 @@ func TestLatchParticipants(t *testing.T) {
 	}
 }
 
-// Standard policy: the leader's session is killed on the server; its term
-// ends before any other participant leads; it re-enters with a new session.
+// bystander is the session timeout of a session whose own timeout a test
+// does not exercise (the other participants'; the leader's in a kill, which
+// is instant): long enough that a loaded machine that stalls the test
+// process for the default 2 s does not suspend or lose it.
+var bystander = session.WithSessionTimeout(10 * time.Second)
+
+// killRace bounds how long after another participant began to lead a leader
+// whose session was killed through its own member may still learn of it: the
+// bound the chaos run's checker gives the same race (servingKillRace).
+const killRace = time.Second
+
+// Standard policy: the leader's session is ended on the server at once
+// (zktest.ExpireSession through the member that serves it: an operator's
+// kill, not an expiry). The server closes the leader's connection, so its
+// term ends with session.ErrSuspended, then matches session.ErrLost; another
+// participant leads; the killed one re-enters with a new session. That the
+// killed leader's term ends first is not promised: the connection closes
+// only about a round trip before the server deletes the node (see Term.Done
+// and docs/design.md), a lead that a starved machine can overtake. So the
+// order is logged, and a lost race must be a close one: the old term ends
+// within killRace of the new one's start. TestLatchSessionExpired checks the
+// strict order, which a real expiry does promise.
 func TestLatchSessionKilled(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	conn := ns.Conn(t)
@@ -187,27 +207,36 @@ func TestLatchSessionKilled(t *testing.T) {
 		names = []string{"k0", "k1", "k2"}
 	)
 	for _, id := range names {
-		s, tap := sessiontest.ConnectTap(t, ns, session.WithSessionTimeout(time.Second))
+		s, tap := sessiontest.ConnectTap(t, ns, bystander)
 		l := startLatch(t, s, id)
 		log.follow(t, id, l)
 		ls, sess, taps = append(ls, l), append(sess, s), append(taps, tap)
 	}
-	zktest.Eventually(t, wait, func() bool { return len(children(t, conn, ns)) == 3 }, "3 nodes")
+	waitChildren(t, conn, ns, 3)
 	i := oneLeader(t, ls)
 	old := ls[i].Term()
 	oldSession := sess[i].SessionID()
+	rec := sessiontest.Record(t, sess[i])
+	killed := time.Now()
 	sessiontest.Expire(t, sess[i], taps[i])
 	j := oneLeader(t, ls, i)
 	nt := ls[j].Term()
 	waitDone(t, old, wait)
-	if err := old.Err(); !errors.Is(err, session.ErrSuspended) && !errors.Is(err, session.ErrLost) {
-		t.Errorf("old term Err %v, want Suspended or Lost", err)
-	}
 	ro, rn := log.waitPair(t, old, nt)
-	if !ro.end.Before(rn.start) {
-		t.Errorf("killed leader's term ended %v, after the new term began %v", ro.end, rn.start)
+	t.Logf("kill → old term ended %v after it (%v), %s led %v after it; old term ended first: %v",
+		ro.end.Sub(killed), old.Err(), leader.TermID(nt), rn.start.Sub(killed), ro.end.Before(rn.start))
+	if late := ro.end.Sub(rn.start); !ro.end.Before(rn.start) && late > killRace {
+		t.Fatalf("killed leader's term ended %v after %s began to lead, more than the race allows (%v)", late, leader.TermID(nt), killRace)
 	}
-	t.Logf("old term ended (%v) %v before %s led", old.Err(), rn.start.Sub(ro.end), leader.TermID(nt))
+	// The term ends when the server closes the connection, not only once the
+	// client has reconnected and heard "expired".
+	if cause := context.Cause(old.Context()); !errors.Is(cause, session.ErrSuspended) {
+		t.Fatalf("killed leader's term ended with %v, want session.ErrSuspended", cause)
+	}
+	rec.Wait(t, wait, session.Lost)
+	if err := old.Err(); !errors.Is(err, session.ErrLost) {
+		t.Fatalf("old term Err once its session is known lost = %v, want session.ErrLost", err)
+	}
 	// The killed participant comes back with a new session, at the back.
 	zktest.Eventually(t, wait, func() bool {
 		ps, err := leader.Participants(context.Background(), sess[j], electionPath)
@@ -216,6 +245,88 @@ func TestLatchSessionKilled(t *testing.T) {
 	if id := sess[i].SessionID(); id == oldSession {
 		t.Errorf("session id unchanged after kill")
 	}
+	// The one overlap allowed is the race just bounded.
+	bad, excused := log.overlapsExcept(func(a termRec) bool { return a.term == old })
+	for _, o := range bad {
+		t.Error(o)
+	}
+	for _, o := range excused {
+		t.Logf("instant-kill race (within %v, see Term.Done): %s", killRace, o)
+	}
+}
+
+// Standard policy: the leader's session really expires. Its connection is
+// partitioned past the session timeout (the default 2 s; the other
+// participants are bystanders), so the server expires the session, a full
+// timeout after it last heard from the leader, and deletes its node; the
+// leader suspends after ⅔ of the timeout. Its term must have ended before
+// another participant leads: when one is seen leading the old term must
+// have ended, and the old term's recorded end (stamped after its Done
+// closed) must come before the new term's start (stamped after it won), or
+// the test fails. Once healed, the old leader learns that its session is
+// gone and re-enters with a new one.
+func TestLatchSessionExpired(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	conn := ns.Conn(t)
+	log := newTermLog(t)
+	s0, proxy := sessiontest.ConnectProxy(t, ns)
+	rec := sessiontest.Record(t, s0)
+	l0 := startLatch(t, s0, "q0")
+	log.follow(t, "q0", l0)
+	old := await(t, l0)
+	sid := s0.SessionID()
+	ls := []*leader.Latch{l0}
+	var others []*session.Session
+	for _, id := range []string{"q1", "q2"} {
+		s := sessiontest.Connect(t, ns, bystander)
+		l := startLatch(t, s, id)
+		log.follow(t, id, l)
+		ls, others = append(ls, l), append(others, s)
+	}
+	waitChildren(t, conn, ns, 3)
+	start := time.Now()
+	proxy.Partition()
+	defer proxy.Heal()
+	// Wait for any other participant to lead (not for exactly one leader,
+	// which the old leader would count as until its term ends).
+	var nt *leader.Term
+	zktest.Eventually(t, wait, func() bool {
+		for _, l := range ls[1:] {
+			if nt = l.Term(); nt != nil {
+				return true
+			}
+		}
+		return false
+	}, "another participant leads")
+	if !ended(old) {
+		t.Fatalf("%s leads while the partitioned leader's term goes on", leader.TermID(nt))
+	}
+	if !errors.Is(old.Err(), session.ErrSuspended) {
+		t.Fatalf("old term Err %v, want ErrSuspended", old.Err())
+	}
+	ro, rn := log.waitPair(t, old, nt)
+	t.Logf("partition → old term ended %v after it (%v), %s led %v after it", ro.end.Sub(start), old.Err(), leader.TermID(nt), rn.start.Sub(start))
+	if !ro.end.Before(rn.start) {
+		t.Fatalf("partitioned leader's term ended %v after %s began to lead", ro.end.Sub(rn.start), leader.TermID(nt))
+	}
+	// The old leader is cut off: only the server's expiry of its session can
+	// have deleted its node.
+	if ok, _, err := conn.Exists(leader.TermPath(old)); err != nil || ok {
+		t.Fatalf("old leader's node after %s led: exists %v, %v", leader.TermID(nt), ok, err)
+	}
+	proxy.Heal()
+	rec.Wait(t, wait, session.Lost)
+	if err := old.Err(); !errors.Is(err, session.ErrLost) || !errors.Is(err, session.ErrSuspended) {
+		t.Fatalf("old term Err once its session is known lost = %v, want session.ErrSuspended and session.ErrLost", err)
+	}
+	rec.Wait(t, wait, session.Reconnected)
+	if s0.SessionID() == sid {
+		t.Fatalf("the old leader reconnected to its expired session 0x%x", sid)
+	}
+	zktest.Eventually(t, wait, func() bool {
+		ps, err := leader.Participants(context.Background(), others[0], electionPath)
+		return err == nil && len(ps) == 3 && ps[2].ID == "q0"
+	}, "partitioned participant re-entered at the back")
 	log.checkNoOverlap(t)
 }
 

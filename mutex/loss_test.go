@@ -22,6 +22,7 @@ type lockResult struct {
 	l   *mutex.Lease
 	err error
 	n   int64
+	at  time.Time // when Lock returned
 	// before reports whether the lease given to lockAsyncAfter had already
 	// ended when Lock returned (read on the locking goroutine, right after
 	// Lock: no other goroutine's scheduling can reorder the two).
@@ -56,7 +57,7 @@ func lockAsyncAfter(t testing.TB, ctx context.Context, lk mutex.Locker, clock *a
 			default:
 			}
 		}
-		a.res <- lockResult{l, err, clock.Add(1), before}
+		a.res <- lockResult{l, err, clock.Add(1), time.Now(), before}
 		if err != nil {
 			return
 		}
@@ -125,32 +126,139 @@ func kindNamed(t testing.TB, name string) lockKind {
 	return lockKind{}
 }
 
-// TestHolderSessionKilled: standard policy; the holder's session is expired
-// on the server at once. Its lease must end before the waiter's Lock returns.
-//
-// The order is checked exactly (on the waiter's goroutine, as Lock returns),
-// and it is a race the holder wins only by a head start: zktest expires the
-// session by reconnecting with its credentials, so the server closes the
-// holder's connection one loopback round trip (plus the close-session commit)
-// before it deletes the holder's node. The holder's lease ends in
-// go-zookeeper's event callback, on the goroutine that reads the closed
-// connection, with no further hop; the waiter needs the delete's commit, a
-// notification and its own goroutine's wake-up. (A lease ended on the
-// session's state goroutine, one hop later, loses this race about once in a
-// hundred runs with both cores busy.)
-func TestHolderSessionKilled(t *testing.T) {
+// bystander is the session timeout of a session whose own timeout a test
+// does not exercise (a waiter's; the holder's in a kill, which is instant):
+// long enough that a loaded machine that stalls the test process for the
+// default 2 s does not suspend or lose it.
+var bystander = session.WithSessionTimeout(10 * time.Second)
+
+// killRace bounds how long after the waiter acquired a holder whose session
+// was killed through its own member may still learn of it: the bound the
+// chaos run's checker gives the same race (servingKillRace).
+const killRace = time.Second
+
+// checkOnlyNode fails the test unless the lock directory holds exactly l's
+// node, owned by session sid. (A NonFair lock has one node name for every
+// holder: the owner tells whose it is.)
+func checkOnlyNode(t testing.TB, raw *zk.Conn, ns *zktest.Namespace, l *mutex.Lease, sid int64) {
+	t.Helper()
+	if ks := kids(t, raw, ns); len(ks) != 1 || ks[0] != l.Node() {
+		t.Fatalf("nodes %q, want only %s", ks, l.Node())
+	}
+	if _, st, err := raw.Get(mutex.NodePath(l)); err != nil || st.EphemeralOwner != sid {
+		t.Fatalf("node %s: stat %+v, %v; want it owned by session 0x%x", l.Node(), st, err, sid)
+	}
+}
+
+// waitNoKids waits until the lock directory holds no node (or is gone: the
+// server may reap the emptied container).
+func waitNoKids(t testing.TB, raw *zk.Conn, ns *zktest.Namespace) {
+	t.Helper()
+	var ks []string
+	zktest.Eventually(t, wait, func() bool {
+		ks = kids(t, raw, ns)
+		return len(ks) == 0
+	}, "nodes %q left under %s", &ks, ns.Path(lockPath))
+}
+
+// TestHolderSessionExpired: standard policy; the holder's session really
+// expires. Its connection is partitioned past the session timeout, so the
+// server expires the session, a full timeout after it last heard from the
+// holder, and deletes the holder's node; the holder suspends after ⅔ of the
+// timeout. Its lease must have ended before the waiter's Lock returns: the
+// order is read exactly, on the waiter's goroutine as Lock returns, and any
+// other order fails. Once healed, the holder learns that its session is
+// gone.
+func TestHolderSessionExpired(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			ns := zktest.NewNamespace(t)
-			hs, tap := sessiontest.ConnectTap(t, ns)
+			raw := ns.Conn(t)
+			hs, proxy := sessiontest.ConnectProxy(t, ns)
+			rec := sessiontest.Record(t, hs)
 			holder := k.make(t, hs)
-			ws := connect(t, ns)
+			ws := connect(t, ns, bystander)
 			waiter := k.make(t, ws)
 			ctx := ctxT(t)
 			hl, err := holder.Lock(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
+			sid := hs.SessionID()
+			got := lockAsyncAfter(t, ctx, waiter, new(atomic.Int64), hl)
+			waitQueued(t, ns, k, ws)
+			start := time.Now()
+			proxy.Partition()
+			defer proxy.Heal()
+			r := got.result(t)
+			if r.err != nil {
+				t.Fatalf("waiter Lock: %v", r.err)
+			}
+			t.Logf("partition → waiter acquired %v after it; holder's lease ended before: %v (%v)", r.at.Sub(start), r.before, hl.Err())
+			if !r.before {
+				t.Fatalf("waiter acquired %v after the partition, before the holder's lease ended", r.at.Sub(start))
+			}
+			if !errors.Is(hl.Err(), session.ErrSuspended) {
+				t.Fatalf("holder cause = %v, want session.ErrSuspended", hl.Err())
+			}
+			// The holder is cut off: only the server's expiry of its session
+			// can have deleted its node (for NonFair the node of that name
+			// is the waiter's now).
+			checkOnlyNode(t, raw, ns, r.l, ws.SessionID())
+			proxy.Heal()
+			rec.Wait(t, wait, session.Lost)
+			if err := hl.Err(); !errors.Is(err, session.ErrLost) || !errors.Is(err, session.ErrSuspended) {
+				t.Fatalf("holder cause once its session is known lost = %v, want session.ErrSuspended and session.ErrLost", err)
+			}
+			rec.Wait(t, wait, session.Reconnected)
+			if hs.SessionID() == sid {
+				t.Fatalf("the holder reconnected to its expired session 0x%x", sid)
+			}
+			if err := hl.Release(ctx); err != nil {
+				t.Fatalf("Release of a lost lease: %v", err)
+			}
+			checkOnlyNode(t, raw, ns, r.l, ws.SessionID())
+			if err := got.unlock(t); err != nil {
+				t.Fatal(err)
+			}
+			waitNoKids(t, raw, ns)
+		})
+	}
+}
+
+// TestHolderSessionKilled: standard policy; the holder's session is ended on
+// the server at once (zktest.ExpireSession through the member that serves
+// it: an operator's kill, not an expiry). The server closes the holder's
+// connection, so the holder's lease ends with session.ErrSuspended, then
+// matches session.ErrLost; the waiter acquires; the lost lease's Release is
+// harmless (it must not touch the waiter's node, which for NonFair has the
+// same name). That the holder is told first is not promised: the connection
+// closes only about a round trip before the server deletes the holder's
+// node (see leader.Term.Done and docs/design.md), a lead that a starved
+// machine can overtake. So the order is logged, and a lost race must be a
+// close one: the holder hears of the kill within killRace of the waiter's
+// acquire. TestHolderSessionExpired checks the strict order, which a real
+// expiry does promise.
+func TestHolderSessionKilled(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			ns := zktest.NewNamespace(t)
+			raw := ns.Conn(t)
+			hs, tap := sessiontest.ConnectTap(t, ns, bystander)
+			rec := sessiontest.Record(t, hs)
+			holder := k.make(t, hs)
+			ws := connect(t, ns, bystander)
+			waiter := k.make(t, ws)
+			ctx := ctxT(t)
+			hl, err := holder.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ended := make(chan time.Time, 1)
+			go func() {
+				<-hl.Done()
+				ended <- time.Now()
+			}()
 			got := lockAsyncAfter(t, ctx, waiter, new(atomic.Int64), hl)
 			waitQueued(t, ns, k, ws)
 			killed := time.Now()
@@ -159,18 +267,29 @@ func TestHolderSessionKilled(t *testing.T) {
 			if r.err != nil {
 				t.Fatalf("waiter Lock: %v", r.err)
 			}
-			defer got.unlock(t)
-			cause := sessiontest.WaitDone(t, hl, wait)
-			t.Logf("kill→waiter acquired %v after the kill; holder's lease ended before: %v (%v)", time.Since(killed), r.before, cause)
-			if !r.before {
-				t.Fatalf("waiter acquired before the holder's lease ended")
+			endAt := sessiontest.Recv(t, ended, wait, "end of the holder's lease")
+			t.Logf("kill → holder's lease ended %v after it (%v), waiter acquired %v after it; holder told first: %v",
+				endAt.Sub(killed), hl.Err(), r.at.Sub(killed), r.before)
+			if late := endAt.Sub(r.at); !r.before && late > killRace {
+				t.Fatalf("holder's lease ended %v after the waiter acquired, more than the race allows (%v)", late, killRace)
 			}
-			if !errors.Is(cause, session.ErrSuspended) && !errors.Is(cause, session.ErrLost) {
-				t.Fatalf("holder cause = %v", cause)
+			// The lease ends when the server closes the connection, not only
+			// once the client has reconnected and heard "expired".
+			if cause := context.Cause(hl.Context()); !errors.Is(cause, session.ErrSuspended) {
+				t.Fatalf("holder's lease ended with %v, want session.ErrSuspended", cause)
+			}
+			rec.Wait(t, wait, session.Lost)
+			if err := hl.Err(); !errors.Is(err, session.ErrLost) {
+				t.Fatalf("holder cause once its session is known lost = %v, want session.ErrLost", err)
 			}
 			if err := hl.Release(ctx); err != nil {
-				t.Fatalf("Unlock of a lost lease: %v", err)
+				t.Fatalf("Release of a lost lease: %v", err)
 			}
+			checkOnlyNode(t, raw, ns, r.l, ws.SessionID())
+			if err := got.unlock(t); err != nil {
+				t.Fatal(err)
+			}
+			waitNoKids(t, raw, ns)
 		})
 	}
 }

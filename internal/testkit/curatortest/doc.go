@@ -29,6 +29,11 @@
 //     progress, and a benchmark mode running the same mix on several Curator
 //     clients.
 //
+// The programs' Curator clients ask for a session timeout of SessionTimeout
+// (10 s), so that a stalled JVM on a loaded machine keeps its session; a test
+// that waits for a killed program's session to expire asks for a short one
+// with WithSessionTimeout(ShortSessionTimeout).
+//
 // Paths given to the programs are full server paths: Go sessions in tests use
 // a zktest namespace (session.WithNamespace(ns.Root)), so the Java side gets
 // ns.Root + path.

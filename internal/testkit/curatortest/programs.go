@@ -9,8 +9,47 @@ import (
 	"time"
 )
 
-// SessionTimeout is the session timeout the Java programs ask for.
-const SessionTimeout = 2 * time.Second
+// SessionTimeout is the session timeout (and Curator connection timeout) the
+// Java programs ask for unless started with WithSessionTimeout: long, so that
+// a loaded machine that stalls a JVM for a couple of seconds does not expire
+// its session in a test that is not about expiry.
+const SessionTimeout = 10 * time.Second
+
+// ShortSessionTimeout is the session timeout for a test that waits for a Java
+// program's session to expire (after Kill, the server ends it this long after
+// it last heard from the program). Ask for it with WithSessionTimeout.
+const ShortSessionTimeout = 2 * time.Second
+
+// Option configures a Java program as it starts (StartMutex, StartLatch,
+// StartRWLock, StartSemaphore).
+type Option func(*config)
+
+type config struct {
+	sessionTimeout time.Duration
+}
+
+// WithSessionTimeout makes the program's Curator client ask for session
+// timeout d (also its connection timeout) instead of SessionTimeout. The
+// start fails the test for d under a millisecond.
+func WithSessionTimeout(d time.Duration) Option {
+	return func(c *config) { c.sessionTimeout = d }
+}
+
+// buildConfig applies opts over the defaults; it fails the test on a bad
+// value, so it must be called from the test's goroutine.
+func buildConfig(t testing.TB, opts []Option) config {
+	t.Helper()
+	c := config{sessionTimeout: SessionTimeout}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.sessionTimeout < time.Millisecond {
+		t.Fatalf("curatortest: session timeout %v: want at least 1ms", c.sessionTimeout)
+	}
+	return c
+}
 
 // Node is a lock node as the Java side reported it.
 type Node struct {
@@ -37,9 +76,10 @@ type Mutex struct {
 // session's namespace root plus the Go side's path) and waits until its
 // Curator client is connected (READY). It fails the test on error, so it must
 // be called from the test's goroutine.
-func StartMutex(t testing.TB, servers []string, path string) *Mutex {
+func StartMutex(t testing.TB, servers []string, path string, opts ...Option) *Mutex {
 	t.Helper()
-	p := Start(t, MutexProgram, strings.Join(servers, ","), path, msText(SessionTimeout))
+	c := buildConfig(t, opts)
+	p := Start(t, MutexProgram, strings.Join(servers, ","), path, msText(c.sessionTimeout))
 	ctx, cancel := context.WithTimeout(context.Background(), ReadyTimeout)
 	defer cancel()
 	if _, err := p.Expect(ctx, "READY"); err != nil {
@@ -179,12 +219,13 @@ type Latch struct {
 // space) on the full server path and waits until its Curator client is
 // connected (READY). The latch is not started: call Start. It fails the test
 // on error, so it must be called from the test's goroutine.
-func StartLatch(t testing.TB, servers []string, path, id string) *Latch {
+func StartLatch(t testing.TB, servers []string, path, id string, opts ...Option) *Latch {
 	t.Helper()
 	if id == "" || strings.ContainsAny(id, " \t\r\n") {
 		t.Fatalf("curatortest: latch id %q must be non-empty without white space", id)
 	}
-	p := Start(t, LatchProgram, strings.Join(servers, ","), path, id, msText(SessionTimeout))
+	c := buildConfig(t, opts)
+	p := Start(t, LatchProgram, strings.Join(servers, ","), path, id, msText(c.sessionTimeout))
 	ctx, cancel := context.WithTimeout(context.Background(), ReadyTimeout)
 	defer cancel()
 	if _, err := p.Expect(ctx, "READY"); err != nil {

@@ -37,12 +37,13 @@ type RWNode struct {
 // the given lock data (no white space) and waits until its Curator client is
 // connected (READY). It fails the test on error, so it must be called from
 // the test's goroutine.
-func StartRWLock(t testing.TB, servers []string, path, data string) *RWLock {
+func StartRWLock(t testing.TB, servers []string, path, data string, opts ...Option) *RWLock {
 	t.Helper()
 	if data == "" || strings.ContainsAny(data, " \t\r\n") {
 		t.Fatalf("curatortest: lock data %q must be non-empty without white space", data)
 	}
-	p := Start(t, RWLockProgram, strings.Join(servers, ","), path, data, msText(SessionTimeout))
+	c := buildConfig(t, opts)
+	p := Start(t, RWLockProgram, strings.Join(servers, ","), path, data, msText(c.sessionTimeout))
 	ctx, cancel := context.WithTimeout(context.Background(), ReadyTimeout)
 	defer cancel()
 	if _, err := p.Expect(ctx, "READY"); err != nil {

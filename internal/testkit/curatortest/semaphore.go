@@ -44,12 +44,13 @@ type Semaphore struct {
 // server path for ModeCount, ignored for ModeMutex) and waits until its
 // Curator client is connected (READY). It fails the test on error, so it must
 // be called from the test's goroutine.
-func StartSemaphore(t testing.TB, servers []string, path string, mode SemaphoreMode, arg string) *Semaphore {
+func StartSemaphore(t testing.TB, servers []string, path string, mode SemaphoreMode, arg string, opts ...Option) *Semaphore {
 	t.Helper()
 	if arg == "" {
 		arg = "-"
 	}
-	p := Start(t, SemaphoreProgram, strings.Join(servers, ","), path, string(mode), arg, msText(SessionTimeout))
+	c := buildConfig(t, opts)
+	p := Start(t, SemaphoreProgram, strings.Join(servers, ","), path, string(mode), arg, msText(c.sessionTimeout))
 	ctx, cancel := context.WithTimeout(context.Background(), ReadyTimeout)
 	defer cancel()
 	if _, err := p.Expect(ctx, "READY"); err != nil {
