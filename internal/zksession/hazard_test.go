@@ -32,6 +32,11 @@ func TestEpochHazard(t *testing.T) {
 		addrs = append(addrs, p.Addr())
 	}
 	raw := zktest.Conn(t, e.Servers(), 10*time.Second)
+	// A client on each member, to see each member's own view.
+	var members []*zk.Conn
+	for _, srv := range e.Servers() {
+		members = append(members, zktest.Conn(t, []string{srv}, 10*time.Second))
+	}
 	for _, p := range []string{"/hz", "/hz/locks"} {
 		if _, err := raw.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
@@ -98,11 +103,21 @@ func TestEpochHazard(t *testing.T) {
 		t.Fatalf("CreateEphemeral during the partition: %q, %v; want ErrLost", safe.path, safe.err)
 	}
 	t.Logf("CreateEphemeral returned at Lost: %v", safe.err)
-	// The server expires the session: its ephemeral goes.
+	// The server expires the session: its ephemeral goes, on every member.
+	// A member that applies the expiry only after the client has come back
+	// to it with the old session id closes that connection unanswered
+	// (CancelledKeyException in its log); the client then has one address
+	// fewer to get "expired" and then a new session from, comes round to
+	// the partitioned address and fails the queued raw create with
+	// ErrNoServer. So the heal below waits until no member can still do it.
 	zktest.Eventually(t, wait, func() bool {
-		ok, _, err := raw.Exists(marker)
-		return err == nil && !ok
-	}, "the server did not expire the session")
+		for _, c := range members {
+			if ok, _, err := c.Exists(marker); err != nil || ok {
+				return false
+			}
+		}
+		return true
+	}, "the members did not all expire the session")
 	t.Logf("server expired the session %v after the local Lost", time.Since(lost.At).Round(time.Millisecond))
 
 	// Heal the refusing proxies first and the partitioned one last: healing
@@ -134,6 +149,12 @@ func TestEpochHazard(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("hazard not reproduced: the queued raw create failed: %v", r.err)
 	}
+	// raw is connected to any member, maybe one that has not applied the
+	// create yet (ZooKeeper promises other clients no more than sequential
+	// consistency): Sync makes it catch up with the leader first.
+	if _, err := raw.Sync(r.path); err != nil {
+		t.Fatal(err)
+	}
 	_, st, err := raw.Get(r.path)
 	if err != nil || st.EphemeralOwner != rc.SessionID {
 		t.Fatalf("raw node: %v, owner %v", err, st)
@@ -145,6 +166,9 @@ func TestEpochHazard(t *testing.T) {
 	zktest.Eventually(t, wait, func() bool {
 		return logged(logs, "create ran on another session; node deleted", "node", "/hz/locks/safe")
 	}, "CreateEphemeral's node was not undone")
+	if _, err := raw.Sync("/hz/locks"); err != nil { // the delete too, as above
+		t.Fatal(err)
+	}
 	if ok, _, err := raw.Exists("/hz/locks/safe"); err != nil || ok {
 		t.Fatalf("stray node: %v %v", ok, err)
 	}
