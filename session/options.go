@@ -69,8 +69,9 @@ func WithAuth(scheme string, auth []byte) Option { return Option(zksession.WithA
 // the servers' certificates and Certificates to the client certificate that
 // ZooKeeper asks for by default; an empty ServerName is filled in with each
 // server's host. The handshake runs on the connections of the dialer
-// (WithDialer's or the default) within go-zookeeper's one-second dial
-// timeout. A failed handshake is a failed dial: Connect's error names it.
+// (WithDialer's or the default), bounded like the answer to ZooKeeper's own
+// handshake: the session timeout divided among the servers, at least a
+// second. A failed handshake is a failed dial: Connect's error names it.
 func WithTLS(cfg *tls.Config) Option { return Option(zksession.WithTLS(cfg)) }
 
 // WithDialer sets the function that opens TCP connections to the servers

@@ -140,8 +140,10 @@ func WithDialer(d zk.Dialer) Option {
 
 // WithTLS makes every connection to the servers TLS: each connection is
 // dialed with the dialer (WithDialer's, or net.DialTimeout), then a TLS
-// client handshake with cfg runs on it, bounded by the same timeout
-// go-zookeeper gives the dial (one second) and aborted at once by Close. The
+// client handshake with cfg runs on it, bounded as the answer to the
+// ZooKeeper handshake is (handshakeBound: the session timeout divided among
+// the servers, at least a second; go-zookeeper's own dial timeout is a fixed
+// second) and aborted at once by Close. The
 // servers' addresses must be their secure client ports (ZooKeeper's
 // secureClientPort, served by NettyServerCnxnFactory).
 //

@@ -231,6 +231,75 @@ func TestTLSProxyCutSuspendsAndReconnects(t *testing.T) {
 	}
 }
 
+// slowServerDialer is a user's dialer whose connections hold back the first
+// read (the server's half of the TLS handshake) for twice the dial timeout
+// go-zookeeper passes: a server that needs longer than that for its
+// handshake, as a JVM serving its first TLS connection on a loaded machine
+// does.
+type slowServerDialer struct {
+	mu    sync.Mutex
+	dials int
+}
+
+func (d *slowServerDialer) dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	d.mu.Lock()
+	d.dials++
+	d.mu.Unlock()
+	c, err := net.DialTimeout(network, address, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &slowFirstReadConn{Conn: c, delay: 2 * timeout, closed: make(chan struct{})}, nil
+}
+
+type slowFirstReadConn struct {
+	net.Conn
+	delay     time.Duration
+	once      sync.Once
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func (c *slowFirstReadConn) Read(b []byte) (int, error) {
+	c.once.Do(func() {
+		// The delay is the server's slowness under test, not a
+		// synchronisation: it starts after the handshake's deadline is set.
+		select {
+		case <-time.After(c.delay):
+		case <-c.closed:
+		}
+	})
+	return c.Conn.Read(b)
+}
+
+func (c *slowFirstReadConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
+
+// A server whose TLS handshake takes longer than go-zookeeper's dial timeout
+// (a fixed second) is still connected to: the handshake gets the same bound
+// as the answer to the ZooKeeper handshake (the session timeout divided among
+// the servers), not the dial's. Were it cut at the dial timeout, every
+// attempt would fail the same way and Connect would only end at its timeout.
+func TestTLSSlowHandshakeConnects(t *testing.T) {
+	srv := zktest.SharedTLS(t)
+	d := &slowServerDialer{}
+	ctx := ctxT(t, wait)
+	s, err := session.Connect(ctx, srv.SecureServers(),
+		session.WithDialer(d.dial), session.WithTLS(srv.TLS().ClientConfig()))
+	if err != nil {
+		t.Fatalf("Connect through a server slower than the dial timeout: %v", err)
+	}
+	defer s.Close()
+	d.mu.Lock()
+	t.Logf("connected after %d dial(s)", d.dials)
+	d.mu.Unlock()
+	if s.SessionID() == 0 {
+		t.Fatal("no session id")
+	}
+}
+
 // WithTLS(nil) is a bad option, reported before anything is started.
 func TestTLSNilConfig(t *testing.T) {
 	s, err := session.Connect(context.Background(), []string{"127.0.0.1:1"}, session.WithTLS((*tls.Config)(nil)))

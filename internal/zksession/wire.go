@@ -30,8 +30,9 @@ type wire struct {
 	dial zk.Dialer
 	tls  *tls.Config // nil: plaintext; set before the first Dial
 	// handshakeLimit bounds the wait for a server's answer to the ZooKeeper
-	// handshake (see handshakeBound); 0: go-zookeeper's own deadline. Set
-	// before the first Dial.
+	// handshake (see handshakeBound), and the TLS handshake before it when
+	// longer than go-zookeeper's dial timeout; 0: go-zookeeper's own
+	// deadlines. Set before the first Dial.
 	handshakeLimit time.Duration
 
 	lastRead atomic.Int64 // unix nanoseconds of the last byte read from any server
@@ -112,10 +113,19 @@ func (w *wire) Dial(network, address string, timeout time.Duration) (net.Conn, e
 }
 
 // tlsHandshake runs a TLS client handshake on raw within timeout (the dial
-// timeout go-zookeeper passes; none if it is not positive). When the config
-// names no server, the address's host is the name verified. closeAll aborts a
-// handshake in progress, so that Close never waits for a silent server.
+// timeout go-zookeeper passes; none if it is not positive), or within the
+// wire's handshakeLimit if that is longer: go-zookeeper's dial timeout is a
+// fixed second, and a server that needs longer for its half of the handshake
+// (a loaded machine, a JVM serving its first TLS connection, a long round
+// trip) would otherwise be given up on at every attempt, never connected to,
+// while the same server over plaintext gets handshakeLimit for its answer.
+// When the config names no server, the address's host is the name verified.
+// closeAll aborts a handshake in progress, so that Close never waits for a
+// silent server.
 func (w *wire) tlsHandshake(raw net.Conn, address string, timeout time.Duration) (net.Conn, error) {
+	if timeout > 0 && w.handshakeLimit > timeout {
+		timeout = w.handshakeLimit
+	}
 	cfg := w.tls
 	if cfg.ServerName == "" {
 		host, _, err := net.SplitHostPort(address)
