@@ -51,8 +51,9 @@
 // its owner is its participant's current session (a node left from an
 // earlier session of the same process never makes it leader, unlike in
 // Curator before 5.7). Latch and Run exclude each other and Curator's
-// LeaderLatch; a Selector excludes only Selectors and Curator's
-// LeaderSelector: do not mix the two layouts on one path.
+// LeaderLatch; a Selector excludes Selectors, Curator's LeaderSelector and
+// the fair locks of package mutex (the same layout): do not mix the latch and
+// lock layouts on one path.
 //
 // # Costs
 //

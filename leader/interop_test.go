@@ -1,6 +1,6 @@
 package leader_test
 
-// Interoperability with Apache Curator 5.4's LeaderLatch (issue 5): a Java
+// Interoperability with Apache Curator 5.4's LeaderLatch: a Java
 // participant (internal/curatortest's CuratorLatch program) and Go latches on
 // one election path. The Java side gets the full server path (the Go
 // sessions' namespace root plus the election path).

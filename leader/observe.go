@@ -209,15 +209,16 @@ func (o *observer) read(ctx context.Context) (recipes.Participant, *zksession.Wa
 		if len(sorted) == 0 {
 			return result{w: w}, nil
 		}
-		node := sorted[0].Name
-		data, _, err := conn.Get(o.full + "/" + node)
+		first := sorted[0]
+		data, st, err := conn.Get(o.full + "/" + first.Name)
 		if errors.Is(err, zk.ErrNoNode) {
 			return result{}, errRescan // the first node went between the reads
 		}
 		if err != nil {
 			return result{}, err
 		}
-		return result{recipes.Participant{ID: string(data), Node: node, Holds: true}, w}, nil
+		return result{recipes.Participant{ID: string(data), Node: first.Name, Kind: engine.KindOf(first.Marker),
+			SessionID: st.EphemeralOwner, Token: st.Czxid, Holds: true}, w}, nil
 	}, nil)
 	return r.p, r.w, err
 }

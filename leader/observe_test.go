@@ -51,8 +51,13 @@ func TestObserve(t *testing.T) {
 	a := startLatch(t, sessiontest.Connect(t, ns), "a")
 	ta := await(t, a)
 	p := waitLeader(t, ch, "a leads", func(p recipes.Participant) bool { return p.ID == "a" })
-	if p.Node != ta.Node() || !p.Holds {
-		t.Errorf("observed %+v, term node %s", p, ta.Node())
+	if p.Node != ta.Node() || !p.Holds || p.Token != ta.Token() {
+		t.Errorf("observed %+v, term node %s token %d", p, ta.Node(), ta.Token())
+	}
+	// The observed leader is what leader.Leader reads, every field.
+	read, ok, err := leader.Leader(ctx, obs, electionPath)
+	if err != nil || !ok || read != p || p.Kind != "latch" || p.SessionID == 0 {
+		t.Errorf("observed %+v, leader.Leader read %+v (%v, %v)", p, read, ok, err)
 	}
 	b := startLatch(t, sessiontest.Connect(t, ns), "b")
 	zktest.Eventually(t, wait, func() bool { return len(children(t, ns.Conn(t), ns)) == 2 }, "b queued")
@@ -127,8 +132,13 @@ func TestObserveMissingPath(t *testing.T) {
 	a := startLatch(t, sessiontest.Connect(t, ns), "a")
 	ta := await(t, a)
 	p := waitLeader(t, ch, "a leads", func(p recipes.Participant) bool { return p.ID == "a" })
-	if p.Node != ta.Node() || !p.Holds {
-		t.Errorf("observed %+v, term node %s", p, ta.Node())
+	if p.Node != ta.Node() || !p.Holds || p.Token != ta.Token() {
+		t.Errorf("observed %+v, term node %s token %d", p, ta.Node(), ta.Token())
+	}
+	// The observed leader is what leader.Leader reads, every field.
+	read, ok, err := leader.Leader(ctx, obs, electionPath)
+	if err != nil || !ok || read != p || p.Kind != "latch" || p.SessionID == 0 {
+		t.Errorf("observed %+v, leader.Leader read %+v (%v, %v)", p, read, ok, err)
 	}
 	cancel()
 	for range ch {

@@ -55,10 +55,10 @@ func TestLockUnlock(t *testing.T) {
 				t.Fatalf("Err while held: %v", l.Err())
 			}
 			if err := l.Release(ctx); err != nil {
-				t.Fatalf("Unlock: %v", err)
+				t.Fatalf("Release: %v", err)
 			}
 			if err := sessiontest.WaitDone(t, l, wait); !errors.Is(err, recipes.ErrReleased) {
-				t.Fatalf("Err after Unlock = %v", err)
+				t.Fatalf("Err after Release = %v", err)
 			}
 			if !errors.Is(context.Cause(l.Context()), recipes.ErrReleased) {
 				t.Fatalf("Context cause = %v", context.Cause(l.Context()))
@@ -67,11 +67,11 @@ func TestLockUnlock(t *testing.T) {
 				t.Fatalf("nodes left: %q", k)
 			}
 			if err := l.Release(ctx); err != nil {
-				t.Fatalf("second Unlock: %v", err)
+				t.Fatalf("second Release: %v", err)
 			}
 			h, ok, err = m.Holder(ctx)
 			if err != nil || ok {
-				t.Fatalf("Holder after Unlock = %+v, %v", h, err)
+				t.Fatalf("Holder after Release = %+v, %v", h, err)
 			}
 
 			// A second cycle gets a greater token.

@@ -33,7 +33,7 @@ func requests(tap *zktest.Tap) int64 {
 	return n
 }
 
-// BenchmarkUncontended: Lock + Unlock by one session, nobody else; reports
+// BenchmarkUncontended: Lock + Release by one session, nobody else; reports
 // ZooKeeper requests per cycle (req/op) counted on the wire.
 func BenchmarkUncontended(b *testing.B) {
 	for _, watch := range []bool{false, true} {
@@ -133,7 +133,7 @@ func reportLatency(b *testing.B, ds []time.Duration) {
 }
 
 // BenchmarkContendedHandoff: 8 sessions lock and unlock in a loop; handoff =
-// from the holder's Unlock call to the next holder's Lock return.
+// from the holder's Release call to the next holder's Lock return.
 func BenchmarkContendedHandoff(b *testing.B) {
 	for _, watch := range []bool{false, true} {
 		b.Run(fmt.Sprintf("nodewatch=%v", watch), func(b *testing.B) {
@@ -239,7 +239,7 @@ func atoi(s string) int {
 	return n
 }
 
-// BenchmarkUncontendedVsRaw interleaves, in every iteration, one Lock+Unlock
+// BenchmarkUncontendedVsRaw interleaves, in every iteration, one Lock+Release
 // cycle, one raw create+getData+delete and one raw create+delete (same
 // server, each client its own session), so that machine noise hits all
 // alike; it reports the mean of each and the ratios.
@@ -489,7 +489,7 @@ func rawLock(c *zk.Conn, d string) (string, error) {
 	}
 }
 
-// BenchmarkUncontendedVsCurator: Lock + Unlock of a free lock, the default
+// BenchmarkUncontendedVsCurator: Lock + Release of a free lock, the default
 // mutex.New on one session against Curator 5.4's InterProcessMutex on one
 // client (after a warm-up of each, the JIT's included), on the same server,
 // in alternating runs of 300 cycles each so that the machine's noise hits

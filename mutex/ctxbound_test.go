@@ -14,7 +14,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// cbReleasedOrDeadline accepts what Unlock may return when ctx ends before the
+// cbReleasedOrDeadline accepts what Release may return when ctx ends before the
 // delete is confirmed: nil (the delete was handed to the session's
 // guaranteed-delete queue, as documented) or ctx's error.
 func cbReleasedOrDeadline(err error) bool { return err == nil || sessiontest.IsDeadline(err) }
@@ -120,7 +120,7 @@ func (r *cbRig) gone(t *testing.T, node string) {
 func TestCtxBoundsMutex(t *testing.T) {
 	for _, k := range kinds {
 		// A lock on a fresh rig, warmed up (its directory exists) by one
-		// Lock and Unlock before the partition.
+		// Lock and Release before the partition.
 		setup := func(t *testing.T) (*cbRig, mutex.Locker) {
 			r := newCBRig(t)
 			lk := k.make(t, r.s)
@@ -155,7 +155,7 @@ func TestCtxBoundsMutex(t *testing.T) {
 			r.heal(t)
 			r.noNodes(t, lockPath)
 		})
-		t.Run(k.name+"/Unlock", func(t *testing.T) {
+		t.Run(k.name+"/Release", func(t *testing.T) {
 			r, lk := setup(t)
 			var l *mutex.Lease
 			var err error
@@ -164,7 +164,7 @@ func TestCtxBoundsMutex(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.p.Partition()
-			sessiontest.MeasureBound(t, k.name+".Unlock", r.p.Heal, func(ctx context.Context) error {
+			sessiontest.MeasureBound(t, k.name+".Release", r.p.Heal, func(ctx context.Context) error {
 				var err error
 				r.w.run(func() { err = l.Release(ctx) })
 				return err
@@ -259,7 +259,7 @@ func TestCtxBoundsMutex(t *testing.T) {
 		r.heal(t)
 		r.noNodes(t, lockPath, otherPath)
 	})
-	t.Run("multi/Unlock", func(t *testing.T) {
+	t.Run("multi/Release", func(t *testing.T) {
 		r, m := setupMulti(t)
 		var l *mutex.MultiLease
 		var err error
@@ -268,7 +268,7 @@ func TestCtxBoundsMutex(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.p.Partition()
-		sessiontest.MeasureBound(t, "multi.Unlock", r.p.Heal, func(ctx context.Context) error {
+		sessiontest.MeasureBound(t, "multi.Release", r.p.Heal, func(ctx context.Context) error {
 			var err error
 			r.w.run(func() { err = l.Release(ctx) })
 			return err

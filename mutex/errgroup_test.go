@@ -143,7 +143,7 @@ func TestHeldFalseAfterLoss(t *testing.T) {
 			t.Fatalf("%s: Held true after the lease ended", k.name)
 		}
 		if err := l.Release(ctx); err != nil {
-			t.Fatalf("%s: Unlock after the loss: %v", k.name, err)
+			t.Fatalf("%s: Release after the loss: %v", k.name, err)
 		}
 	}
 }

@@ -167,7 +167,7 @@ func TestCloseWhileWaiting(t *testing.T) {
 				return err == nil && len(k) == 0 || errors.Is(err, zk.ErrNoNode)
 			}, "nodes left after Close")
 			if err := hl.Release(ctx); err != nil {
-				t.Fatalf("Unlock after Close: %v", err)
+				t.Fatalf("Release after Close: %v", err)
 			}
 		})
 	}

@@ -391,6 +391,6 @@ func (h *interopHolder) unlock(t *testing.T) {
 	t.Helper()
 	h.unlockC <- struct{}{}
 	if err := <-h.unlocked; err != nil {
-		t.Fatalf("Unlock: %v", err)
+		t.Fatalf("Release: %v", err)
 	}
 }

@@ -57,6 +57,6 @@ func TestHolderSessionReplacedBeforeExpiry(t *testing.T) {
 		t.Fatalf("waiter: %v (while the holder's old session lives on the server)", err)
 	}
 	if err := hl.Release(ctx); err != nil {
-		t.Fatalf("Unlock of an ended lease: %v", err)
+		t.Fatalf("Release of an ended lease: %v", err)
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// Tests of the fair mutex's look-ahead (recipes.LooksAhead): a waiter with
+// Tests of the fair mutex's look-ahead (Driver.LookAhead): a waiter with
 // two or more nodes before its own watches the node two places ahead, reads
 // the children when that node goes, then watches its predecessor, and takes
 // over on that predecessor's deletion notice with no read.

@@ -29,7 +29,7 @@ type lockResult struct {
 	before bool
 }
 
-// async is a Lock running in its own goroutine, which also does the Unlock
+// async is a Lock running in its own goroutine, which also does the Release
 // (a reentrant Mutex must be unlocked by the goroutine that locked it).
 type async struct {
 	res       chan lockResult
@@ -81,7 +81,7 @@ func (a *async) result(t testing.TB) lockResult {
 func (a *async) unlock(t testing.TB) error {
 	t.Helper()
 	close(a.unlockReq)
-	return sessiontest.Recv(t, a.unlockErr, wait, "Unlock result")
+	return sessiontest.Recv(t, a.unlockErr, wait, "Release result")
 }
 
 // lockKind builds one lock kind of the package on a session.
@@ -427,7 +427,7 @@ func TestShortCutSessionOnly(t *testing.T) {
 				t.Fatal(err)
 			}
 			if ok, _, _ := raw.Exists(mutex.NodePath(hl)); ok {
-				t.Fatalf("node left after Unlock")
+				t.Fatalf("node left after Release")
 			}
 		})
 	}
@@ -468,12 +468,12 @@ func TestThirdPartyDelete(t *testing.T) {
 				} else if hl.Err() != nil {
 					t.Logf("holder noticed without the node watch: %v", hl.Err())
 				}
-				// The old holder's Unlock must not touch the new holder's node.
+				// The old holder's Release must not touch the new holder's node.
 				if err := hl.Release(ctx); err != nil {
 					t.Fatal(err)
 				}
 				if ok, _, _ := raw.Exists(mutex.NodePath(r.l)); !ok {
-					t.Fatalf("new holder's node deleted by the old holder's Unlock")
+					t.Fatalf("new holder's node deleted by the old holder's Release")
 				}
 				if err := got.unlock(t); err != nil {
 					t.Fatal(err)
@@ -485,7 +485,7 @@ func TestThirdPartyDelete(t *testing.T) {
 
 // TestGhostNode: the create's reply is lost (the proxy forwards the create,
 // swallows the reply and cuts the connection). The lock is acquired once,
-// with one node, which is gone after Unlock. Under both loss policies: the
+// with one node, which is gone after Release. Under both loss policies: the
 // cut suspends the session while the Lock is still in progress, which must
 // not make the standard policy give up the ghost.
 func TestGhostNode(t *testing.T) {

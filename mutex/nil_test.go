@@ -107,11 +107,11 @@ func TestNilInputs(t *testing.T) {
 			ml, err := multi.Lock(ctx)
 			return noLease(t, ml, err)
 		}, Want: session.ErrBadArgument, Arg: "nil lease"},
-		{Name: "nil Lease Unlock", Call: func(*testing.T) error {
+		{Name: "nil Lease Release", Call: func(*testing.T) error {
 			var l *mutex.Lease
 			return l.Release(ctx)
 		}, Want: session.ErrBadArgument, Arg: "nil lease"},
-		{Name: "nil MultiLease Unlock", Call: func(*testing.T) error {
+		{Name: "nil MultiLease Release", Call: func(*testing.T) error {
 			var ml *mutex.MultiLease
 			return ml.Release(ctx)
 		}, Want: session.ErrBadArgument, Arg: "nil multi-lease"},
@@ -199,7 +199,7 @@ func TestNilLeases(t *testing.T) {
 }
 
 // TestReentrantLockNilContext: a goroutine that holds a Mutex and calls
-// Lock(nil) gets the error and no extra hold: its one Unlock releases the
+// Lock(nil) gets the error and no extra hold: its one Release releases the
 // lock.
 func TestReentrantLockNilContext(t *testing.T) {
 	ns := zktest.NewNamespace(t)
@@ -227,12 +227,12 @@ func TestReentrantLockNilContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	if mutex.HeldByMe(m) {
-		t.Fatal("still held after the one Unlock")
+		t.Fatal("still held after the one Release")
 	}
 	waitKids(t, raw, ns, 0)
 }
 
-// TestUnlockNilContext: Unlock (of a Lease and of a MultiLease) takes a nil
+// TestUnlockNilContext: Release (of a Lease and of a MultiLease) takes a nil
 // ctx as context.Background(): a release is cleanup and is never refused, so
 // the locks are released and their nodes go.
 func TestUnlockNilContext(t *testing.T) {
@@ -246,10 +246,10 @@ func TestUnlockNilContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := l.Release(nilCtx); err != nil {
-		t.Fatalf("Unlock(nil) = %v", err)
+		t.Fatalf("Release(nil) = %v", err)
 	}
 	if err := l.Err(); !errors.Is(err, recipes.ErrReleased) {
-		t.Fatalf("Err after Unlock(nil) = %v", err)
+		t.Fatalf("Err after Release(nil) = %v", err)
 	}
 	waitKids(t, raw, ns, 0)
 

@@ -197,7 +197,7 @@ func TestPerfNextInLineEarlyDelete(t *testing.T) {
 
 // TestPerfDeepWaiterNoOwnWatch: a waiter third in line does not watch its own
 // node while it waits (the next decision reads the children anyway); it
-// watches the holder, two places ahead (see recipes.LooksAhead), still gets
+// watches the holder, two places ahead (see Driver.LookAhead), still gets
 // the lock in order once both before it are gone, and a third party's delete
 // of its node while it waits still ends its Lock with ErrNodeDeleted.
 func TestPerfDeepWaiterNoOwnWatch(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 )
 
 // TestReentrancy: three nested Locks by one goroutine share one node; an
-// Unlock from another goroutine is refused; the node goes at the last Unlock.
+// Release from another goroutine is refused; the node goes at the last Release.
 func TestReentrancy(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	raw := ns.Conn(t)
@@ -63,22 +63,22 @@ func TestReentrancy(t *testing.T) {
 		t.Fatalf("other goroutine: HeldByMe=%v TryLock=%v", r.held, r.try)
 	}
 	if !errors.Is(r.unl, recipes.ErrNotOwner) || !errors.Is(r.inner, recipes.ErrNotOwner) {
-		t.Fatalf("Unlock from another goroutine = %v, %v; want ErrNotOwner", r.unl, r.inner)
+		t.Fatalf("Release from another goroutine = %v, %v; want ErrNotOwner", r.unl, r.inner)
 	}
 	if _, err := other.TryLock(ctx); !errors.Is(err, recipes.ErrBusy) {
 		t.Fatalf("other session TryLock = %v", err)
 	}
 
-	// Unlock in any order; the node goes at the last one.
+	// Release in any order; the node goes at the last one.
 	for i, l := range []*mutex.Lease{l2, l3} {
 		if err := l.Release(ctx); err != nil {
-			t.Fatalf("Unlock %d: %v", i, err)
+			t.Fatalf("Release %d: %v", i, err)
 		}
 		if err := l.Release(ctx); err != nil { // idempotent per handle
-			t.Fatalf("second Unlock %d: %v", i, err)
+			t.Fatalf("second Release %d: %v", i, err)
 		}
 		if l1.Err() != nil || len(lockKids(t, raw, ns)) != 1 {
-			t.Fatalf("lock released before the last Unlock")
+			t.Fatalf("lock released before the last Release")
 		}
 	}
 	if err := l1.Release(ctx); err != nil {
@@ -91,7 +91,7 @@ func TestReentrancy(t *testing.T) {
 		t.Fatalf("nodes left %q", ks)
 	}
 	if mutex.HeldByMe(m) {
-		t.Fatal("HeldByMe after last Unlock")
+		t.Fatal("HeldByMe after last Release")
 	}
 }
 
@@ -171,7 +171,7 @@ func TestNonReentrant(t *testing.T) {
 	unl := make(chan error, 1)
 	go func() { unl <- l1.Release(ctx) }()
 	if err := <-unl; err != nil {
-		t.Fatalf("Unlock from another goroutine: %v", err)
+		t.Fatalf("Release from another goroutine: %v", err)
 	}
 	r := got.result(t)
 	if r.err != nil {
@@ -314,7 +314,7 @@ func TestMultiRollback(t *testing.T) {
 }
 
 // TestMultiUnlockNotOwner: a multi-lock holding a reentrant Mutex refuses an
-// Unlock from a goroutine other than the one that locked it before it
+// Release from a goroutine other than the one that locked it before it
 // releases anything. The Mutex comes first in the set, so a release in
 // reverse order that checked ownership as it went would already have freed
 // the other two. The goroutine that locked it then unlocks the whole set.
@@ -371,17 +371,17 @@ func TestMultiUnlockNotOwner(t *testing.T) {
 	}
 
 	if err := r.l.Release(ctx); !errors.Is(err, recipes.ErrNotOwner) {
-		t.Fatalf("Unlock from another goroutine = %v, want ErrNotOwner", err)
+		t.Fatalf("Release from another goroutine = %v, want ErrNotOwner", err)
 	}
 	if err := r.l.Err(); err != nil {
-		t.Fatalf("set ended by a refused Unlock: %v", err)
+		t.Fatalf("set ended by a refused Release: %v", err)
 	}
 	for i, l := range r.l.Leases() {
 		if err := l.Err(); err != nil {
-			t.Fatalf("lease %d (%s) ended by a refused Unlock: %v", i, mutex.NodePath(l), err)
+			t.Fatalf("lease %d (%s) ended by a refused Release: %v", i, mutex.NodePath(l), err)
 		}
 		if ok, _, err := raw.Exists(mutex.NodePath(l)); err != nil || !ok {
-			t.Fatalf("lease %d: node %s gone after a refused Unlock (%v)", i, mutex.NodePath(l), err)
+			t.Fatalf("lease %d: node %s gone after a refused Release (%v)", i, mutex.NodePath(l), err)
 		}
 	}
 	// Still exclusive for everyone else.
@@ -403,11 +403,11 @@ func TestMultiUnlockNotOwner(t *testing.T) {
 	}
 
 	close(unlockReq)
-	if err := sessiontest.Recv(t, unlocked, wait, "owner's Unlock"); err != nil {
-		t.Fatalf("owner's Unlock: %v", err)
+	if err := sessiontest.Recv(t, unlocked, wait, "owner's Release"); err != nil {
+		t.Fatalf("owner's Release: %v", err)
 	}
 	if err := r.l.Err(); !errors.Is(err, recipes.ErrReleased) {
-		t.Fatalf("set cause after Unlock = %v, want ErrReleased", err)
+		t.Fatalf("set cause after Release = %v, want ErrReleased", err)
 	}
 	for _, p := range []string{"/locks/a", "/locks/b", "/locks/c"} {
 		if k, _, _ := raw.Children(ns.Path(p)); len(k) != 0 {

@@ -60,7 +60,7 @@ func TestTLSLockHandover(t *testing.T) {
 			default:
 			}
 			if err := la.Release(ctx); err != nil {
-				t.Fatalf("Unlock: %v", err)
+				t.Fatalf("Release: %v", err)
 			}
 			r := sessiontest.Recv(t, got, wait, "second Lock")
 			if r.err != nil {
@@ -70,8 +70,8 @@ func TestTLSLockHandover(t *testing.T) {
 				t.Errorf("tokens %d then %d: not growing", la.Token(), r.l.Token())
 			}
 			letGo()
-			if err := sessiontest.Recv(t, unlocked, wait, "second Unlock"); err != nil {
-				t.Fatalf("second Unlock: %v", err)
+			if err := sessiontest.Recv(t, unlocked, wait, "second Release"); err != nil {
+				t.Fatalf("second Release: %v", err)
 			}
 			zktest.Eventually(t, wait, func() bool { return len(kids(t, raw, ns)) == 0 }, "lock nodes left")
 		})

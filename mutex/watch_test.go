@@ -78,7 +78,7 @@ func tappedSession(t testing.TB, ns *zktest.Namespace) (*session.Session, *zktes
 // notification went to a waiter, and must have gone to the session of one
 // of the two nodes that follow the released one (the next in line, which
 // takes over, and the one after it, which looks ahead, see
-// recipes.LooksAhead, with the node watch only). For every release but the
+// Driver.LookAhead, with the node watch only). For every release but the
 // last it asserts one or two notifications to waiters with the node watch
 // (at most one for the second to last), exactly one without (none at the
 // last), and at most one (node watch on:
@@ -236,7 +236,7 @@ func testWatchesPerRelease(t *testing.T, watch bool) {
 		}
 		// The releaser's own watch fires only if it was armed: by the wait
 		// (next in line) or by the lease's goroutine before the release,
-		// which races with this test's immediate Unlock. A waiter's watch
+		// which races with this test's immediate Release. A waiter's watch
 		// on its predecessor may find it gone already (no notification).
 		if toWaiters[p] < minW || toWaiters[p] > maxW || toOwn[p] > wantOwn {
 			t.Fatalf("release %d of %d (%s): %d notifications to waiters (want %d to %d), %d to the releaser's own watch (want at most %d)",

@@ -110,14 +110,14 @@ func TestNormalPath(t *testing.T) {
 			}
 			wa.unlock(t)
 			if got.l.Err() == nil || !errors.Is(got.l.Err(), recipes.ErrReleased) {
-				t.Fatalf("write lease after Unlock: %v, want ErrReleased", got.l.Err())
+				t.Fatalf("write lease after Release: %v, want ErrReleased", got.l.Err())
 			}
 			for _, l := range []*rwlock.Lease{l1, l2} {
 				if !errors.Is(l.Err(), recipes.ErrReleased) {
-					t.Fatalf("read lease after Unlock: %v", l.Err())
+					t.Fatalf("read lease after Release: %v", l.Err())
 				}
 				if err := l.Release(ctx); err != nil {
-					t.Fatalf("second Unlock: %v", err)
+					t.Fatalf("second Release: %v", err)
 				}
 			}
 			waitEmpty(t, raw, ns)

@@ -14,7 +14,7 @@ import (
 )
 
 // downgradeWays are the ways to downgrade: WriteLease.Downgrade on both
-// kinds, and Curator's (RLock while holding the write lock, then Unlock the
+// kinds, and Curator's (RLock while holding the write lock, then Release the
 // write lease) on the Reentrant kind. Each runs in one goroutine, as a
 // Reentrant lock requires.
 var downgradeWays = []struct {
@@ -28,7 +28,7 @@ var downgradeWays = []struct {
 	{"reentrant/Downgrade", "reentrant", func(ctx context.Context, _ locker, w *rwlock.WriteLease) (*rwlock.Lease, error) {
 		return w.Downgrade(ctx)
 	}},
-	{"reentrant/RLock+Unlock", "reentrant", func(ctx context.Context, lk locker, w *rwlock.WriteLease) (*rwlock.Lease, error) {
+	{"reentrant/RLock+Release", "reentrant", func(ctx context.Context, lk locker, w *rwlock.WriteLease) (*rwlock.Lease, error) {
 		r, err := lk.RLock(ctx)
 		if err != nil {
 			return nil, err
@@ -69,7 +69,7 @@ func TestDowngrade(t *testing.T) {
 			r := k.make(t, rs, rwlock.WithID("R"))
 
 			// The holder's goroutine: Lock, then downgrade on request, then
-			// Unlock the read lease on request.
+			// Release the read lease on request.
 			type step struct {
 				w, r *rwlock.Lease
 				err  error
@@ -155,7 +155,7 @@ func TestDowngrade(t *testing.T) {
 			ra.pending(t, "R behind W2")
 
 			close(unlockReq)
-			if err := sessiontest.Recv(t, unlocked, wait, "read Unlock"); err != nil {
+			if err := sessiontest.Recv(t, unlocked, wait, "read Release"); err != nil {
 				t.Fatal(err)
 			}
 			g := wa.held(t)
@@ -243,7 +243,7 @@ func TestDowngradeMisuse(t *testing.T) {
 	// Another goroutine may unlock an RWMutex's downgraded lease.
 	unl := make(chan error, 1)
 	go func() { unl <- rl.Release(ctx) }()
-	if err := sessiontest.Recv(t, unl, wait, "Unlock"); err != nil {
+	if err := sessiontest.Recv(t, unl, wait, "Release"); err != nil {
 		t.Fatal(err)
 	}
 	waitEmpty(t, raw, ns)
@@ -265,7 +265,7 @@ func TestDowngradeMisuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := rw.Downgrade(ctx); !errors.Is(err, recipes.ErrReleased) {
-		t.Fatalf("Downgrade after Unlock: %v, want ErrReleased", err)
+		t.Fatalf("Downgrade after Release: %v, want ErrReleased", err)
 	}
 	waitEmpty(t, raw, ns)
 }

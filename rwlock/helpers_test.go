@@ -186,7 +186,7 @@ type result struct {
 }
 
 // async is an acquire running in its own goroutine, which also does the
-// Unlock when asked (a Reentrant lease must be unlocked by the goroutine
+// Release when asked (a Reentrant lease must be unlocked by the goroutine
 // that locked it).
 type async struct {
 	res       chan result
@@ -259,12 +259,12 @@ func (a *async) pending(t testing.TB, what string) {
 }
 
 // unlock makes the locking goroutine unlock and returns the stamp taken
-// just before its Unlock call.
+// just before its Release call.
 func (a *async) unlock(t testing.TB) int64 {
 	t.Helper()
 	close(a.unlockReq)
-	if err := sessiontest.Recv(t, a.unlockErr, wait, "Unlock result"); err != nil {
-		t.Fatalf("Unlock: %v", err)
+	if err := sessiontest.Recv(t, a.unlockErr, wait, "Release result"); err != nil {
+		t.Fatalf("Release: %v", err)
 	}
 	return a.unlockedN.Load()
 }

@@ -78,13 +78,13 @@ func TestBadInput(t *testing.T) {
 			if _, err := lk.Participants(nilCtx); !errors.Is(err, session.ErrBadArgument) {
 				t.Errorf("Participants(nil): %v", err)
 			}
-			// Unlock with a nil ctx still releases (as a background ctx).
+			// Release with a nil ctx still releases (as a background ctx).
 			l, err := lk.RLock(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := l.Release(nilCtx); err != nil || !errors.Is(l.Err(), recipes.ErrReleased) {
-				t.Errorf("Unlock(nil): %v, lease %v", err, l.Err())
+				t.Errorf("Release(nil): %v, lease %v", err, l.Err())
 			}
 			waitEmpty(t, raw, ns)
 		})
@@ -150,7 +150,7 @@ func TestUseAfterClose(t *testing.T) {
 // TestCloseWhileBusy: Close while leases of both sides are held and
 // acquires of both sides wait: the waiting acquires return ErrClosed (their
 // nodes deleted), the held leases end with ErrClosed, every node goes, and
-// Unlock afterwards returns nil. Another lock on the same path is not
+// Release afterwards returns nil. Another lock on the same path is not
 // affected.
 func TestCloseWhileBusy(t *testing.T) {
 	for _, k := range kinds {
@@ -190,7 +190,7 @@ func TestCloseWhileBusy(t *testing.T) {
 				t.Fatalf("held read lease after Close: %v", err)
 			}
 			if err := r1.Release(ctx); err != nil {
-				t.Fatalf("Unlock after Close: %v", err)
+				t.Fatalf("Release after Close: %v", err)
 			}
 			// Only other's nodes are left; its reader still holds, its
 			// writer gets the lock once that reader unlocks.

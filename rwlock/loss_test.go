@@ -416,7 +416,7 @@ func TestThirdPartyDelete(t *testing.T) {
 				}
 				ta.held(t)
 				if err := hl.Release(ctx); err != nil {
-					t.Fatalf("Unlock of a lost lease: %v", err)
+					t.Fatalf("Release of a lost lease: %v", err)
 				}
 				ta.unlock(t)
 				waitEmpty(t, raw, ns)

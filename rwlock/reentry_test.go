@@ -15,7 +15,7 @@ import (
 )
 
 // TestReentrantHolds: a goroutine re-enters each side it holds (one node
-// per side), each hold needs its own Unlock, by that goroutine; the node
+// per side), each hold needs its own Release, by that goroutine; the node
 // goes at the last one.
 func TestReentrantHolds(t *testing.T) {
 	ns := zktest.NewNamespace(t)
@@ -47,8 +47,8 @@ func TestReentrantHolds(t *testing.T) {
 		}
 		res <- r1.Release(ctx)
 	}()
-	if err := sessiontest.Recv(t, res, wait, "Unlock from another goroutine"); !errors.Is(err, recipes.ErrNotOwner) {
-		t.Fatalf("Unlock from another goroutine: %v, want ErrNotOwner", err)
+	if err := sessiontest.Recv(t, res, wait, "Release from another goroutine"); !errors.Is(err, recipes.ErrNotOwner) {
+		t.Fatalf("Release from another goroutine: %v, want ErrNotOwner", err)
 	}
 	if err := r1.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -57,13 +57,13 @@ func TestReentrantHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r2.Err() != nil || len(nodes(t, raw, ns)) != 1 {
-		t.Fatalf("the first Unlock of two released the read lock: %v", r2.Err())
+		t.Fatalf("the first Release of two released the read lock: %v", r2.Err())
 	}
 	if err := r2.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if !errors.Is(r1.Err(), recipes.ErrReleased) {
-		t.Fatalf("after the last Unlock: %v", r1.Err())
+		t.Fatalf("after the last Release: %v", r1.Err())
 	}
 	waitEmpty(t, raw, ns)
 
@@ -208,7 +208,7 @@ func TestRWMutexUpgradeWaits(t *testing.T) {
 	u := clock.Add(1)
 	unl := make(chan error, 1)
 	go func() { unl <- rl.Release(ctx) }()
-	if err := sessiontest.Recv(t, unl, wait, "Unlock from another goroutine"); err != nil {
+	if err := sessiontest.Recv(t, unl, wait, "Release from another goroutine"); err != nil {
 		t.Fatal(err)
 	}
 	if r := wa.held(t); r.n < u {
@@ -232,7 +232,7 @@ func TestRWMutexHandoff(t *testing.T) {
 	}
 	errs := make(chan error, 3)
 	go func() { errs <- wl.Release(ctx) }()
-	if err := sessiontest.Recv(t, errs, wait, "Unlock from a child goroutine"); err != nil {
+	if err := sessiontest.Recv(t, errs, wait, "Release from a child goroutine"); err != nil {
 		t.Fatal(err)
 	}
 	parent, err := m.RLock(ctx)

@@ -115,4 +115,16 @@ func TestErrorText(t *testing.T) {
 	if err == nil || err.Error() != `semaphore "/sem/a": busy` {
 		t.Errorf("TryAcquire when full = %q", err)
 	}
+	_, err = semaphore.New(s, "sem", 1)
+	if err == nil || err.Error() != `semaphore "sem": bad path: must start with '/'` {
+		t.Errorf("New(bad path) = %q", err)
+	}
+	other := newSem(t, s, 1)
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = other.Participants(ctx)
+	if err == nil || err.Error() != `semaphore "/sem/a": closed` {
+		t.Errorf("Participants after Close = %q", err)
+	}
 }

@@ -219,12 +219,15 @@ func (s *Semaphore) Participants(ctx context.Context) ([]recipes.Participant, er
 		return nil, s.errf(err)
 	}
 	ps, err := s.leases.Participants(ctx, engine.Standard(leaseMarker, max(limit, 1)))
+	if err != nil {
+		return nil, s.errf(err)
+	}
 	if limit < 1 {
 		for i := range ps {
 			ps[i].Holds = false
 		}
 	}
-	return ps, err
+	return ps, nil
 }
 
 // Close ends the leases of this Semaphore (cause session.ErrClosed; their nodes are

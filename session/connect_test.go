@@ -200,3 +200,43 @@ func TestConnectPublicAccessors(t *testing.T) {
 		t.Fatalf("subscription delivered %v, want [Closed]", sts)
 	}
 }
+
+// A ctx that ends with a cause of the caller's (WithCancelCause,
+// WithTimeoutCause) still gives an error matching ctx's error, and the cause
+// is kept.
+func TestConnectCtxWithCause(t *testing.T) {
+	addr := deadAddr(t)
+	shutdown := errors.New("shutting down")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(200*time.Millisecond, func() { cancel(shutdown) })
+	_, err := session.Connect(ctx, []string{addr})
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, shutdown) {
+		t.Fatalf("Connect = %v, want an error matching context.Canceled and the cause", err)
+	}
+	budget := errors.New("my budget")
+	tctx, tcancel := context.WithTimeoutCause(context.Background(), 200*time.Millisecond, budget)
+	defer tcancel()
+	_, err = session.Connect(tctx, []string{addr})
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, budget) || strings.Contains(err.Error(), "connect timeout") {
+		t.Fatalf("Connect = %v, want an error matching context.DeadlineExceeded and the cause", err)
+	}
+}
+
+// Well-formed server lists are accepted: host names, IPv4 and IPv6
+// addresses with or without a port (brackets, zones): Connect dials them
+// (the failure is the dial's, within the bound), it does not refuse them.
+func TestConnectAcceptsServerForms(t *testing.T) {
+	for _, servers := range [][]string{
+		{"zk-1.example.invalid"}, {"zk-1.example.invalid:2181"}, {"127.0.0.1"}, {"[::1]:1"}, {"::1"},
+		{"[::1]"}, {"fe80::1%lo"}, {"[fe80::1%lo]:1"}, {"127.0.0.1:1, [::1]:1"},
+	} {
+		s, err := session.Connect(context.Background(), servers, session.WithConnectTimeout(200*time.Millisecond))
+		if err == nil {
+			s.Close()
+			continue // a server answered: accepted
+		}
+		if errors.Is(err, session.ErrBadArgument) {
+			t.Errorf("Connect(%q) refused a well-formed list: %v", servers, err)
+		}
+	}
+}

@@ -22,7 +22,8 @@ const DefaultConnectTimeout = 15 * time.Second
 // Session is one ZooKeeper session of a process, kept alive across
 // disconnects, whose states every recipe on it follows (see the package
 // documentation). Open one per process (or per tenant) with Connect, share
-// it between every recipe, and Close it last. It is safe for concurrent use.
+// it between every recipe, and Close it last. It is safe for concurrent use;
+// a Session not made by Connect (a nil or zero one) is not usable.
 type Session struct{ s *zksession.Session }
 
 func init() {
@@ -56,7 +57,11 @@ func init() {
 // than v1.0.4: the session reads and rewrites go-zookeeper's wire traffic,
 // which was verified against that version only (Go's module selection can
 // give a build a newer one). The error names the version found and how to pin
-// v1.0.4 in go.mod.
+// v1.0.4 in go.mod. The go command records no dependencies in the test
+// binary of a library package, so the check shows in programs (and in the
+// tests of main packages), not in a library's own tests. The go command records no dependencies in the test
+// binary of a library package, so the check shows in programs (and in the
+// tests of main packages), not in a library's tests.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
 	zopts := make([]zksession.Option, len(opts))
 	for i, o := range opts {

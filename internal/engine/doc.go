@@ -21,7 +21,7 @@
 //
 // # The files
 //
-//	engine.go        the Engine: options, the acquires in progress, Close
+//	engine.go        the Engine and the acquires in progress (options.go: its options)
 //	acquire.go       an acquire: the attempt loop and the decision on a snapshot
 //	create.go        the directory, the create pipelined with the first read, ghost recovery
 //	wait.go          reading the children and waiting on the watched child
@@ -32,8 +32,11 @@
 //	counted.go       counted leases (the semaphore's transaction)
 //	fixed.go         fixed-node locks (the non-fair mutex)
 //	participants.go  reading a recipe's participants
-//	reentrant.go     per-goroutine hold counts (GoroutineHolds)
+//	reentrant.go     per-goroutine hold counts (GoroutineHolds; reentrant_held.go)
+//	heldleases.go    the leases a recipe value holds (for Held)
 //	names.go         protected names, UUIDs and the sort order
+//	error.go         Error: the recipe and path, named once; errors.go: the sentinels
+//	refused.go       the refusals of a transaction, named by operation
 //
 // # Guarantees
 //

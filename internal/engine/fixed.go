@@ -68,7 +68,7 @@ func (e *Engine) FixedHolder(ctx context.Context, name string) (*Participant, er
 		return nil, e.errf(err)
 	}
 	_, pid := parseFixedData(data)
-	return &Participant{ID: pid, Node: name, Kind: kindOf(""), Holds: true, SessionID: st.EphemeralOwner, Token: st.Czxid}, nil
+	return &Participant{ID: pid, Node: name, Kind: KindOf(""), Holds: true, SessionID: st.EphemeralOwner, Token: st.Czxid}, nil
 }
 
 func checkFixedName(name string) error {

@@ -155,7 +155,7 @@ func TestSortChildren(t *testing.T) {
 	}
 }
 
-func TestStandardDriverDecide(t *testing.T) {
+func TestStandardDecide(t *testing.T) {
 	sorted := SortChildren([]string{"lock-0000000000", "lock-0000000001", "lock-0000000002", "lock-0000000003"}, []string{"lock-"})
 	for _, tc := range []struct {
 		desc  string

@@ -28,18 +28,18 @@ func TestNilInputs(t *testing.T) {
 	data := []byte("id")
 
 	sessiontest.CheckNilCases(t, raw, ns.Root, []sessiontest.NilCase{
-		{Name: "NewEngine nil session", Call: func(t *testing.T) error {
+		{Name: "engine.New nil session", Call: func(t *testing.T) error {
 			in, err := engine.New(nil, dir)
 			if in != nil {
-				t.Errorf("NewEngine returned an engine")
+				t.Errorf("engine.New returned an engine")
 			}
 			return err
 		}, Want: session.ErrBadArgument, Arg: "nil session"},
-		{Name: "NewEngine nil option", Call: func(*testing.T) error {
+		{Name: "engine.New nil option", Call: func(*testing.T) error {
 			_, err := engine.New(s, dir, nil)
 			return err
 		}, Want: session.ErrBadArgument, Arg: "nil option"},
-		{Name: "NewEngine empty path", Call: func(*testing.T) error {
+		{Name: "engine.New empty path", Call: func(*testing.T) error {
 			_, err := engine.New(s, "")
 			return err
 		}, Want: session.ErrBadArgument, Arg: "empty"},
@@ -115,7 +115,7 @@ func TestNilInputs(t *testing.T) {
 }
 
 // TestNilLease: a nil *Lease behaves as a lease that has ended: Done is
-// closed, Err and the cause of Context match ErrBadOption and name the nil
+// closed, Err and the cause of Context match ErrBadArgument and name the nil
 // lease, the accessors return zero values.
 func TestNilLease(t *testing.T) {
 	var l *engine.Lease

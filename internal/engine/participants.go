@@ -62,7 +62,7 @@ func (e *Engine) Participants(ctx context.Context, d *Driver) ([]Participant, er
 		if err != nil {
 			return nil, e.errf(err)
 		}
-		out = append(out, Participant{ID: string(data), Node: c.Name, Kind: kindOf(c.Marker), Holds: holds,
+		out = append(out, Participant{ID: string(data), Node: c.Name, Kind: KindOf(c.Marker), Holds: holds,
 			SessionID: st.EphemeralOwner, Token: st.Czxid})
 	}
 	return out, nil
@@ -71,10 +71,10 @@ func (e *Engine) Participants(ctx context.Context, d *Driver) ([]Participant, er
 // Participant is the type of Participants' results.
 type Participant = recipes.Participant
 
-// kindOf returns a Participant's Kind for a node marker: "lock-" gives
+// KindOf returns a Participant's Kind for a node marker: "lock-" gives
 // "lock", "__READ__" "read", "__WRIT__" "write", and so on; a fixed node's
 // (no marker) is "lock".
-func kindOf(marker string) string {
+func KindOf(marker string) string {
 	switch marker {
 	case "", "lock-":
 		return "lock"

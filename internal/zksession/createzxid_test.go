@@ -14,7 +14,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// TestCreatedZxid: Toolkit.CreatedZxid gives, for each create, the czxid of
+// TestCreatedZxid: CreatedZxid gives, for each create, the czxid of
 // the node it created, read from the create's reply header (go-zookeeper
 // does not return it): on one server and on a three-member ensemble (each
 // session on another member, so that replies come from followers and from

@@ -34,8 +34,11 @@
 //	session.go    Connect, the state goroutine, the local loss timer, Close
 //	wire.go       the dialer wrapper: TLS, the handshake bound, the reply zxids, answer lag
 //	zkversion.go  the go-zookeeper versions the wire layer was verified with
-//	retry.go, call.go, workers.go, ephemeral.go, delete.go, watch.go   the plumbing above
-//	subscribe.go, state.go, epoch.go, options.go, path.go, refused.go  the rest
+//	plumbing.go   the methods above, documented; retry.go, call.go, workers.go,
+//	              ephemeral.go, delete.go and watch.go implement them
+//	link.go       Of: the Session behind a *session.Session
+//	subscribe.go, state.go, epoch.go, options.go, path.go, refused.go,
+//	errors.go, logger.go   the rest
 //
 // # Goroutines
 //

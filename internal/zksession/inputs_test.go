@@ -91,7 +91,7 @@ func TestValidatePath(t *testing.T) {
 		case c.reason == "" && err != nil:
 			t.Errorf("ValidatePath(%q) = %v, want nil", c.path, err)
 		case c.reason != "" && (!errors.Is(err, session.ErrBadArgument) || !strings.Contains(err.Error(), c.reason)):
-			t.Errorf("ValidatePath(%q) = %v, want ErrBadPath mentioning %q", c.path, err, c.reason)
+			t.Errorf("ValidatePath(%q) = %v, want ErrBadArgument mentioning %q", c.path, err, c.reason)
 		}
 	}
 }

@@ -157,7 +157,7 @@ func WithDialer(d zk.Dialer) Option {
 //
 // A handshake that fails (a certificate signed by another CA, a plaintext
 // port, a server that wants a client certificate) makes go-zookeeper try
-// again, like any failed dial, until Connect's ctx ends; Connect's error then
+// again, like any failed dial, until Connect's bound ends; Connect's error then
 // names the last failure. A nil cfg is an error. Order with WithDialer does
 // not matter.
 func WithTLS(cfg *tls.Config) Option {

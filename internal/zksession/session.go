@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -201,10 +202,7 @@ func connect(ctx context.Context, servers []string, opts []Option) (*Session, er
 	for _, cred := range cfg.auth {
 		if err := s.addAuth(wctx, cred); err != nil {
 			s.Close()
-			if wctx.Err() != nil {
-				return nil, s.connectError(ended(wctx, err))
-			}
-			return nil, fmt.Errorf("session: connect to %s: add %s credentials: %w", strings.Join(srv, ","), cred.scheme, err)
+			return nil, fmt.Errorf("session: connect to %s: add %s credentials: %w", strings.Join(srv, ","), cred.scheme, ended(wctx, err))
 		}
 	}
 	return s, nil
@@ -214,14 +212,19 @@ func connect(ctx context.Context, servers []string, opts []Option) (*Session, er
 // timeout; it wraps context.DeadlineExceeded, which the error matches.
 var errConnectTimeout = fmt.Errorf("no session within the connect timeout (WithConnectTimeout): %w", context.DeadlineExceeded)
 
-// ended returns why Connect's wait ctx ended (its cause: the caller's ctx
-// error or errConnectTimeout), or err if it has not ended.
+// ended returns why Connect's wait ctx ended, or err if it has not ended:
+// errConnectTimeout, or the caller's ctx error (which errors.Is matches),
+// with the cause the caller gave its ctx, if any.
 func ended(ctx context.Context, err error) error {
 	if ctx.Err() == nil {
 		return err
 	}
-	if cause := context.Cause(ctx); cause != nil {
+	cause := context.Cause(ctx)
+	if cause == errConnectTimeout {
 		return cause
+	}
+	if cause != nil && cause != ctx.Err() {
+		return fmt.Errorf("%w (cause: %w)", ctx.Err(), cause)
 	}
 	return ctx.Err()
 }
@@ -325,7 +328,7 @@ func checkServer(part string) (string, error) {
 		if strings.HasPrefix(part, "[") && strings.HasSuffix(part, "]") {
 			host = part[1 : len(part)-1]
 		}
-		if strings.Contains(host, ":") && net.ParseIP(host) == nil || strings.ContainsAny(host, "[]") {
+		if _, perr := netip.ParseAddr(host); strings.Contains(host, ":") && perr != nil || strings.ContainsAny(host, "[]") {
 			return "", badOption("server %q: %v", part, err)
 		}
 	}

@@ -6,7 +6,7 @@ import "fmt"
 // The values follow Curator's ConnectionState.
 type State int32
 
-// The states of a Session. See the package documentation for the diagram.
+// The states of a Session (docs/design.md draws their transitions).
 const (
 	// Connected: the first ZooKeeper session exists and the connection is up.
 	Connected State = iota + 1

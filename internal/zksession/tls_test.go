@@ -304,6 +304,6 @@ func TestTLSSlowHandshakeConnects(t *testing.T) {
 func TestTLSNilConfig(t *testing.T) {
 	s, err := session.Connect(context.Background(), []string{"127.0.0.1:1"}, session.WithTLS((*tls.Config)(nil)))
 	if s != nil || !errors.Is(err, session.ErrBadArgument) || !strings.Contains(err.Error(), "TLS") {
-		t.Fatalf("Connect(WithTLS(nil)) = %v, %v; want ErrBadOption naming TLS", s, err)
+		t.Fatalf("Connect(WithTLS(nil)) = %v, %v; want ErrBadArgument naming TLS", s, err)
 	}
 }

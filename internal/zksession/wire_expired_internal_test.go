@@ -93,7 +93,7 @@ func TestWireClosesExpiredHandshakeConn(t *testing.T) {
 	}
 }
 
-// waitState waits for the next transition to want on sub, skipping others.
+// expiredWait waits for the next transition to want on sub, skipping others.
 func expiredWait(t *testing.T, ctx context.Context, sub *Subscription[Event], want State) Event {
 	t.Helper()
 	for {

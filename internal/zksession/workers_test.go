@@ -195,9 +195,9 @@ func TestStart(t *testing.T) {
 		t.Fatalf("Start after Close: %v, want ErrClosed", err)
 	}
 	if _, err := zksession.Start(nil, exists, nil); !errors.Is(err, session.ErrBadArgument) {
-		t.Fatalf("Start on a nil Session: %v, want ErrBadOption", err)
+		t.Fatalf("Start on a nil Session: %v, want ErrBadArgument", err)
 	}
 	if _, err := zksession.Start[bool](sessiontest.Core(s), nil, nil); !errors.Is(err, session.ErrBadArgument) {
-		t.Fatalf("Start of a nil op: %v, want ErrBadOption", err)
+		t.Fatalf("Start of a nil op: %v, want ErrBadArgument", err)
 	}
 }

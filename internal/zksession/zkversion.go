@@ -12,9 +12,8 @@ import (
 // docs/design.md, "The wire layer"). That was verified against the versions
 // below only, so Connect refuses a binary built with any other: Go's module
 // selection can give a user a newer go-zookeeper than this module asks for,
-// and a release that reads a reply's zxid (an open pull request does, for
-// pings) or sends SetWatches2 would silently undo what the wrapper
-// guarantees. There is no fallback that rewrites nothing: the loss timer,
+// and a release that read a reply's zxid (for pings, say) or sent
+// SetWatches2 would silently undo what the wrapper guarantees. There is no fallback that rewrites nothing: the loss timer,
 // the negotiated timeout and the handshake bound come from the same bytes.
 
 // zkModule is go-zookeeper's module path.
