@@ -76,7 +76,7 @@ func buildConfig(opts []Option) (config, error) {
 		}
 	}
 	if c.id == "" {
-		c.id = participant.LocalID()
+		c.id, _ = participant.Local()
 	}
 	return c, nil
 }

@@ -3,7 +3,6 @@ package mutex
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
@@ -33,13 +32,10 @@ import (
 // session.ErrBadArgument.
 type Lease struct {
 	l     *engine.Lease
-	path  string
 	re    *engine.GoroutineHolds // Reentrant: Release must come from owner
 	owner uint64
 
 	released atomic.Bool
-	once     sync.Once
-	err      error
 }
 
 // Done returns a channel that is closed when ownership of the lock ends.
@@ -104,21 +100,20 @@ func (l *Lease) Release(ctx context.Context) error {
 		}
 		last, err := l.re.Exit(l.l)
 		if err != nil {
-			return engine.NewError("mutex", l.path, recipes.ErrNotOwner)
+			return engine.NewError("mutex", l.l.RecipePath(), recipes.ErrNotOwner)
 		}
 		if !last {
 			return nil
 		}
 	}
-	l.once.Do(func() { l.err = l.l.Release(ctx) })
-	return l.err
+	return l.l.Release(ctx) // idempotent: every call returns the first one's result
 }
 
 // checkOwner returns recipes.ErrNotOwner (wrapped) if this is a Reentrant's
 // lease and the calling goroutine is not the one that locked it.
 func (l *Lease) checkOwner() error {
 	if l.re != nil && goid.ID() != l.owner {
-		return engine.NewError("mutex", l.path, recipes.ErrNotOwner)
+		return engine.NewError("mutex", l.l.RecipePath(), recipes.ErrNotOwner)
 	}
 	return nil
 }

@@ -58,7 +58,7 @@ func New(sess *session.Session, path string, opts ...Option) (*Mutex, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Mutex{e: e, path: path, data: []byte(c.id)}, nil
+	return &Mutex{e: e, path: path, data: c.bytes()}, nil
 }
 
 // Path returns the lock's path as given to New.
@@ -86,7 +86,7 @@ func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
 		return nil, err
 	}
 	m.held.Add(l)
-	return &Lease{l: l, path: m.path}, nil
+	return &Lease{l: l}, nil
 }
 
 // TryLock takes the lock if no one holds it (this process included), else
@@ -101,7 +101,7 @@ func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
 		return nil, err
 	}
 	m.held.Add(l)
-	return &Lease{l: l, path: m.path}, nil
+	return &Lease{l: l}, nil
 }
 
 // Held reports whether this process holds the lock through this Mutex

@@ -56,7 +56,7 @@ func (m *NonFair) Lock(ctx context.Context) (*Lease, error) {
 		return nil, err
 	}
 	m.held.Add(l)
-	return &Lease{l: l, path: m.path}, nil
+	return &Lease{l: l}, nil
 }
 
 // TryLock takes the lock if it is free, else returns an error matching
@@ -70,7 +70,7 @@ func (m *NonFair) TryLock(ctx context.Context) (*Lease, error) {
 		return nil, err
 	}
 	m.held.Add(l)
-	return &Lease{l: l, path: m.path}, nil
+	return &Lease{l: l}, nil
 }
 
 // Held reports whether this process holds the lock through this NonFair: a

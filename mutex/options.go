@@ -17,13 +17,15 @@ type Option func(*config) error
 
 type config struct {
 	id        string
+	data      []byte // id's bytes: shared when id is the default (participant.Local)
 	nodeWatch bool
 	lg        *zap.Logger
 }
 
 // newEngine builds the configuration and the engine every lock kind runs on.
 func newEngine(sess *session.Session, path string, opts []Option) (*engine.Engine, *config, error) {
-	c := &config{id: participant.LocalID(), nodeWatch: true}
+	id, data := participant.Local()
+	c := &config{id: id, data: data, nodeWatch: true}
 	for _, o := range opts {
 		if o == nil {
 			return nil, nil, engine.NewError("mutex", path, fmt.Errorf("%w: nil option", session.ErrBadArgument))
@@ -53,7 +55,7 @@ func WithID(id string) Option {
 		if err := participant.Validate(id); err != nil {
 			return fmt.Errorf("%w: %w", session.ErrBadArgument, err)
 		}
-		c.id = id
+		c.id, c.data = id, nil
 		return nil
 	}
 }
@@ -84,4 +86,12 @@ func WithLogger(lg *zap.Logger) Option {
 		c.lg = lg
 		return nil
 	}
+}
+
+// bytes returns the participant id as node data.
+func (c *config) bytes() []byte {
+	if c.data == nil {
+		c.data = []byte(c.id)
+	}
+	return c.data
 }

@@ -41,7 +41,7 @@ func NewReentrant(sess *session.Session, path string, opts ...Option) (*Reentran
 	if err != nil {
 		return nil, err
 	}
-	return &Reentrant{e: e, path: path, data: []byte(c.id)}, nil
+	return &Reentrant{e: e, path: path, data: c.bytes()}, nil
 }
 
 // Path returns the lock's path as given to NewReentrant.
@@ -80,7 +80,7 @@ func (m *Reentrant) lock(ctx context.Context, try bool) (*Lease, error) {
 		if err != nil {
 			return nil, engine.NewError("mutex", m.path, err)
 		}
-		return &Lease{l: l, path: m.path, re: &m.re, owner: goid.ID()}, nil
+		return &Lease{l: l, re: &m.re, owner: goid.ID()}, nil
 	}
 	var l *engine.Lease
 	var err error
@@ -98,7 +98,7 @@ func (m *Reentrant) lock(ctx context.Context, try bool) (*Lease, error) {
 		return nil, engine.NewError("mutex", m.path, err)
 	}
 	m.held.Add(l)
-	return &Lease{l: l, path: m.path, re: &m.re, owner: goid.ID()}, nil
+	return &Lease{l: l, re: &m.re, owner: goid.ID()}, nil
 }
 
 // Held reports whether any goroutine of this process holds the lock through

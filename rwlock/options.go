@@ -15,13 +15,15 @@ type Option func(*config) error
 
 type config struct {
 	id        string
+	data      []byte // id's bytes: shared when id is the default (participant.Local)
 	nodeWatch bool
 	lg        *zap.Logger
 }
 
 // newCore builds the configuration and the engine both lock kinds run on.
 func newCore(sess *session.Session, path string, opts []Option) (*core, error) {
-	c := &config{id: participant.LocalID(), nodeWatch: true}
+	id, data := participant.Local()
+	c := &config{id: id, data: data, nodeWatch: true}
 	for _, o := range opts {
 		if o == nil {
 			return nil, engine.NewError("rwlock", path, fmt.Errorf("%w: nil option", session.ErrBadArgument))
@@ -38,7 +40,7 @@ func newCore(sess *session.Session, path string, opts []Option) (*core, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &core{e: e, path: path, data: []byte(c.id)}, nil
+	return &core{e: e, path: path, data: c.bytes()}, nil
 }
 
 // WithID sets the participant id stored in our lock nodes (Curator stores
@@ -51,7 +53,7 @@ func WithID(id string) Option {
 		if err := participant.Validate(id); err != nil {
 			return fmt.Errorf("%w: %w", session.ErrBadArgument, err)
 		}
-		c.id = id
+		c.id, c.data = id, nil
 		return nil
 	}
 }
@@ -80,4 +82,12 @@ func WithLogger(lg *zap.Logger) Option {
 		c.lg = lg
 		return nil
 	}
+}
+
+// bytes returns the participant id as node data.
+func (c *config) bytes() []byte {
+	if c.data == nil {
+		c.data = []byte(c.id)
+	}
+	return c.data
 }

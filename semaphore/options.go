@@ -19,7 +19,8 @@ type config struct {
 }
 
 func buildConfig(opts []Option) (*config, error) {
-	c := &config{id: participant.LocalID(), nodeWatch: true}
+	id, _ := participant.Local()
+	c := &config{id: id, nodeWatch: true}
 	for _, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("%w: nil option", session.ErrBadArgument)

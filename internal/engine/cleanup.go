@@ -37,14 +37,28 @@ func (e *Engine) CloseWithin(ctx context.Context) error {
 	e.closeOnce.Do(func() {
 		e.mu.Lock()
 		e.closed = true
+		e.closedFlag.Store(true)
+		closeCancel := e.closeCancel
 		var cancels []context.CancelCauseFunc
 		for s := e.scopes; s != nil; s = s.next {
 			cancels = append(cancels, s.cancel)
 		}
+		var light []*Lease
+		for l := e.leases; l != nil; l = l.next {
+			light = append(light, l)
+		}
 		e.mu.Unlock()
-		e.cancel(e.closedErr())
+		if closeCancel != nil {
+			closeCancel(e.closedErr())
+		}
 		for _, cancel := range cancels {
 			cancel(e.closedErr())
+		}
+		// Light leases end here (their nodes are queued for deletion, which
+		// awaitCleanups waits for); monitored ones in their monitor.
+		for _, l := range light {
+			l.cancel(e.closedErr())
+			l.finish()
 		}
 		e.wg.Wait()
 		e.awaitCleanups(ctx)
@@ -138,7 +152,7 @@ func (a *attempt) fail(err error) error {
 	if a.user.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || a.ctx.Err() != nil) {
 		return e.errf(ctxError(a.user))
 	}
-	if e.ctx.Err() != nil && a.ctx.Err() != nil {
+	if e.closedFlag.Load() && a.ctx.Err() != nil {
 		return e.closedErr()
 	}
 	return e.errf(err)
@@ -271,7 +285,7 @@ func (e *Engine) untilClosed() (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
 	var timer *time.Timer
-	stop := context.AfterFunc(e.ctx, func() {
+	stop := context.AfterFunc(e.closing(), func() {
 		mu.Lock()
 		timer = time.AfterFunc(e.cfg.cleanupTimeout, cancel)
 		mu.Unlock()

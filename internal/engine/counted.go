@@ -225,10 +225,10 @@ func (c *counted) createAll() (int, error) {
 				}
 			case withStat && i == n && errors.Is(res[i].Error, zk.ErrNoAuth):
 				if !e.noMulti.Swap(true) {
-					e.lg.Info("no WRITE permission on the recipe directory: deciding counted leases on a children read (one more request per acquire)")
+					e.log().Info("no WRITE permission on the recipe directory: deciding counted leases on a children read (one more request per acquire)")
 				}
 			case c.spec.Guard != nil && i >= 0 && i == len(res)-1 && errors.Is(res[i].Error, zk.ErrNoNode):
-				return 0, fmt.Errorf("%w: its node %s is gone", ErrGuardLost, c.spec.Guard.name)
+				return 0, fmt.Errorf("%w: its node %s is gone", ErrGuardLost, c.spec.Guard.Node())
 			default:
 				return 0, refusedMulti(ops, res, err)
 			}
@@ -372,7 +372,7 @@ func (c *counted) findGhosts() (applied bool, count int, err error) {
 				found++
 				break
 			}
-			e.lg.Warn("deleting our node created on another session", zap.String("node", k),
+			e.log().Warn("deleting our node created on another session", zap.String("node", k),
 				zap.String("owner", fmt.Sprintf("0x%x", st.EphemeralOwner)))
 			err = e.zs.Retry(c.ctx, c.ep, func(conn *zk.Conn) error {
 				err := conn.Delete(p, st.Version)
@@ -390,7 +390,7 @@ func (c *counted) findGhosts() (applied bool, count int, err error) {
 	case 0:
 		return false, 0, nil
 	case len(c.as):
-		e.lg.Debug("adopted our nodes after a lost transaction reply", zap.Int("nodes", found))
+		e.log().Debug("adopted our nodes after a lost transaction reply", zap.Int("nodes", found))
 		c.guardGone()
 		return true, len(kids), nil
 	}
@@ -447,11 +447,19 @@ func (c *counted) fail(err error) error {
 // transaction of ours has deleted it (AcquireCounted's guard). A lease that
 // has already ended keeps its cause.
 func (l *Lease) forget() {
-	l.relOnce.Do(func() {
-		defer close(l.relDone)
-		mine := l.e.errf(ErrReleased)
-		claimed := l.claimMonitor()
+	l.relMu.Lock()
+	defer l.relMu.Unlock()
+	if l.relDone {
+		return
+	}
+	l.relDone = true
+	mine := l.e.errf(ErrReleased)
+	if l.x == nil {
 		l.cancel(mine)
-		l.settleMonitor(claimed, mine)
-	})
+		l.finish()
+		return
+	}
+	claimed := l.claimMonitor()
+	l.cancel(mine)
+	l.settleMonitor(claimed, mine)
 }

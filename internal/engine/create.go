@@ -50,7 +50,7 @@ func (e *Engine) ensureDir(ctx context.Context) error {
 // would overwrite it).
 func (e *Engine) checkDirData(st *zk.Stat) {
 	if st != nil && st.DataLength > 0 && !e.noMulti.Swap(true) {
-		e.lg.Info("the recipe directory holds data: nodes are created without a setData on it")
+		e.log().Info("the recipe directory holds data: nodes are created without a setData on it")
 	}
 }
 
@@ -79,7 +79,7 @@ func (e *Engine) createNode(conn *zk.Conn, p string, data []byte, flags int32) (
 		}
 		if len(res) == 2 && errors.Is(res[1].Error, zk.ErrNoAuth) && !errors.Is(res[0].Error, zk.ErrNoAuth) {
 			if !e.noMulti.Swap(true) {
-				e.lg.Info("no WRITE permission on the recipe directory: creating nodes with a plain create")
+				e.log().Info("no WRITE permission on the recipe directory: creating nodes with a plain create")
 			}
 		} else {
 			return "", 0, refusedMulti(ops, res, err)
@@ -290,10 +290,10 @@ func (a *attempt) findGhost() (bool, error) {
 			}
 			a.node, a.name, a.seq, a.czxid = p, k, c.Seq, ks.Czxid
 			a.kids = kids
-			e.lg.Debug("adopted node after a lost create reply", zap.String("node", k))
+			e.log().Debug("adopted node after a lost create reply", zap.String("node", k))
 			return true, nil
 		}
-		e.lg.Warn("deleting our node created on another session", zap.String("node", k),
+		e.log().Warn("deleting our node created on another session", zap.String("node", k),
 			zap.String("owner", fmt.Sprintf("0x%x", ks.EphemeralOwner)))
 		err = e.zs.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
 			err := c.Delete(p, ks.Version)

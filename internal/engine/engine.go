@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/zkrecipes/zkrecipes/internal/zksession"
 	"github.com/zkrecipes/zkrecipes/session"
@@ -27,15 +28,19 @@ type Engine struct {
 	path     string // full server path of the recipe directory
 	userPath string // the path as the caller gave it (for errors)
 	cfg      config
-	lg       *zap.Logger
+	lg       atomic.Pointer[zap.Logger] // see log
 
-	ctx    context.Context // canceled by Close
-	cancel context.CancelCauseFunc
-	wg     sync.WaitGroup // acquires in progress, lease monitors, helper goroutines
+	// closeCtx (see closing) is made at its first use and canceled by
+	// Close; closedFlag is set by Close.
+	closeCtx    context.Context
+	closeCancel context.CancelCauseFunc
+	closedFlag  atomic.Bool
+	wg          sync.WaitGroup // acquires in progress, lease monitors, helper goroutines
 
 	mu       sync.Mutex
 	closed   bool
 	scopes   *scope                       // acquires in progress (see begin)
+	leases   *Lease                       // light leases held (see Lease)
 	cleanups map[<-chan struct{}]struct{} // deletes queued by failed acquires, not yet seen done
 
 	closeOnce sync.Once
@@ -64,15 +69,54 @@ func New(sess *session.Session, path string, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, NewError(cfg.name, path, err)
 	}
-	lg := cfg.lg
-	if lg == nil {
-		lg = zs.Logger().Named(cfg.name)
-	}
-	lg = lg.With(zap.String("path", full))
-	e := &Engine{zs: zs, path: full, userPath: path, cfg: cfg, lg: lg}
+	e := &Engine{zs: zs, path: full, userPath: path, cfg: cfg}
 	e.noMulti.Store(cfg.create == createPlain)
-	e.ctx, e.cancel = context.WithCancelCause(context.Background())
 	return e, nil
+}
+
+// closing returns a context canceled by Close (at once if Close has begun),
+// made at its first use: a light lease needs none (see Lease), and a
+// service that makes a lock per key pays for it only when an acquire waits
+// or a lease has a monitor.
+func (e *Engine) closing() context.Context {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closeCtx == nil {
+		e.closeCtx, e.closeCancel = context.WithCancelCause(context.Background())
+		if e.closed {
+			e.closeCancel(e.closedErr())
+		}
+	}
+	return e.closeCtx
+}
+
+// log returns the Engine's logger: the session's (or WithLogger's), named
+// after the recipe, with the path. It is made at the first log line, not
+// with the Engine: a service that makes a lock per key and logs nothing
+// pays nothing for it.
+func (e *Engine) log() *zap.Logger {
+	if lg := e.lg.Load(); lg != nil {
+		return lg
+	}
+	base := e.cfg.lg
+	if base == nil {
+		base = e.zs.Logger().Named(e.cfg.name)
+	}
+	e.lg.CompareAndSwap(nil, base.With(zap.String("path", e.path)))
+	return e.lg.Load()
+}
+
+// check is zap's Check on the Engine's logger, which it makes only if the
+// level is enabled.
+func (e *Engine) check(lvl zapcore.Level, msg string) *zapcore.CheckedEntry {
+	base := e.cfg.lg
+	if base == nil {
+		base = e.zs.Logger()
+	}
+	if !base.Core().Enabled(lvl) {
+		return nil
+	}
+	return e.log().Check(lvl, msg)
 }
 
 // Path returns the full server path of the recipe directory (namespace

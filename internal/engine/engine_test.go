@@ -669,7 +669,7 @@ func TestCloseAfterSuspensionIsPrompt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		zktest.Eventually(t, wait, func() bool { return sessiontest.Core(s).WatchCount() > 0 }, "the lease's own-node watch")
+		zktest.Eventually(t, wait, func() bool { return sessiontest.Core(s).NodeSubs() > 0 }, "the lease's own-node watch")
 		p.Partition()
 		<-l.Done()
 		if !errors.Is(l.Err(), session.ErrSuspended) {

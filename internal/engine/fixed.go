@@ -112,7 +112,7 @@ func (e *Engine) acquireFixed(ctx context.Context, name, id string, try bool) (*
 	if err != nil {
 		return nil, err
 	}
-	l.id = id
+	l.x.id = id
 	return l, nil
 }
 
@@ -305,7 +305,7 @@ func (a *attempt) fixedExists() (held bool, err error) {
 			if e.cfg.nodeWatch {
 				a.self = w // nil for a try-acquire: armed when granted
 			}
-			e.lg.Debug("adopted our node after a lost create reply", zap.String("node", a.name))
+			e.log().Debug("adopted our node after a lost create reply", zap.String("node", a.name))
 			return true, nil
 		}
 		// Ours, but created on another session (or our epoch is over):
@@ -315,7 +315,7 @@ func (a *attempt) fixedExists() (held bool, err error) {
 	if a.try {
 		return false, ErrBusy
 	}
-	if ce := e.lg.Check(zap.DebugLevel, "waiting"); ce != nil {
+	if ce := e.check(zap.DebugLevel, "waiting"); ce != nil {
 		ce.Write(zap.String("node", a.fixed))
 	}
 	select {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,25 +53,47 @@ type Lease struct {
 	e     *Engine
 	ep    *zksession.Epoch
 	node  string // full path
-	name  string
-	id    string
+	data  []byte // the participant id (the caller's bytes, never written)
 	token int64
 	seq   int64
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	relOnce  sync.Once
-	relDone  chan struct{}
-	relErr   error
+	// Release's outcome: the first call decides under relMu, later ones
+	// return relErr.
+	relMu   sync.Mutex
+	relDone bool
+	relErr  error
+
+	// Err's error once the session of a suspended lease is known lost.
+	lostErr atomic.Pointer[error]
+
+	// A light lease (x == nil) has no goroutine while it is held: the
+	// session calls it when its lease context ends (end) or its node
+	// changes (sub), the Engine when it closes (prev, next), a timer when it
+	// is time to watch its node (armTimer). finished is set by the first of them,
+	// or Release, to run finish.
+	sub        zksession.NodeSub
+	end        zksession.EndHook
+	prev, next *Lease // the Engine's light leases (e.mu)
+	armTimer   atomic.Pointer[time.Timer]
+	armStop    atomic.Pointer[context.CancelFunc] // ends a watch request in flight
+	finished   atomic.Bool
+
+	x *monitored // a lease with a monitor goroutine, else nil
+}
+
+// monitored is the state of a lease that has a monitor goroutine (see
+// grant): a fixed node, a watch inherited from the wait, or
+// WithKeepNodeUntilRelease.
+type monitored struct {
+	id string // the participant id of a fixed node (whose data is more)
+
 	released chan struct{} // closed when Release is first called
 	// With WithKeepNodeUntilRelease, the delete of a sequential node that
 	// outlived its lease is done once: by Release, or by the monitor at Close.
 	delClaimed atomic.Bool
-
-	// Err's error once the session of a suspended lease is known lost.
-	lostOnce sync.Once
-	lostErr  error
 
 	fixed []byte // data of a fixed node (nil for sequential nodes)
 	// The monitor's delete of a fixed node, handed to Release: fixedSet once
@@ -94,38 +117,191 @@ type Lease struct {
 	stopOnClose    func() bool
 }
 
-// grant turns a winning attempt into a lease and starts its monitor, or
-// arranges for it to start when needed (deferMonitor).
+// grant turns a winning attempt into a lease. A sequential node without an
+// inherited watch and without WithKeepNodeUntilRelease (the common case)
+// gets a light lease: no goroutine while it is held (see Lease). The others
+// get a monitor goroutine, at once or when needed (deferMonitor).
 func (e *Engine) grant(a *attempt) (*Lease, error) {
-	l := &Lease{
-		e: e, ep: a.ep, node: a.node, name: a.name, id: string(a.data), token: a.czxid, seq: a.seq,
-		relDone: make(chan struct{}), released: make(chan struct{}), monitorDone: make(chan struct{}),
-	}
-	if a.fixed != "" {
-		l.fixed = a.data
-	}
+	l := &Lease{e: e, ep: a.ep, node: a.node, data: a.data, token: a.czxid, seq: a.seq}
 	// Derived from the lease context captured before the deciding read: a
 	// suspension (standard policy) or loss ends the lease synchronously,
 	// before any goroutine of ours runs.
 	l.ctx, l.cancel = context.WithCancelCause(a.lctx)
+	light := a.fixed == "" && a.self == nil && !e.cfg.keepNode
+	if !light {
+		l.x = &monitored{released: make(chan struct{}), monitorDone: make(chan struct{})}
+		if a.fixed != "" {
+			l.x.fixed = a.data
+		}
+	} else if e.cfg.nodeWatch {
+		l.armTimer.Store(time.AfterFunc(nodeWatchDelay, l.armLater))
+	}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
+		if t := l.armTimer.Swap(nil); t != nil {
+			t.Stop()
+		}
 		l.cancel(e.closedErr())
 		return nil, a.fail(ErrClosed)
 	}
-	e.wg.Add(1)
+	if light {
+		l.next = e.leases
+		if e.leases != nil {
+			e.leases.prev = l
+		}
+		e.leases = l
+	} else {
+		e.wg.Add(1)
+	}
 	e.mu.Unlock()
 	a.node = "" // owned by the lease now
-	if l.fixed == nil && a.self == nil {
+	switch {
+	case light:
+		// If the lease context has ended already, this finishes the lease.
+		e.zs.OnLeaseEnd(a.lctx, &l.end, l)
+	case l.x.fixed == nil && a.self == nil:
 		l.deferMonitor(a.lctx)
-	} else {
+	default:
 		go l.monitor(a.self)
 	}
-	if ce := e.lg.Check(zap.DebugLevel, "acquired"); ce != nil {
-		ce.Write(zap.String("node", l.name), zap.Int64("token", l.token))
+	if ce := e.check(zap.DebugLevel, "acquired"); ce != nil {
+		ce.Write(zap.String("node", l.Node()), zap.Int64("token", l.token))
 	}
 	return l, nil
+}
+
+// finish follows the end of a light lease (its context is canceled), once,
+// on whichever goroutine sees the end first: it unhooks the lease from the
+// session and the Engine and, unless Release (which deletes the node itself)
+// or the deletion of the node ended it, queues the delete of its node on
+// the session's guaranteed-delete queue, which Close waits for as for the
+// nodes of failed acquires. It never blocks on the network.
+func (l *Lease) finish() {
+	if !l.finished.CompareAndSwap(false, true) {
+		return
+	}
+	e := l.e
+	if t := l.armTimer.Swap(nil); t != nil {
+		t.Stop()
+	}
+	if stop := l.armStop.Swap(nil); stop != nil {
+		(*stop)()
+	}
+	e.zs.CancelNode(&l.sub, l.node)
+	e.zs.CancelLeaseEnd(&l.end)
+	e.mu.Lock()
+	if l.prev != nil {
+		l.prev.next = l.next
+	} else if e.leases == l {
+		e.leases = l.next
+	}
+	if l.next != nil {
+		l.next.prev = l.prev
+	}
+	l.prev, l.next = nil, nil
+	e.mu.Unlock()
+	cause := context.Cause(l.ctx)
+	if errors.Is(cause, ErrReleased) || errors.Is(cause, ErrNodeDeleted) {
+		return
+	}
+	if ce := e.check(zap.DebugLevel, "lease ended"); ce != nil {
+		ce.Write(zap.String("node", l.Node()), zap.Error(cause))
+	}
+	e.trackCleanup(e.zs.GuaranteedDelete(l.ep, l.node, -1))
+}
+
+// LeaseContextEnded implements zksession.LeaseEnds: the lease context of a
+// light lease ended (a suspension or loss), and with it the lease.
+func (l *Lease) LeaseContextEnded() { l.finish() }
+
+// NodeEvent implements zksession.NodeEvents for a light lease: an event on
+// its node, on go-zookeeper's receiving goroutine.
+func (l *Lease) NodeEvent(ev zk.Event) {
+	switch ev.Type {
+	case zk.EventNodeDeleted:
+		l.lost()
+		l.finish()
+	case zk.EventNotWatching:
+		// The session expired or closed (go-zookeeper invalidates watches).
+		if err := l.ep.Err(); err != nil {
+			l.cancel(err)
+		} else {
+			l.cancel(l.e.errf(zksession.ErrLost))
+		}
+		l.finish()
+	default:
+		// The node's data changed (not by us): watch again.
+		if l.ctx.Err() == nil && l.e.enter() {
+			go func() {
+				defer l.e.wg.Done()
+				l.armLight()
+			}()
+		}
+	}
+}
+
+// armLater is the timer of a light lease held nodeWatchDelay: it sets the
+// watch on the node, on the timer's goroutine, which exits then.
+func (l *Lease) armLater() {
+	if l.armTimer.Swap(nil) == nil || l.ctx.Err() != nil || !l.e.enter() {
+		return // finished
+	}
+	defer l.e.wg.Done()
+	l.armLight()
+}
+
+// armLight sets the data watch of a light lease on its node, its events
+// subscribed to the lease (zksession.WatchNode); see arm, which it follows.
+func (l *Lease) armLight() {
+	// Its requests stop when the lease ends (finish cancels actx). Not
+	// l.ctx: its Done channel would be made for this, and kept while the
+	// lease is held.
+	actx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l.armStop.Store(&cancel)
+	defer l.armStop.CompareAndSwap(&cancel, nil)
+	if l.finished.Load() {
+		return
+	}
+	d := armPauseMin
+	sess := l.e.zs
+	for {
+		err := sess.WatchNode(actx, l.ep, &l.sub, l.node, l)
+		if l.ctx.Err() != nil || actx.Err() != nil {
+			// Ended meanwhile: finish may have unsubscribed before the try
+			// that subscribed again.
+			sess.CancelNode(&l.sub, l.node)
+			return
+		}
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, zk.ErrNoNode):
+			l.lost()
+			l.finish()
+			return
+		case errors.Is(err, zksession.ErrLost), errors.Is(err, zksession.ErrClosed):
+			if err2 := l.ep.Err(); err2 != nil {
+				l.cancel(err2)
+			} else {
+				l.cancel(l.e.errf(err))
+			}
+			l.finish()
+			return
+		case zksession.IsConnectionError(err):
+			if ce := l.e.check(zap.DebugLevel, "arming the node watch failed, trying again"); ce != nil {
+				ce.Write(zap.String("node", l.Node()), zap.Duration("pause", d), zap.Error(err))
+			}
+			if pause(actx, d) != nil {
+				return
+			}
+			d = min(2*d, armPauseMax)
+		default:
+			l.e.log().Warn("cannot watch our own node", zap.String("node", l.Node()), zap.Error(err))
+			return
+		}
+	}
 }
 
 // Done returns a channel that is closed when ownership ends.
@@ -148,11 +324,15 @@ func (l *Lease) Err() error {
 	if eerr := l.ep.Err(); eerr == nil || !errors.Is(eerr, zksession.ErrLost) {
 		return cause
 	}
-	l.lostOnce.Do(func() {
-		// Both wrapped: errors.Is matches ErrSuspended and ErrLost.
-		l.lostErr = fmt.Errorf("%w; then %w", cause, l.ep.Err())
-	})
-	return l.lostErr
+	if p := l.lostErr.Load(); p != nil {
+		return *p
+	}
+	// Both wrapped: errors.Is matches ErrSuspended and ErrLost.
+	lost := fmt.Errorf("%w; then %w", cause, l.ep.Err())
+	if !l.lostErr.CompareAndSwap(nil, &lost) {
+		return *l.lostErr.Load()
+	}
+	return lost
 }
 
 // Context returns a context canceled when the lease ends. Run the guarded
@@ -181,6 +361,14 @@ func (l *Lease) Token() int64 {
 	return l.token
 }
 
+// RecipePath returns the recipe's path as its caller gave it (for errors).
+func (l *Lease) RecipePath() string {
+	if l == nil {
+		return ""
+	}
+	return l.e.userPath
+}
+
 // Path returns the full server path of our node.
 func (l *Lease) Path() string {
 	if l == nil {
@@ -194,7 +382,7 @@ func (l *Lease) Node() string {
 	if l == nil {
 		return ""
 	}
-	return l.name
+	return l.node[strings.LastIndexByte(l.node, '/')+1:]
 }
 
 // Seq returns the sequence number of our node (0 for a fixed node).
@@ -207,10 +395,13 @@ func (l *Lease) Seq() int64 {
 
 // ID returns the participant id stored in our node.
 func (l *Lease) ID() string {
-	if l == nil {
+	switch {
+	case l == nil:
 		return ""
+	case l.x != nil && l.x.fixed != nil:
+		return l.x.id
 	}
-	return l.id
+	return string(l.data)
 }
 
 // Epoch returns the session epoch the node belongs to.
@@ -244,53 +435,82 @@ func (l *Lease) Release(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	l.relOnce.Do(func() {
-		defer close(l.relDone)
-		mine := l.e.errf(ErrReleased)
-		claimed := l.claimMonitor()
-		l.cancel(mine)
-		l.settleMonitor(claimed, mine)
-		close(l.released)
-		if cause := context.Cause(l.ctx); cause != mine {
-			if !l.e.cfg.keepNode || errors.Is(cause, ErrNodeDeleted) {
-				return // ended earlier; the monitor (or the server, or a third party) removes the node
-			}
-			// WithKeepNodeUntilRelease: the node waited for us. The monitor
-			// deletes a fixed node (below); a sequential one is ours to
-			// delete unless Close's cleanup took it.
-			if l.fixed == nil {
-				if l.delClaimed.CompareAndSwap(false, true) {
-					l.relErr = l.e.release(ctx, l.ep, l.node)
-					if ce := l.e.lg.Check(zap.DebugLevel, "released an ended lease"); ce != nil {
-						ce.Write(zap.String("node", l.name), zap.NamedError("ended", cause), zap.Error(l.relErr))
-					}
-				}
-				return
-			}
-		}
-		if l.fixed != nil {
-			// The monitor deletes a fixed node, conditionally (deleteOwned),
-			// and keeps trying while the connection is down.
-			select {
-			case <-l.monitorDone:
-			case <-ctx.Done():
-			}
-			l.fixedMu.Lock()
-			if l.fixedSet {
-				l.relErr = l.fixedErr
-			} else {
-				l.fixedGaveUp = true
-			}
-			l.fixedMu.Unlock()
-			return
-		}
-		l.relErr = l.e.release(ctx, l.ep, l.node)
-		if ce := l.e.lg.Check(zap.DebugLevel, "released"); ce != nil {
-			ce.Write(zap.String("node", l.name), zap.Error(l.relErr))
-		}
-	})
-	<-l.relDone
+	l.relMu.Lock()
+	defer l.relMu.Unlock()
+	if l.relDone {
+		return l.relErr
+	}
+	l.relDone = true
+	if l.x == nil {
+		l.relErr = l.releaseLight(ctx)
+	} else {
+		l.relErr = l.releaseMonitored(ctx)
+	}
 	return l.relErr
+}
+
+// releaseLight is Release for a light lease.
+func (l *Lease) releaseLight(ctx context.Context) error {
+	mine := l.e.errf(ErrReleased)
+	l.cancel(mine)
+	// Unhooks the lease; if it had ended earlier, queues its delete.
+	l.finish()
+	if context.Cause(l.ctx) != mine {
+		return nil // ended earlier; finish (or the server, or a third party) removes the node
+	}
+	err := l.e.release(ctx, l.ep, l.node)
+	if ce := l.e.check(zap.DebugLevel, "released"); ce != nil {
+		ce.Write(zap.String("node", l.Node()), zap.Error(err))
+	}
+	return err
+}
+
+// releaseMonitored is Release for a lease with a monitor goroutine.
+func (l *Lease) releaseMonitored(ctx context.Context) error {
+	x := l.x
+	mine := l.e.errf(ErrReleased)
+	claimed := l.claimMonitor()
+	l.cancel(mine)
+	l.settleMonitor(claimed, mine)
+	close(x.released)
+	if cause := context.Cause(l.ctx); cause != mine {
+		if !l.e.cfg.keepNode || errors.Is(cause, ErrNodeDeleted) {
+			return nil // ended earlier; the monitor (or the server, or a third party) removes the node
+		}
+		// WithKeepNodeUntilRelease: the node waited for us. The monitor
+		// deletes a fixed node (below); a sequential one is ours to
+		// delete unless Close's cleanup took it.
+		if x.fixed == nil {
+			var err error
+			if x.delClaimed.CompareAndSwap(false, true) {
+				err = l.e.release(ctx, l.ep, l.node)
+				if ce := l.e.check(zap.DebugLevel, "released an ended lease"); ce != nil {
+					ce.Write(zap.String("node", l.Node()), zap.NamedError("ended", cause), zap.Error(err))
+				}
+			}
+			return err
+		}
+	}
+	if x.fixed != nil {
+		// The monitor deletes a fixed node, conditionally (deleteOwned),
+		// and keeps trying while the connection is down.
+		select {
+		case <-x.monitorDone:
+		case <-ctx.Done():
+		}
+		x.fixedMu.Lock()
+		defer x.fixedMu.Unlock()
+		if x.fixedSet {
+			return x.fixedErr
+		}
+		x.fixedGaveUp = true
+		return nil
+	}
+	err := l.e.release(ctx, l.ep, l.node)
+	if ce := l.e.check(zap.DebugLevel, "released"); ce != nil {
+		ce.Write(zap.String("node", l.Node()), zap.Error(err))
+	}
+	return err
 }
 
 // release deletes a released node (see Lease.Release). With ctx already
@@ -321,35 +541,35 @@ func (e *Engine) release(ctx context.Context, ep *zksession.Epoch, node string) 
 // and stops the triggers. Until then nothing but lctx, Close, Release and
 // forget (a counted lease) can end the lease.
 func (l *Lease) deferMonitor(lctx context.Context) {
-	l.deferred = true
-	l.deferMu.Lock()
-	defer l.deferMu.Unlock()
+	l.x.deferred = true
+	l.x.deferMu.Lock()
+	defer l.x.deferMu.Unlock()
 	start := func() {
-		if l.monitorClaimed.CompareAndSwap(false, true) {
+		if l.x.monitorClaimed.CompareAndSwap(false, true) {
 			l.stopDeferred()
 			l.watchNode(nil)
 		}
 	}
 	if l.e.cfg.nodeWatch {
-		l.delayTimer = time.AfterFunc(nodeWatchDelay, start)
+		l.x.delayTimer = time.AfterFunc(nodeWatchDelay, start)
 	}
-	l.stopOnEnd = context.AfterFunc(lctx, start)
-	l.stopOnClose = context.AfterFunc(l.e.ctx, start)
+	l.x.stopOnEnd = context.AfterFunc(lctx, start)
+	l.x.stopOnClose = context.AfterFunc(l.e.closing(), start)
 }
 
 // stopDeferred stops the triggers of a deferred monitor start that have not
 // fired.
 func (l *Lease) stopDeferred() {
-	l.deferMu.Lock()
-	defer l.deferMu.Unlock()
-	if l.delayTimer != nil {
-		l.delayTimer.Stop()
+	l.x.deferMu.Lock()
+	defer l.x.deferMu.Unlock()
+	if l.x.delayTimer != nil {
+		l.x.delayTimer.Stop()
 	}
-	if l.stopOnEnd != nil {
-		l.stopOnEnd()
+	if l.x.stopOnEnd != nil {
+		l.x.stopOnEnd()
 	}
-	if l.stopOnClose != nil {
-		l.stopOnClose()
+	if l.x.stopOnClose != nil {
+		l.x.stopOnClose()
 	}
 }
 
@@ -357,7 +577,7 @@ func (l *Lease) stopDeferred() {
 // start, just before its cancel ends the lease: it reports whether the
 // monitor had not started (nor will now); settleMonitor then finishes.
 func (l *Lease) claimMonitor() bool {
-	if !l.deferred || !l.monitorClaimed.CompareAndSwap(false, true) {
+	if !l.x.deferred || !l.x.monitorClaimed.CompareAndSwap(false, true) {
 		return false // a monitor goroutine of its own, or started already
 	}
 	l.stopDeferred()
@@ -375,7 +595,7 @@ func (l *Lease) settleMonitor(claimed bool, mine error) {
 		return
 	}
 	if context.Cause(l.ctx) == mine {
-		close(l.monitorDone)
+		close(l.x.monitorDone)
 		l.e.wg.Done()
 		return
 	}
@@ -408,15 +628,16 @@ func (l *Lease) monitor(self *zksession.Watch) {
 func (l *Lease) watchNode(self *zksession.Watch) {
 	e := l.e
 	defer func() {
-		close(l.monitorDone)
+		close(l.x.monitorDone)
 		e.wg.Done()
 	}()
 	// Requests made here stop at the lease's end or at Close.
 	mctx := endedCtx
-	if l.ctx.Err() == nil && e.ctx.Err() == nil {
+	ectx := e.closing()
+	if l.ctx.Err() == nil && ectx.Err() == nil {
 		ctx, mcancel := context.WithCancel(l.ctx)
 		defer mcancel()
-		stop := context.AfterFunc(e.ctx, mcancel)
+		stop := context.AfterFunc(ectx, mcancel)
 		defer stop()
 		mctx = ctx
 	}
@@ -432,7 +653,7 @@ func (l *Lease) watchNode(self *zksession.Watch) {
 		}
 		select {
 		case <-l.ctx.Done():
-		case <-e.ctx.Done():
+		case <-ectx.Done():
 			l.cancel(e.closedErr())
 		case ev, ok := <-selfEvents:
 			ev = self.Event(ev, ok)
@@ -460,39 +681,39 @@ func (l *Lease) watchNode(self *zksession.Watch) {
 	if kept {
 		// WithKeepNodeUntilRelease: the owner decides when the node goes
 		// (a leader once its work has stopped); Close decides for it.
-		if ce := e.lg.Check(zap.DebugLevel, "lease ended; the node stays until Release"); ce != nil {
-			ce.Write(zap.String("node", l.name), zap.Error(cause))
+		if ce := e.check(zap.DebugLevel, "lease ended; the node stays until Release"); ce != nil {
+			ce.Write(zap.String("node", l.Node()), zap.Error(cause))
 		}
 		select {
-		case <-l.released:
-		case <-e.ctx.Done():
+		case <-l.x.released:
+		case <-ectx.Done():
 		}
 	}
-	if l.fixed != nil {
-		err := e.deleteOwnedPersist(l.ep, l.node, l.fixed)
-		l.fixedMu.Lock()
-		l.fixedErr, l.fixedSet = err, true
+	if l.x.fixed != nil {
+		err := e.deleteOwnedPersist(l.ep, l.node, l.x.fixed)
+		l.x.fixedMu.Lock()
+		l.x.fixedErr, l.x.fixedSet = err, true
 		// Release waits for the result (and returns it) when it ended the
 		// lease or, with WithKeepNodeUntilRelease, was called after the
 		// lease ended, unless its ctx ended first.
-		reported := (errors.Is(cause, ErrReleased) || kept && closed(l.released)) && !l.fixedGaveUp
-		l.fixedMu.Unlock()
+		reported := (errors.Is(cause, ErrReleased) || kept && closed(l.x.released)) && !l.x.fixedGaveUp
+		l.x.fixedMu.Unlock()
 		if err != nil && !reported {
 			// Nobody else sees this failure (a background cleanup).
-			e.lg.Error("could not delete our lock node", zap.String("node", l.name), zap.Error(err))
+			e.log().Error("could not delete our lock node", zap.String("node", l.Node()), zap.Error(err))
 		}
 		return
 	}
 	switch {
 	case errors.Is(cause, ErrReleased):
 		return
-	case kept && e.ctx.Err() == nil:
+	case kept && ectx.Err() == nil:
 		return // Release was called: it deletes the node
-	case kept && !l.delClaimed.CompareAndSwap(false, true):
+	case kept && !l.x.delClaimed.CompareAndSwap(false, true):
 		return // Release deletes it
 	}
-	if ce := e.lg.Check(zap.DebugLevel, "lease ended"); ce != nil {
-		ce.Write(zap.String("node", l.name), zap.Error(cause))
+	if ce := e.check(zap.DebugLevel, "lease ended"); ce != nil {
+		ce.Write(zap.String("node", l.Node()), zap.Error(cause))
 	}
 	e.deleteNode(context.Background(), l.ep, l.node)
 }
@@ -524,7 +745,7 @@ func (l *Lease) armDelay() {
 	select {
 	case <-t.C:
 	case <-l.ctx.Done():
-	case <-l.e.ctx.Done():
+	case <-l.e.closing().Done():
 	}
 }
 
@@ -563,7 +784,7 @@ func (l *Lease) arm(ctx context.Context) *zksession.Watch {
 		})
 		switch {
 		case err == nil:
-			if l.fixed != nil && !bytes.Equal(data, l.fixed) {
+			if l.x.fixed != nil && !bytes.Equal(data, l.x.fixed) {
 				// A fixed name: the node there now is another acquire's
 				// (possibly of this process, on the same session); ours was
 				// deleted. Its watch fires unread.
@@ -586,8 +807,8 @@ func (l *Lease) arm(ctx context.Context) *zksession.Watch {
 		case zksession.IsConnectionError(err):
 			// The retry policy gave up for now; the next Retry waits for the
 			// connection on our epoch again.
-			if ce := l.e.lg.Check(zap.DebugLevel, "arming the node watch failed, trying again"); ce != nil {
-				ce.Write(zap.String("node", l.name), zap.Duration("pause", d), zap.Error(err))
+			if ce := l.e.check(zap.DebugLevel, "arming the node watch failed, trying again"); ce != nil {
+				ce.Write(zap.String("node", l.Node()), zap.Duration("pause", d), zap.Error(err))
 			}
 			if pause(ctx, d) != nil {
 				return nil
@@ -597,7 +818,7 @@ func (l *Lease) arm(ctx context.Context) *zksession.Watch {
 			// A permanent error (e.g. zk.ErrNoAuth on our own node): we cannot
 			// watch; keep the lease and say so. A channel that never fires
 			// (not nil: the caller would re-arm in a hot loop).
-			l.e.lg.Warn("cannot watch our own node", zap.String("node", l.name), zap.Error(err))
+			l.e.log().Warn("cannot watch our own node", zap.String("node", l.Node()), zap.Error(err))
 			return zksession.NeverFires()
 		}
 	}

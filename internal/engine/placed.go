@@ -85,7 +85,7 @@ func (e *Engine) createPlaced(conn *zk.Conn, p string, data []byte, anchor strin
 			return "", 0, fmt.Errorf("%w: %s, which our node was to be placed beside, is gone", ErrNodeDeleted, anchor)
 		case withToken && errors.Is(res[2].Error, zk.ErrNoAuth) && !errors.Is(res[1].Error, zk.ErrNoAuth):
 			if !e.noMulti.Swap(true) {
-				e.lg.Info("no WRITE permission on the recipe directory: creating nodes with a plain create (one more request per acquire)")
+				e.log().Info("no WRITE permission on the recipe directory: creating nodes with a plain create (one more request per acquire)")
 			}
 			return e.createPlaced(conn, p, data, anchor)
 		}

@@ -172,7 +172,7 @@ func (a *attempt) wait(watch string) error {
 	if err != nil {
 		return err
 	}
-	if ce := e.lg.Check(zap.DebugLevel, "waiting"); ce != nil {
+	if ce := e.check(zap.DebugLevel, "waiting"); ce != nil {
 		ce.Write(zap.String("node", a.name), zap.String("watch", watch))
 	}
 	var arm <-chan time.Time

@@ -13,6 +13,8 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
+	"time"
 	"unicode/utf8"
 )
 
@@ -61,6 +63,32 @@ func Validate(id string) error {
 // that fails or is not a valid id, Fallback. It reads the interface table and
 // does no network I/O.
 func LocalID() string { return localID(upAddrs, os.Hostname) }
+
+// localTTL is how long Local keeps the id it read.
+const localTTL = 10 * time.Second
+
+var local struct {
+	mu   sync.Mutex
+	id   string
+	data []byte
+	at   time.Time
+}
+
+// Local returns LocalID and its bytes, read from the interface table at most
+// every localTTL: a service that makes a lock per key would otherwise read
+// the table for every one. The bytes are shared: never modify them.
+func Local() (string, []byte) {
+	local.mu.Lock()
+	defer local.mu.Unlock()
+	if local.data == nil || time.Since(local.at) > localTTL {
+		id := LocalID()
+		if id != local.id || local.data == nil {
+			local.id, local.data = id, []byte(id)
+		}
+		local.at = time.Now()
+	}
+	return local.id, local.data
+}
 
 func localID(addrs func() ([]net.Addr, error), hostname func() (string, error)) string {
 	if as, err := addrs(); err == nil {

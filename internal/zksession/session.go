@@ -71,8 +71,10 @@ type Session struct {
 	drainBy   time.Time // set by Close before done is closed
 	closedCtx context.Context
 
-	gdMu    sync.Mutex
-	watches watchRegistry
+	gdMu     sync.Mutex
+	watches  watchRegistry
+	nodeSubs nodeSubs
+	endHooks endHooks
 
 	gdItems   []*gdItem
 	gdStopped bool // the delete queue's goroutine has exited
@@ -346,6 +348,7 @@ func checkServer(part string) (string, error) {
 // goroutine, so it only records the event and wakes the state goroutine.
 func (s *Session) onEvent(ev zk.Event) {
 	if ev.Type != zk.EventSession {
+		s.dispatchNode(ev)
 		return
 	}
 	if ev.State == zk.StateDisconnected {

@@ -52,6 +52,12 @@ type wire struct {
 	created     [createdKept]createdNode
 	createdNext int
 
+	// serverOnly holds the paths whose getData requests get their watch
+	// flag set on the wire (see serverOnlyBook), with a count of the
+	// requests in flight for each.
+	serverOnlyMu sync.Mutex
+	serverOnly   map[string]int
+
 	// current is the connection dialed last: go-zookeeper reads one at a
 	// time and dials the next only after the previous one's reader ended.
 	current atomic.Pointer[wireConn]
@@ -300,6 +306,48 @@ const (
 	createdKept    = 64
 	maxCreatedPath = 4096
 )
+
+// serverOnlyBook: a watch that go-zookeeper does not know of. go-zookeeper
+// v1.0.4 keeps a channel and a map entry for every watch it sets (about 290
+// bytes), which is most of what a held lease would cost with ten thousand
+// leases held. For a path in serverOnly the wire sets the watch flag (the
+// request's last byte) of a getData request that go-zookeeper sends without
+// a watch, whole in one Write as it writes every request: the server
+// registers the watch, and its notification reaches the session's event
+// callback (go-zookeeper passes every notification to it before it looks
+// for channels, and finds none). go-zookeeper does not re-set such a watch
+// after a reconnect (SetWatches lists only its own), so only a holder whose
+// lease ends at any suspension (the standard loss policy) may rely on one.
+const opGetData = 4 // go-zookeeper's opGetData
+
+// addServerOnly makes the next getData requests of path set a watch, until
+// removeServerOnly.
+func (w *wire) addServerOnly(path string) {
+	w.serverOnlyMu.Lock()
+	if w.serverOnly == nil {
+		w.serverOnly = make(map[string]int)
+	}
+	w.serverOnly[path]++
+	w.serverOnlyMu.Unlock()
+}
+
+// removeServerOnly undoes one addServerOnly.
+func (w *wire) removeServerOnly(path string) {
+	w.serverOnlyMu.Lock()
+	if w.serverOnly[path] <= 1 {
+		delete(w.serverOnly, path)
+	} else {
+		w.serverOnly[path]--
+	}
+	w.serverOnlyMu.Unlock()
+}
+
+// isServerOnly reports whether getData requests of path set a watch.
+func (w *wire) isServerOnly(path []byte) bool {
+	w.serverOnlyMu.Lock()
+	defer w.serverOnlyMu.Unlock()
+	return w.serverOnly[string(path)] > 0 // no allocation for the lookup
+}
 
 // createdNode is one create recorded by the wire (see createBook).
 type createdNode struct {
@@ -688,13 +736,6 @@ func (c *wireConn) Write(p []byte) (int, error) {
 	now := time.Now().UnixNano()
 	c.wmu.Lock()
 	var create string
-	if !c.out.first && c.out.pos == 0 && len(p) >= requestPathAt+4 &&
-		int32(binary.BigEndian.Uint32(p[8:requestOpcodeEnd])) == opCreate {
-		// A create, whole in p as go-zookeeper writes it (createBook).
-		if n := int(int32(binary.BigEndian.Uint32(p[requestPathAt : requestPathAt+4]))); n > 0 && n <= maxCreatedPath && requestPathAt+4+n <= len(p) {
-			create = string(p[requestPathAt+4 : requestPathAt+4+n])
-		}
-	}
 	var out []byte // a patched copy of p, if any byte changes
 	put := func(i int, v byte) {
 		if out == nil {
@@ -704,6 +745,24 @@ func (c *wireConn) Write(p []byte) (int, error) {
 			out = append([]byte(nil), p...)
 		}
 		out[i] = v
+	}
+	if !c.out.first && c.out.pos == 0 && len(p) >= requestPathAt+4 {
+		n := int(int32(binary.BigEndian.Uint32(p[requestPathAt : requestPathAt+4])))
+		switch int32(binary.BigEndian.Uint32(p[8:requestOpcodeEnd])) {
+		case opCreate:
+			// A create, whole in p as go-zookeeper writes it (createBook).
+			if n > 0 && n <= maxCreatedPath && requestPathAt+4+n <= len(p) {
+				create = string(p[requestPathAt+4 : requestPathAt+4+n])
+			}
+		case opGetData:
+			// A getData, whole in p: length, xid, opcode, path, watch flag
+			// (serverOnlyBook).
+			end := requestPathAt + 4 + n
+			if n > 0 && end+1 == len(p) && int(binary.BigEndian.Uint32(p[:framePrefixLength])) == len(p)-framePrefixLength &&
+				p[end] == 0 && c.w.isServerOnly(p[requestPathAt+4:end]) {
+				put(end, 1)
+			}
+		}
 	}
 	c.out.advance(p, func(i, pos int) {
 		h := &c.out.head

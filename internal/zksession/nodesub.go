@@ -1,0 +1,276 @@
+package zksession
+
+import (
+	"context"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Node subscriptions: callbacks on the data-watch events of a node, without a
+// goroutine per watched node. go-zookeeper delivers every watch on a channel
+// of its own, so waiting on ten thousand watches (a service holding ten
+// thousand per-key locks) would take ten thousand goroutines. But it also
+// passes every node event to the session's event callback (onEvent) before it
+// fills those channels, on its receiving goroutine and in the order the
+// server sent them. A NodeSub registered before its GetW is sent therefore
+// sees every event on the node from then on, whatever watch on this session
+// caused it: the event of its own watch included, possibly others' too (a
+// waiter's watch on the same node). A subscriber treats an event as news
+// about the node, never as proof of which watch fired.
+
+// NodeEvents is what a NodeSub calls. NodeEvent runs on go-zookeeper's
+// receiving goroutine: it must not block or send requests; it may cancel
+// contexts and start goroutines.
+type NodeEvents interface {
+	NodeEvent(ev zk.Event)
+}
+
+// NodeSub is a one-shot subscription to the events of one node: the first
+// data event (NodeDataChanged, NodeDeleted) or NotWatching on its path
+// unsubscribes it and calls its target. The zero value is ready for
+// SubscribeNode; embed it to spare an allocation (it does not keep its path:
+// CancelNode takes it again).
+type NodeSub struct {
+	target     NodeEvents // nil when not subscribed
+	prev, next *NodeSub
+}
+
+// nodeSubs is the Session's table of subscriptions: per path, a list.
+type nodeSubs struct {
+	mu sync.Mutex
+	m  map[string]*NodeSub
+	n  int // subscriptions in the table
+}
+
+// SubscribeNode subscribes n to the next data event on path p for target
+// (if n is subscribed already, to p, it is subscribed anew). Subscribe
+// before sending the request that sets the watch. CancelNode unsubscribes.
+func (s *Session) SubscribeNode(n *NodeSub, p string, target NodeEvents) {
+	t := &s.nodeSubs
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = make(map[string]*NodeSub)
+	}
+	t.unlinkLocked(n, p)
+	n.target = target
+	n.next = t.m[p]
+	if n.next != nil {
+		n.next.prev = n
+	}
+	t.m[p] = n
+	t.n++
+}
+
+// CancelNode unsubscribes n from path p, if it is still subscribed; it
+// reports whether it was (false: its event was dispatched, or it never was
+// subscribed).
+func (s *Session) CancelNode(n *NodeSub, p string) bool {
+	t := &s.nodeSubs
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.unlinkLocked(n, p)
+}
+
+// unlinkLocked removes n, subscribed to p, from the table, if it is in it.
+// t.mu held.
+func (t *nodeSubs) unlinkLocked(n *NodeSub, p string) bool {
+	if n.target == nil {
+		return false
+	}
+	if n.prev != nil {
+		n.prev.next = n.next
+	} else if n.next != nil {
+		t.m[p] = n.next
+	} else {
+		delete(t.m, p)
+	}
+	if n.next != nil {
+		n.next.prev = n.prev
+	}
+	n.target, n.prev, n.next = nil, nil, nil
+	t.n--
+	return true
+}
+
+// NodeSubs returns the number of node subscriptions waiting for an event.
+func (s *Session) NodeSubs() int {
+	t := &s.nodeSubs
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n
+}
+
+// dispatchNode hands a node event to the subscriptions on its path. It runs
+// on go-zookeeper's receiving goroutine (onEvent).
+func (s *Session) dispatchNode(ev zk.Event) {
+	switch ev.Type {
+	case zk.EventNodeDataChanged, zk.EventNodeDeleted, zk.EventNotWatching:
+	default:
+		return // NodeCreated (exists-watches) and NodeChildrenChanged: not a data watch's
+	}
+	t := &s.nodeSubs
+	t.mu.Lock()
+	head := t.m[ev.Path]
+	if head == nil {
+		t.mu.Unlock()
+		return
+	}
+	delete(t.m, ev.Path)
+	var fire []NodeEvents
+	for n := head; n != nil; {
+		next := n.next
+		fire = append(fire, n.target)
+		n.target, n.prev, n.next = nil, nil, nil
+		t.n--
+		n = next
+	}
+	t.mu.Unlock()
+	for _, target := range fire {
+		target.NodeEvent(ev)
+	}
+}
+
+// WatchNode sets a data watch on p whose events go to the subscription n
+// (see SubscribeNode), which it subscribes first; it retries connection
+// errors on ep as Retry does, within ctx. It returns zk.ErrNoNode if p does
+// not exist. On an error n is unsubscribed again, unless its event was
+// dispatched already (then the target has seen it, or sees it shortly). A
+// request left behind when ctx ends may subscribe n once more: the caller
+// cancels it once it no longer wants events. Under the standard loss policy
+// the watch is one that go-zookeeper does not know of (see serverOnlyBook):
+// it costs no memory here, and it does not survive a reconnect, after which
+// no lease of the standard policy does either. Under SessionOnly it is
+// go-zookeeper's GetW, re-set after a reconnect; its channel is not read (it
+// is buffered, filled once and dropped by go-zookeeper).
+func (s *Session) WatchNode(ctx context.Context, ep *Epoch, n *NodeSub, p string, target NodeEvents) error {
+	serverOnly := s.cfg.policy != SessionOnly
+	err := s.Retry(ctx, ep, func(c *zk.Conn) error {
+		// Subscribed anew for every try: an event dispatched during a failed
+		// try unsubscribed it.
+		s.SubscribeNode(n, p, target)
+		if !serverOnly {
+			_, _, _, err := c.GetW(p)
+			return err
+		}
+		s.wire.addServerOnly(p)
+		defer s.wire.removeServerOnly(p)
+		_, _, err := c.Get(p)
+		return err
+	})
+	if err != nil {
+		s.CancelNode(n, p)
+	}
+	return err
+}
+
+// Lease-end hooks: a lease derived from a lease context (WaitLease) ends with
+// it synchronously, as a child context; what the holder's engine must do
+// then (delete the node) needs a goroutine. Rather than one callback per
+// lease (context.AfterFunc costs a registration and a context each), the
+// session keeps, per lease context, a list of hooks and one callback that
+// runs them all.
+
+// LeaseEnds is what an EndHook calls, on a goroutine of the session's, once
+// its lease context has ended. It must not block for long: the hooks of one
+// lease context run one after the other.
+type LeaseEnds interface {
+	LeaseContextEnded()
+}
+
+// EndHook is a registration with OnLeaseEnd. The zero value is ready; embed
+// it to spare an allocation.
+type EndHook struct {
+	list       *endList
+	target     LeaseEnds
+	prev, next *EndHook
+}
+
+// endList is the hooks of one lease context.
+type endList struct {
+	head *EndHook
+}
+
+// endHooks is the Session's table of hook lists, by lease context.
+type endHooks struct {
+	mu sync.Mutex
+	m  map[context.Context]*endList
+}
+
+// OnLeaseEnd registers h (not registered) to call target once lctx, a lease
+// context the session handed out, has ended. If lctx has ended already,
+// target is called at once on the caller's goroutine. CancelLeaseEnd
+// unregisters.
+func (s *Session) OnLeaseEnd(lctx context.Context, h *EndHook, target LeaseEnds) {
+	t := &s.endHooks
+	t.mu.Lock()
+	if t.m == nil {
+		t.m = make(map[context.Context]*endList)
+	}
+	l := t.m[lctx]
+	if l == nil {
+		if lctx.Err() != nil {
+			t.mu.Unlock()
+			target.LeaseContextEnded()
+			return
+		}
+		l = &endList{}
+		t.m[lctx] = l
+		// The state goroutine is counted until Close has ended every lease
+		// context, so this Add never races with Close's Wait.
+		s.wg.Add(1)
+		context.AfterFunc(lctx, func() {
+			defer s.wg.Done()
+			s.runEndHooks(lctx, l)
+		})
+	}
+	h.list, h.target, h.prev = l, target, nil
+	h.next = l.head
+	if h.next != nil {
+		h.next.prev = h
+	}
+	l.head = h
+	t.mu.Unlock()
+}
+
+// runEndHooks runs and forgets the hooks of the ended lease context lctx.
+func (s *Session) runEndHooks(lctx context.Context, l *endList) {
+	t := &s.endHooks
+	t.mu.Lock()
+	delete(t.m, lctx)
+	var run []LeaseEnds
+	for h := l.head; h != nil; {
+		next := h.next
+		run = append(run, h.target)
+		h.list, h.prev, h.next = nil, nil, nil
+		h = next
+	}
+	l.head = nil
+	t.mu.Unlock()
+	for _, target := range run {
+		target.LeaseContextEnded()
+	}
+}
+
+// CancelLeaseEnd unregisters h; it reports whether h was registered (false:
+// its hook has run or is about to).
+func (s *Session) CancelLeaseEnd(h *EndHook) bool {
+	t := &s.endHooks
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l := h.list
+	if l == nil {
+		return false
+	}
+	if h.prev != nil {
+		h.prev.next = h.next
+	} else {
+		l.head = h.next
+	}
+	if h.next != nil {
+		h.next.prev = h.prev
+	}
+	h.list, h.prev, h.next = nil, nil, nil
+	return true
+}
