@@ -76,6 +76,7 @@ func testGhostDurable(t *testing.T, k lockKind, closeLock bool) {
 	if err := mutex.SetCleanupTimeout(s, lk, ghostCleanup); err != nil {
 		t.Fatal(err)
 	}
+	ensureLockDir(t, s, ns)
 	dir := ns.Path(lockPath)
 	inDir := func(path string) bool { return path == dir || strings.HasPrefix(path, dir+"/") }
 

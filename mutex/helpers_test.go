@@ -167,3 +167,13 @@ func mutexOnOwnSession(t testing.TB, ns *zktest.Namespace, opts ...session.Optio
 	t.Cleanup(func() { m.Close() })
 	return m
 }
+
+// ensureLockDir creates the lock directory, so that a test's first create
+// under it succeeds on the server (a create into a missing directory fails
+// there, and Lock creates the directory only then).
+func ensureLockDir(t testing.TB, s *session.Session, ns *zktest.Namespace) {
+	t.Helper()
+	if err := sessiontest.Core(s).EnsureContainers(ctxT(t), ns.Path(lockPath)); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -500,6 +500,7 @@ func TestGhostNode(t *testing.T) {
 				s, p := sessiontest.ConnectProxy(t, ns, session.WithLossPolicy(pol.p))
 				rec := sessiontest.Record(t, s)
 				lk := k.make(t, s)
+				ensureLockDir(t, s, ns)
 				dir := ns.Path(lockPath) + "/"
 				var swallowed atomic.Int32
 				p.OnRequest(func(r zktest.Request) zktest.Action {
@@ -699,6 +700,7 @@ func TestCancelDuringLostCreate(t *testing.T) {
 			s, p := sessiontest.ConnectProxy(t, ns, session.WithLossPolicy(session.SessionOnly))
 			rec := sessiontest.Record(t, s)
 			lk := k.make(t, s)
+			ensureLockDir(t, s, ns)
 			dir := ns.Path(lockPath) + "/"
 			var swallowed atomic.Int32
 			p.OnRequest(func(r zktest.Request) zktest.Action {

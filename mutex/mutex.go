@@ -45,7 +45,6 @@ type Locker interface {
 // Mutex is safe for concurrent use.
 type Mutex struct {
 	e    *engine.Engine
-	path string
 	data []byte // the participant id, the data of our nodes (never written)
 	held engine.HeldLeases
 }
@@ -58,11 +57,11 @@ func New(sess *session.Session, path string, opts ...Option) (*Mutex, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Mutex{e: e, path: path, data: c.bytes()}, nil
+	return &Mutex{e: e, data: c.bytes()}, nil
 }
 
 // Path returns the lock's path as given to New.
-func (m *Mutex) Path() string { return m.path }
+func (m *Mutex) Path() string { return m.e.UserPath() }
 
 // Lock blocks until the lock is held and returns its lease. It queues a node
 // and waits with one data watch (see Costs in the package documentation), within
@@ -79,7 +78,7 @@ func (m *Mutex) Path() string { return m.path }
 // use.
 func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
 	if ctx == nil {
-		return nil, errNilContext(m.path)
+		return nil, errNilContext(m.e.UserPath())
 	}
 	l, err := m.e.Acquire(ctx, driver, m.data)
 	if err != nil {
@@ -94,7 +93,7 @@ func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
 // the requests only.
 func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
 	if ctx == nil {
-		return nil, errNilContext(m.path)
+		return nil, errNilContext(m.e.UserPath())
 	}
 	l, err := m.e.TryAcquire(ctx, driver, m.data)
 	if err != nil {
@@ -115,7 +114,7 @@ func (m *Mutex) Held() bool { return m.held.Count() > 0 }
 // their ids.
 func (m *Mutex) Participants(ctx context.Context) ([]recipes.Participant, error) {
 	if ctx == nil {
-		return nil, errNilContext(m.path)
+		return nil, errNilContext(m.e.UserPath())
 	}
 	return m.e.Participants(ctx, driver)
 }
@@ -124,7 +123,7 @@ func (m *Mutex) Participants(ctx context.Context) ([]recipes.Participant, error)
 // the reads.
 func (m *Mutex) Holder(ctx context.Context) (p recipes.Participant, ok bool, err error) {
 	if ctx == nil {
-		return recipes.Participant{}, false, errNilContext(m.path)
+		return recipes.Participant{}, false, errNilContext(m.e.UserPath())
 	}
 	return holder(m.e.Participants(ctx, driver))
 }

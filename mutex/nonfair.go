@@ -27,7 +27,6 @@ const nonFairNode = "lock"
 // safe for concurrent use.
 type NonFair struct {
 	e    *engine.Engine
-	path string
 	id   string
 	held engine.HeldLeases
 }
@@ -39,17 +38,17 @@ func NewNonFair(sess *session.Session, path string, opts ...Option) (*NonFair, e
 	if err != nil {
 		return nil, err
 	}
-	return &NonFair{e: e, path: path, id: c.id}, nil
+	return &NonFair{e: e, id: c.id}, nil
 }
 
 // Path returns the lock's path as given to NewNonFair.
-func (m *NonFair) Path() string { return m.path }
+func (m *NonFair) Path() string { return m.e.UserPath() }
 
 // Lock blocks until the lock is held or ctx ends; errors and cleanup are as
 // for Mutex.Lock.
 func (m *NonFair) Lock(ctx context.Context) (*Lease, error) {
 	if ctx == nil {
-		return nil, errNilContext(m.path)
+		return nil, errNilContext(m.e.UserPath())
 	}
 	l, err := m.e.AcquireFixed(ctx, nonFairNode, m.id)
 	if err != nil {
@@ -63,7 +62,7 @@ func (m *NonFair) Lock(ctx context.Context) (*Lease, error) {
 // recipes.ErrBusy.
 func (m *NonFair) TryLock(ctx context.Context) (*Lease, error) {
 	if ctx == nil {
-		return nil, errNilContext(m.path)
+		return nil, errNilContext(m.e.UserPath())
 	}
 	l, err := m.e.TryAcquireFixed(ctx, nonFairNode, m.id)
 	if err != nil {
@@ -81,7 +80,7 @@ func (m *NonFair) Held() bool { return m.held.Count() > 0 }
 // ok is false when it is free. ctx bounds the read.
 func (m *NonFair) Holder(ctx context.Context) (p recipes.Participant, ok bool, err error) {
 	if ctx == nil {
-		return recipes.Participant{}, false, errNilContext(m.path)
+		return recipes.Participant{}, false, errNilContext(m.e.UserPath())
 	}
 	h, err := m.e.FixedHolder(ctx, nonFairNode)
 	if err != nil || h == nil {

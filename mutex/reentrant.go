@@ -26,7 +26,6 @@ import (
 // A Reentrant is safe for concurrent use.
 type Reentrant struct {
 	e    *engine.Engine
-	path string
 	data []byte // id, the data of our nodes (one copy for every Lock; never written)
 	re   engine.GoroutineHolds
 	held engine.HeldLeases
@@ -41,11 +40,11 @@ func NewReentrant(sess *session.Session, path string, opts ...Option) (*Reentran
 	if err != nil {
 		return nil, err
 	}
-	return &Reentrant{e: e, path: path, data: c.bytes()}, nil
+	return &Reentrant{e: e, data: c.bytes()}, nil
 }
 
 // Path returns the lock's path as given to NewReentrant.
-func (m *Reentrant) Path() string { return m.path }
+func (m *Reentrant) Path() string { return m.e.UserPath() }
 
 // Lock blocks until the calling goroutine holds the lock and returns its
 // lease. If the goroutine already holds it, Lock returns at once with a new
@@ -74,11 +73,11 @@ func (m *Reentrant) TryLock(ctx context.Context) (*Lease, error) {
 
 func (m *Reentrant) lock(ctx context.Context, try bool) (*Lease, error) {
 	if ctx == nil {
-		return nil, errNilContext(m.path)
+		return nil, errNilContext(m.e.UserPath())
 	}
 	if l, _, err := m.re.Enter(); l != nil {
 		if err != nil {
-			return nil, engine.NewError("mutex", m.path, err)
+			return nil, engine.NewError("mutex", m.e.UserPath(), err)
 		}
 		return &Lease{l: l, re: &m.re, owner: goid.ID()}, nil
 	}
@@ -95,7 +94,7 @@ func (m *Reentrant) lock(ctx context.Context, try bool) (*Lease, error) {
 	if err := m.re.Add(l); err != nil {
 		// Cannot happen: only this goroutine adds for itself.
 		_ = l.Release(context.WithoutCancel(ctx))
-		return nil, engine.NewError("mutex", m.path, err)
+		return nil, engine.NewError("mutex", m.e.UserPath(), err)
 	}
 	m.held.Add(l)
 	return &Lease{l: l, re: &m.re, owner: goid.ID()}, nil
@@ -111,7 +110,7 @@ func (m *Reentrant) Held() bool { return m.held.Count() > 0 }
 // nodes of other processes, Curator's included, are listed with their ids.
 func (m *Reentrant) Participants(ctx context.Context) ([]recipes.Participant, error) {
 	if ctx == nil {
-		return nil, errNilContext(m.path)
+		return nil, errNilContext(m.e.UserPath())
 	}
 	return m.e.Participants(ctx, driver)
 }
@@ -120,7 +119,7 @@ func (m *Reentrant) Participants(ctx context.Context) ([]recipes.Participant, er
 // the reads.
 func (m *Reentrant) Holder(ctx context.Context) (p recipes.Participant, ok bool, err error) {
 	if ctx == nil {
-		return recipes.Participant{}, false, errNilContext(m.path)
+		return recipes.Participant{}, false, errNilContext(m.e.UserPath())
 	}
 	return holder(m.e.Participants(ctx, driver))
 }

@@ -7,7 +7,8 @@
 //	hold     -hold-keys (10,000) locks on distinct new paths acquired by
 //	         -hold-workers (256) goroutines and all held at once: locks/s,
 //	         live heap bytes and goroutines per held lock (the lock values
-//	         included), requests per lock; then all released.
+//	         included); then all released. Not counted on the wire: the
+//	         counter keeps a record of every watch.
 //	newkeys  Lock and release on -new-keys (10,000) distinct paths whose
 //	         directory does not exist yet, -new-workers (256) goroutines on
 //	         one session: cycles/s and requests per cycle.
@@ -38,8 +39,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -68,6 +71,7 @@ var (
 	runTime     = flag.Duration("time", time.Second, "(keys) duration of one variant in one round")
 	root        = flag.String("path", "/zkrecipes-keyload", "parent of the paths used")
 	asJSON      = flag.Bool("json", false, "print each workload's figures as one line of JSON after its table")
+	heapProfile = flag.String("heapprofile", "", "(hold) write a heap profile to this file while the locks are held, per variant (the variant's name is appended)")
 )
 
 func main() { demo.Main("keyload", 10*time.Minute, run) }
@@ -97,15 +101,15 @@ var allVariants = []variant{
 	}},
 	{"fair", "mutex.New", func(w *world, path string) (locker, error) {
 		m, err := mutex.New(w.sess, path)
-		return &leaseLocker{acquire: func(ctx context.Context) (*mutex.Lease, error) { return m.Lock(ctx) }}, err
+		return &leaseLocker{m: m}, err
 	}},
 	{"reentrant", "mutex.NewReentrant", func(w *world, path string) (locker, error) {
 		m, err := mutex.NewReentrant(w.sess, path)
-		return &leaseLocker{acquire: func(ctx context.Context) (*mutex.Lease, error) { return m.Lock(ctx) }}, err
+		return &leaseLocker{m: m}, err
 	}},
 	{"nonfair", "mutex.NewNonFair", func(w *world, path string) (locker, error) {
 		m, err := mutex.NewNonFair(w.sess, path)
-		return &leaseLocker{acquire: func(ctx context.Context) (*mutex.Lease, error) { return m.Lock(ctx) }}, err
+		return &leaseLocker{m: m}, err
 	}},
 }
 
@@ -114,13 +118,17 @@ type zkLocker struct{ l *zk.Lock }
 func (z *zkLocker) lock(context.Context) error   { return z.l.Lock() }
 func (z *zkLocker) unlock(context.Context) error { return z.l.Unlock() }
 
+// leaseLocker is one of the mutex kinds (an interface value holding a
+// pointer: no allocation of its own).
 type leaseLocker struct {
-	acquire func(context.Context) (*mutex.Lease, error)
-	lease   *mutex.Lease
+	m interface {
+		Lock(context.Context) (*mutex.Lease, error)
+	}
+	lease *mutex.Lease
 }
 
 func (m *leaseLocker) lock(ctx context.Context) error {
-	l, err := m.acquire(ctx)
+	l, err := m.m.Lock(ctx)
 	m.lease = l
 	return err
 }
@@ -151,6 +159,9 @@ func run(ctx context.Context, env *demo.Env) error {
 			return fmt.Errorf("-variants: %q is not one of zk, fair, reentrant, nonfair", name)
 		}
 	}
+	if *heapProfile != "" {
+		runtime.MemProfileRate = 1 // every allocation, for the profile (slower)
+	}
 	b.out.Printf("keyload: GOMAXPROCS %d, load average %s", runtime.GOMAXPROCS(0), loadavg())
 	for _, wl := range strings.Split(*workloads, ",") {
 		var err error
@@ -173,19 +184,23 @@ func run(ctx context.Context, env *demo.Env) error {
 }
 
 // world opens one session of ours and one go-zookeeper connection, both
-// counted on one tap; close closes both.
-func (b *bench) world(ctx context.Context) (w *world, closeAll func(), err error) {
+// counted on one tap unless untapped (the tap keeps a record of every watch
+// set, which a heap figure must not include); close closes both.
+func (b *bench) world(ctx context.Context, untapped bool) (w *world, closeAll func(), err error) {
 	w = &world{tap: zktest.NewTap()}
+	sopts := []session.Option{session.WithLogger(b.env.Logger.Named("ours"))}
+	dial := zk.Dialer(net.DialTimeout)
+	if !untapped {
+		sopts = append(sopts, session.WithDialer(w.tap.Dialer()))
+		dial = w.tap.Dialer()
+	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	w.sess, err = session.Connect(cctx, b.env.Servers, append([]session.Option{
-		session.WithLogger(b.env.Logger.Named("ours")), session.WithDialer(w.tap.Dialer()),
-	}, b.env.Options...)...)
+	w.sess, err = session.Connect(cctx, b.env.Servers, append(sopts, b.env.Options...)...)
 	if err != nil {
 		return nil, nil, err
 	}
-	conn, events, err := zk.Connect(b.env.Servers, 10*time.Second, zk.WithDialer(w.tap.Dialer()),
-		zk.WithLogger(zkLogger{b.env.Logger.Named("zk")}))
+	conn, events, err := zk.Connect(b.env.Servers, 10*time.Second, zk.WithDialer(dial), zk.WithLogger(zkLogger{b.env.Logger.Named("zk")}))
 	if err != nil {
 		_ = w.sess.Close()
 		return nil, nil, err
@@ -213,19 +228,18 @@ func (b *bench) dir(what, variant string) string {
 func (b *bench) hold(ctx context.Context) error {
 	n, workers := *holdKeys, *holdWorkers
 	b.out.Printf("hold: %d locks on distinct new paths, %d goroutines acquiring, one session per library", n, workers)
-	rows := [][]string{{"variant", "locks/s", "vs zk", "heap B/lock", "goroutines/lock", "req/lock", "released in"}}
+	rows := [][]string{{"variant", "locks/s", "vs zk", "heap B/lock", "goroutines/lock", "released in"}}
 	type fig struct {
 		Variant      string  `json:"variant"`
 		LocksPerSec  float64 `json:"locks_per_sec"`
 		VsZK         float64 `json:"vs_zk"`
 		HeapPerLock  float64 `json:"heap_bytes_per_lock"`
 		GorosPerLock float64 `json:"goroutines_per_lock"`
-		ReqPerLock   float64 `json:"requests_per_lock"`
 	}
 	var figs []fig
 	zkRate := 0.0
 	for _, v := range b.variants {
-		w, closeAll, err := b.world(ctx)
+		w, closeAll, err := b.world(ctx, true)
 		if err != nil {
 			return err
 		}
@@ -234,15 +248,13 @@ func (b *bench) hold(ctx context.Context) error {
 		var heap1 uint64
 		var goros1 int
 		var took time.Duration
-		var reqs int64
 		lockers := make([]locker, n)
 		for i := range lockers {
-			if lockers[i], err = v.make(w, fmt.Sprintf("%s/k%d/lock", dir, i)); err != nil {
+			if lockers[i], err = v.make(w, fmt.Sprintf("%s/k%d", dir, i)); err != nil {
 				closeAll()
 				return err
 			}
 		}
-		req0 := w.tap.Requests()
 		start := time.Now()
 		// Each goroutine releases the locks it took (a reentrant lock is
 		// its goroutine's), once every lock is held and measured.
@@ -273,11 +285,13 @@ func (b *bench) hold(ctx context.Context) error {
 		}, func() {
 			acquired.Wait()
 			took = time.Since(start)
-			reqs = opCounts(w.tap.Requests()).minus(req0).total()
 			// A held lease watches its node from 100 ms after the acquire
 			// on: measure after that, what a long hold costs.
 			time.Sleep(300 * time.Millisecond)
 			heap1, goros1 = heapNow(), runtime.NumGoroutine()
+			if *heapProfile != "" {
+				writeHeapProfile(*heapProfile+"."+v.name, b.out)
+			}
 			relStart = time.Now()
 			close(releaseNow)
 		})
@@ -292,7 +306,6 @@ func (b *bench) hold(ctx context.Context) error {
 			Variant: v.name, LocksPerSec: float64(n) / took.Seconds(),
 			HeapPerLock:  float64(int64(heap1)-int64(heap0)) / float64(n),
 			GorosPerLock: float64(goros1-goros0) / float64(n),
-			ReqPerLock:   float64(reqs) / float64(n),
 		}
 		if v.name == "zk" {
 			zkRate = f.LocksPerSec
@@ -303,7 +316,7 @@ func (b *bench) hold(ctx context.Context) error {
 		figs = append(figs, f)
 		rows = append(rows, []string{v.label, fmt.Sprintf("%.0f", f.LocksPerSec), ratio(f.VsZK),
 			fmt.Sprintf("%.0f", f.HeapPerLock), fmt.Sprintf("%.3f", f.GorosPerLock),
-			fmt.Sprintf("%.2f", f.ReqPerLock), demo.Ms(released)})
+			demo.Ms(released)})
 	}
 	b.table(rows)
 	return b.json("hold", figs)
@@ -323,7 +336,7 @@ func (b *bench) newKeys(ctx context.Context) error {
 	var figs []fig
 	zkRate := 0.0
 	for _, v := range b.variants {
-		w, closeAll, err := b.world(ctx)
+		w, closeAll, err := b.world(ctx, false)
 		if err != nil {
 			return err
 		}
@@ -331,7 +344,7 @@ func (b *bench) newKeys(ctx context.Context) error {
 		req0 := w.tap.Requests()
 		start := time.Now()
 		err = parallel(ctx, n, workers, func(i int) error {
-			l, err := v.make(w, fmt.Sprintf("%s/k%d/lock", dir, i))
+			l, err := v.make(w, fmt.Sprintf("%s/k%d", dir, i))
 			if err == nil {
 				err = l.lock(ctx)
 			}
@@ -381,7 +394,7 @@ func (b *bench) keys(ctx context.Context) error {
 	var figs []fig
 	for _, k := range counts {
 		b.out.Printf("keys: lock and release on %d existing keys, one goroutine per key, one session per library, %d rounds of %v", k, *rounds, *runTime)
-		w, closeAll, err := b.world(ctx)
+		w, closeAll, err := b.world(ctx, false)
 		if err != nil {
 			return err
 		}
@@ -389,7 +402,7 @@ func (b *bench) keys(ctx context.Context) error {
 		for _, v := range b.variants {
 			dir := b.dir("keys", v.name)
 			for i := 0; i < k; i++ {
-				l, err := v.make(w, fmt.Sprintf("%s/k%d/lock", dir, i))
+				l, err := v.make(w, fmt.Sprintf("%s/k%d", dir, i))
 				if err != nil {
 					closeAll()
 					return err
@@ -545,6 +558,20 @@ func parallel(ctx context.Context, n, workers int, f func(i int) error) error {
 		first = context.Cause(ctx)
 	}
 	return first
+}
+
+// writeHeapProfile writes the heap profile as of the last collection.
+func writeHeapProfile(name string, out *demo.Printer) {
+	f, err := os.Create(name)
+	if err == nil {
+		err = pprof.Lookup("heap").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		out.Printf("heap profile: %v", err)
+	}
 }
 
 func heapNow() uint64 {

@@ -99,8 +99,13 @@ func (a *attempt) run() (*Lease, error) {
 	if err := a.connect(); err != nil {
 		return nil, a.fail(err)
 	}
-	if err := e.ensureDir(a.ctx); err != nil {
-		return nil, a.fail(err)
+	// The create finds out whether the directory exists (createAndList),
+	// except with the multi, whose setData must not overwrite a directory's
+	// data (ensureDir reads it first).
+	if e.cfg.create == createMulti && !e.noMulti.Load() {
+		if err := e.ensureDir(a.ctx); err != nil {
+			return nil, a.fail(err)
+		}
 	}
 	if err := a.createAndList(); err != nil {
 		return nil, a.fail(err)
@@ -276,7 +281,9 @@ func (a *attempt) won() (l *Lease, retry bool, err error) {
 		return nil, false, a.fail(err)
 	}
 	if a.czxid == 0 {
-		if err := a.statSelf(a.e.cfg.nodeWatch); err != nil {
+		// The watch, for a lease with a monitor to inherit; a light lease
+		// gets its own from the arm queue (see grant).
+		if err := a.statSelf(a.e.cfg.nodeWatch && (a.fixed != "" || a.e.cfg.keepNode)); err != nil {
 			return nil, false, a.fail(err)
 		}
 		if a.lctx.Err() != nil || a.ep.Err() != nil {

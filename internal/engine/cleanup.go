@@ -57,7 +57,7 @@ func (e *Engine) CloseWithin(ctx context.Context) error {
 		// Light leases end here (their nodes are queued for deletion, which
 		// awaitCleanups waits for); monitored ones in their monitor.
 		for _, l := range light {
-			l.cancel(e.closedErr())
+			l.end(e.closedErr())
 			l.finish()
 		}
 		e.wg.Wait()

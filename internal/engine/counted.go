@@ -449,17 +449,17 @@ func (c *counted) fail(err error) error {
 func (l *Lease) forget() {
 	l.relMu.Lock()
 	defer l.relMu.Unlock()
-	if l.relDone {
+	if l.released {
 		return
 	}
-	l.relDone = true
+	l.released = true
 	mine := l.e.errf(ErrReleased)
 	if l.x == nil {
-		l.cancel(mine)
+		l.end(mine)
 		l.finish()
 		return
 	}
 	claimed := l.claimMonitor()
-	l.cancel(mine)
+	l.end(mine)
 	l.settleMonitor(claimed, mine)
 }

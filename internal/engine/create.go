@@ -99,7 +99,8 @@ type listResult struct {
 }
 
 // createAndList creates our protected node, recovering from lost replies,
-// and, on the first try, reads the directory in parallel: go-zookeeper sends
+// and, on the first try and after creating a missing directory, reads the
+// directory in parallel: go-zookeeper sends
 // requests in order on one connection and the server answers a session's
 // requests in order, so a children list read after the create already
 // contains our node (recognised by our UUID) and the first decision costs no
@@ -150,14 +151,16 @@ func (a *attempt) createAndList() error {
 			}
 			return nil
 		case errors.Is(err, zk.ErrNoNode):
-			// The directory is gone (a container the server reaped while
-			// the lock was idle): create it again without asking first
-			// whether it exists (ensureDir's read).
+			// The directory does not exist: a new key, or a container the
+			// server reaped while the lock was idle. Create it (from the
+			// bottom up: under an existing parent, one request) and try
+			// again, with the read pipelined again.
 			e.dirReady.Store(false)
-			if err2 := e.zs.EnsureContainers(a.ctx, e.path); err2 != nil {
+			if err2 := e.zs.CreateContainers(a.ctx, e.path); err2 != nil {
 				return err2
 			}
 			e.dirReady.Store(true)
+			pipelined = true
 		case zksession.IsConnectionError(err):
 			a.ghosts = true
 			found, gerr := a.findGhost()

@@ -34,18 +34,18 @@ type Engine struct {
 	// Close; closedFlag is set by Close.
 	closeCtx    context.Context
 	closeCancel context.CancelCauseFunc
-	closedFlag  atomic.Bool
 	wg          sync.WaitGroup // acquires in progress, lease monitors, helper goroutines
 
 	mu       sync.Mutex
-	closed   bool
 	scopes   *scope                       // acquires in progress (see begin)
 	leases   *Lease                       // light leases held (see Lease)
 	cleanups map[<-chan struct{}]struct{} // deletes queued by failed acquires, not yet seen done
+	closed   bool
 
-	closeOnce sync.Once
-	dirReady  atomic.Bool // the directory was seen to exist (cache; redone on ErrNoNode)
-	noMulti   atomic.Bool // create with a plain create (see createNode)
+	closeOnce  sync.Once
+	closedFlag atomic.Bool
+	dirReady   atomic.Bool // the directory was seen to exist (cache; redone on ErrNoNode)
+	noMulti    atomic.Bool // create with a plain create (see createNode)
 }
 
 // New returns the engine for the recipe directory path (a recipe path,
@@ -118,6 +118,9 @@ func (e *Engine) check(lvl zapcore.Level, msg string) *zapcore.CheckedEntry {
 	}
 	return e.log().Check(lvl, msg)
 }
+
+// UserPath returns the recipe's path as its caller gave it.
+func (e *Engine) UserPath() string { return e.userPath }
 
 // Path returns the full server path of the recipe directory (namespace
 // included).

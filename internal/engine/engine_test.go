@@ -366,6 +366,11 @@ func TestGhostStandard(t *testing.T) {
 	s, p := sessiontest.ConnectProxy(t, ns)
 	in := newInternals(t, s)
 	prefix := ns.Path(dir) + "/"
+	// The directory exists, so the swallowed create succeeds on the server
+	// (without it the create would fail there, leaving no ghost).
+	if err := sessiontest.Core(s).EnsureContainers(ctx, in.Path()); err != nil {
+		t.Fatal(err)
+	}
 	var n atomic.Int32
 	p.OnRequest(func(r zktest.Request) zktest.Action {
 		if (r.Op == zktest.OpCreate || r.Op == zktest.OpMulti) && strings.HasPrefix(r.Path, prefix) && n.Add(1) == 1 {

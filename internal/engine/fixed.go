@@ -121,9 +121,7 @@ func (a *attempt) runFixed(name, id string) (*Lease, error) {
 	if err := a.connect(); err != nil {
 		return nil, a.fail(err)
 	}
-	if err := e.ensureDir(a.ctx); err != nil {
-		return nil, a.fail(err)
-	}
+	// The create finds out whether the directory exists (ErrNoNode below).
 	pipelined := true
 	for tries := 0; ; tries++ {
 		if err := a.ctx.Err(); err != nil {
@@ -196,11 +194,15 @@ func (a *attempt) runFixed(name, id string) (*Lease, error) {
 					continue
 				}
 			case errors.Is(err, zk.ErrNoNode):
+				// No directory: a new key, or a reaped container (see
+				// createAndList).
 				awaitRead(a.ctx, got)
 				e.dirReady.Store(false)
-				if err := e.ensureDir(a.ctx); err != nil {
+				if err := e.zs.CreateContainers(a.ctx, e.path); err != nil {
 					return nil, a.fail(err)
 				}
+				e.dirReady.Store(true)
+				pipelined = true
 				continue
 			case zksession.IsConnectionError(err):
 				awaitRead(a.ctx, got)

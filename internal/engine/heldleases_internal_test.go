@@ -13,7 +13,7 @@ import (
 func TestHeldLeasesCountsLiveAndForgetsEnded(t *testing.T) {
 	lease := func() (*Lease, func()) {
 		ctx, cancel := context.WithCancelCause(context.Background())
-		return &Lease{ctx: ctx}, func() { cancel(errors.New("ended")) }
+		return &Lease{lctx: ctx}, func() { cancel(errors.New("ended")) }
 	}
 	var h HeldLeases
 	live, endLive := lease()

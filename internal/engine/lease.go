@@ -55,33 +55,79 @@ type Lease struct {
 	node  string // full path
 	data  []byte // the participant id (the caller's bytes, never written)
 	token int64
-	seq   int64
 
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+	// The lease ends with its lease context (lctx: a suspension or loss
+	// ends every lease of it at once) or by end, whose first cause it
+	// keeps (endCause). Its own context is made only when asked for
+	// (Context; at once for a monitored lease), as a child of lctx: a
+	// service holding ten thousand leases that never asks for their
+	// contexts pays for none.
+	lctx     context.Context
+	endCause atomic.Pointer[error]
+	own      atomic.Pointer[leaseCtx]
 
-	// Release's outcome: the first call decides under relMu, later ones
-	// return relErr.
-	relMu   sync.Mutex
-	relDone bool
-	relErr  error
+	// Release's outcome: the first call decides under relMu (and sets
+	// released), later ones return relErr (nil: no error).
+	relMu  sync.Mutex
+	relErr *error
 
 	// Err's error once the session of a suspended lease is known lost.
 	lostErr atomic.Pointer[error]
 
 	// A light lease (x == nil) has no goroutine while it is held: the
-	// session calls it when its lease context ends (end) or its node
-	// changes (sub), the Engine when it closes (prev, next), a timer when it
-	// is time to watch its node (armTimer). finished is set by the first of them,
-	// or Release, to run finish.
+	// session calls it when its lease context ends (endHook) or its node
+	// changes (sub), the Engine when it closes (prev, next), the session's
+	// arm queue when it is time to watch its node. finished is set by the
+	// first of them, or Release, to run finish.
 	sub        zksession.NodeSub
-	end        zksession.EndHook
-	prev, next *Lease // the Engine's light leases (e.mu)
-	armTimer   atomic.Pointer[time.Timer]
+	endHook    zksession.EndHook
+	prev, next *Lease                             // the Engine's light leases (e.mu)
 	armStop    atomic.Pointer[context.CancelFunc] // ends a watch request in flight
 	finished   atomic.Bool
+	released   bool // Release (or forget) was called (relMu)
 
 	x *monitored // a lease with a monitor goroutine, else nil
+}
+
+// leaseCtx is a lease's own context (see Lease.Context).
+type leaseCtx struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+// end ends the lease with cause, unless it has ended already (then it keeps
+// the first cause). A lease context that has ended already is the first
+// cause.
+func (l *Lease) end(cause error) {
+	if l.lctx.Err() != nil {
+		cause = context.Cause(l.lctx)
+	}
+	if !l.endCause.CompareAndSwap(nil, &cause) {
+		return
+	}
+	if lc := l.own.Load(); lc != nil {
+		lc.cancel(cause)
+	}
+}
+
+// ended reports whether the lease has ended.
+func (l *Lease) ended() bool {
+	return l.endCause.Load() != nil || l.lctx.Err() != nil
+}
+
+// cause returns the first reason the lease ended, or nil while it is held.
+// Once the lease's own context exists, that context's cause is the one.
+func (l *Lease) cause() error {
+	if lc := l.own.Load(); lc != nil && lc.ctx.Err() != nil {
+		return context.Cause(lc.ctx)
+	}
+	if c := l.endCause.Load(); c != nil {
+		return *c
+	}
+	if l.lctx.Err() != nil {
+		return context.Cause(l.lctx)
+	}
+	return nil
 }
 
 // monitored is the state of a lease that has a monitor goroutine (see
@@ -122,27 +168,23 @@ type monitored struct {
 // gets a light lease: no goroutine while it is held (see Lease). The others
 // get a monitor goroutine, at once or when needed (deferMonitor).
 func (e *Engine) grant(a *attempt) (*Lease, error) {
-	l := &Lease{e: e, ep: a.ep, node: a.node, data: a.data, token: a.czxid, seq: a.seq}
-	// Derived from the lease context captured before the deciding read: a
-	// suspension (standard policy) or loss ends the lease synchronously,
-	// before any goroutine of ours runs.
-	l.ctx, l.cancel = context.WithCancelCause(a.lctx)
+	l := &Lease{e: e, ep: a.ep, node: a.node, data: a.data, token: a.czxid}
+	// The lease context captured before the deciding read: a suspension
+	// (standard policy) or loss ends the lease synchronously, before any
+	// goroutine of ours runs.
+	l.lctx = a.lctx
 	light := a.fixed == "" && a.self == nil && !e.cfg.keepNode
 	if !light {
 		l.x = &monitored{released: make(chan struct{}), monitorDone: make(chan struct{})}
 		if a.fixed != "" {
 			l.x.fixed = a.data
 		}
-	} else if e.cfg.nodeWatch {
-		l.armTimer.Store(time.AfterFunc(nodeWatchDelay, l.armLater))
+		l.Context() // the monitor waits on it
 	}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		if t := l.armTimer.Swap(nil); t != nil {
-			t.Stop()
-		}
-		l.cancel(e.closedErr())
+		l.end(e.closedErr())
 		return nil, a.fail(ErrClosed)
 	}
 	if light {
@@ -159,7 +201,10 @@ func (e *Engine) grant(a *attempt) (*Lease, error) {
 	switch {
 	case light:
 		// If the lease context has ended already, this finishes the lease.
-		e.zs.OnLeaseEnd(a.lctx, &l.end, l)
+		e.zs.OnLeaseEnd(a.lctx, &l.endHook, l)
+		if e.cfg.nodeWatch {
+			queueArm(e.zs, l)
+		}
 	case l.x.fixed == nil && a.self == nil:
 		l.deferMonitor(a.lctx)
 	default:
@@ -182,14 +227,11 @@ func (l *Lease) finish() {
 		return
 	}
 	e := l.e
-	if t := l.armTimer.Swap(nil); t != nil {
-		t.Stop()
-	}
 	if stop := l.armStop.Swap(nil); stop != nil {
 		(*stop)()
 	}
 	e.zs.CancelNode(&l.sub, l.node)
-	e.zs.CancelLeaseEnd(&l.end)
+	e.zs.CancelLeaseEnd(&l.endHook)
 	e.mu.Lock()
 	if l.prev != nil {
 		l.prev.next = l.next
@@ -201,7 +243,7 @@ func (l *Lease) finish() {
 	}
 	l.prev, l.next = nil, nil
 	e.mu.Unlock()
-	cause := context.Cause(l.ctx)
+	cause := l.cause()
 	if errors.Is(cause, ErrReleased) || errors.Is(cause, ErrNodeDeleted) {
 		return
 	}
@@ -225,14 +267,14 @@ func (l *Lease) NodeEvent(ev zk.Event) {
 	case zk.EventNotWatching:
 		// The session expired or closed (go-zookeeper invalidates watches).
 		if err := l.ep.Err(); err != nil {
-			l.cancel(err)
+			l.end(err)
 		} else {
-			l.cancel(l.e.errf(zksession.ErrLost))
+			l.end(l.e.errf(zksession.ErrLost))
 		}
 		l.finish()
 	default:
 		// The node's data changed (not by us): watch again.
-		if l.ctx.Err() == nil && l.e.enter() {
+		if !l.ended() && l.e.enter() {
 			go func() {
 				defer l.e.wg.Done()
 				l.armLight()
@@ -241,21 +283,11 @@ func (l *Lease) NodeEvent(ev zk.Event) {
 	}
 }
 
-// armLater is the timer of a light lease held nodeWatchDelay: it sets the
-// watch on the node, on the timer's goroutine, which exits then.
-func (l *Lease) armLater() {
-	if l.armTimer.Swap(nil) == nil || l.ctx.Err() != nil || !l.e.enter() {
-		return // finished
-	}
-	defer l.e.wg.Done()
-	l.armLight()
-}
-
 // armLight sets the data watch of a light lease on its node, its events
 // subscribed to the lease (zksession.WatchNode); see arm, which it follows.
 func (l *Lease) armLight() {
 	// Its requests stop when the lease ends (finish cancels actx). Not
-	// l.ctx: its Done channel would be made for this, and kept while the
+	// the lease's context: it would be made for this, and kept while the
 	// lease is held.
 	actx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -268,7 +300,7 @@ func (l *Lease) armLight() {
 	sess := l.e.zs
 	for {
 		err := sess.WatchNode(actx, l.ep, &l.sub, l.node, l)
-		if l.ctx.Err() != nil || actx.Err() != nil {
+		if l.ended() || actx.Err() != nil {
 			// Ended meanwhile: finish may have unsubscribed before the try
 			// that subscribed again.
 			sess.CancelNode(&l.sub, l.node)
@@ -283,9 +315,9 @@ func (l *Lease) armLight() {
 			return
 		case errors.Is(err, zksession.ErrLost), errors.Is(err, zksession.ErrClosed):
 			if err2 := l.ep.Err(); err2 != nil {
-				l.cancel(err2)
+				l.end(err2)
 			} else {
-				l.cancel(l.e.errf(err))
+				l.end(l.e.errf(err))
 			}
 			l.finish()
 			return
@@ -314,10 +346,10 @@ func (l *Lease) Err() error {
 	if l == nil {
 		return errNilLease()
 	}
-	if l.ctx.Err() == nil {
+	cause := l.cause()
+	if cause == nil {
 		return nil
 	}
-	cause := context.Cause(l.ctx)
 	if !errors.Is(cause, zksession.ErrSuspended) || errors.Is(cause, zksession.ErrLost) {
 		return cause
 	}
@@ -345,7 +377,27 @@ func (l *Lease) Context() context.Context {
 		cancel(errNilLease())
 		return ctx
 	}
-	return l.ctx
+	if lc := l.own.Load(); lc != nil {
+		return lc.ctx
+	}
+	var lc leaseCtx
+	if c := l.endCause.Load(); c != nil {
+		// Ended by end: its cause, not the lease context's (which may have
+		// ended since).
+		lc.ctx, lc.cancel = context.WithCancelCause(context.Background())
+		lc.cancel(*c)
+	} else {
+		lc.ctx, lc.cancel = context.WithCancelCause(l.lctx)
+	}
+	if !l.own.CompareAndSwap(nil, &lc) {
+		lc.cancel(nil)
+		return l.own.Load().ctx
+	}
+	if c := l.endCause.Load(); c != nil {
+		// end ran meanwhile and found no context to cancel.
+		lc.cancel(*c)
+	}
+	return lc.ctx
 }
 
 // errNilLease is the error of a nil *Lease.
@@ -390,7 +442,16 @@ func (l *Lease) Seq() int64 {
 	if l == nil {
 		return 0
 	}
-	return l.seq
+	if l.x != nil && l.x.fixed != nil {
+		return 0
+	}
+	// ZooKeeper's sequence suffix: ten characters, %010d.
+	name := l.Node()
+	if len(name) < 10 {
+		return 0
+	}
+	seq, _ := parseSeq(name[len(name)-10:])
+	return seq
 }
 
 // ID returns the participant id stored in our node.
@@ -437,25 +498,32 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	l.relMu.Lock()
 	defer l.relMu.Unlock()
-	if l.relDone {
-		return l.relErr
+	if l.released {
+		if l.relErr != nil {
+			return *l.relErr
+		}
+		return nil
 	}
-	l.relDone = true
+	l.released = true
+	var err error
 	if l.x == nil {
-		l.relErr = l.releaseLight(ctx)
+		err = l.releaseLight(ctx)
 	} else {
-		l.relErr = l.releaseMonitored(ctx)
+		err = l.releaseMonitored(ctx)
 	}
-	return l.relErr
+	if err != nil {
+		l.relErr = &err
+	}
+	return err
 }
 
 // releaseLight is Release for a light lease.
 func (l *Lease) releaseLight(ctx context.Context) error {
 	mine := l.e.errf(ErrReleased)
-	l.cancel(mine)
+	l.end(mine)
 	// Unhooks the lease; if it had ended earlier, queues its delete.
 	l.finish()
-	if context.Cause(l.ctx) != mine {
+	if l.cause() != mine {
 		return nil // ended earlier; finish (or the server, or a third party) removes the node
 	}
 	err := l.e.release(ctx, l.ep, l.node)
@@ -470,10 +538,10 @@ func (l *Lease) releaseMonitored(ctx context.Context) error {
 	x := l.x
 	mine := l.e.errf(ErrReleased)
 	claimed := l.claimMonitor()
-	l.cancel(mine)
+	l.end(mine)
 	l.settleMonitor(claimed, mine)
 	close(x.released)
-	if cause := context.Cause(l.ctx); cause != mine {
+	if cause := l.cause(); cause != mine {
 		if !l.e.cfg.keepNode || errors.Is(cause, ErrNodeDeleted) {
 			return nil // ended earlier; the monitor (or the server, or a third party) removes the node
 		}
@@ -594,7 +662,7 @@ func (l *Lease) settleMonitor(claimed bool, mine error) {
 	if !claimed {
 		return
 	}
-	if context.Cause(l.ctx) == mine {
+	if l.cause() == mine {
 		close(l.x.monitorDone)
 		l.e.wg.Done()
 		return
@@ -634,8 +702,9 @@ func (l *Lease) watchNode(self *zksession.Watch) {
 	// Requests made here stop at the lease's end or at Close.
 	mctx := endedCtx
 	ectx := e.closing()
-	if l.ctx.Err() == nil && ectx.Err() == nil {
-		ctx, mcancel := context.WithCancel(l.ctx)
+	lctx := l.Context()
+	if lctx.Err() == nil && ectx.Err() == nil {
+		ctx, mcancel := context.WithCancel(lctx)
 		defer mcancel()
 		stop := context.AfterFunc(ectx, mcancel)
 		defer stop()
@@ -652,9 +721,9 @@ func (l *Lease) watchNode(self *zksession.Watch) {
 			selfEvents = self.Events()
 		}
 		select {
-		case <-l.ctx.Done():
+		case <-lctx.Done():
 		case <-ectx.Done():
-			l.cancel(e.closedErr())
+			l.end(e.closedErr())
 		case ev, ok := <-selfEvents:
 			ev = self.Event(ev, ok)
 			self = nil
@@ -664,16 +733,16 @@ func (l *Lease) watchNode(self *zksession.Watch) {
 			case zk.EventNotWatching:
 				// The session expired (go-zookeeper invalidates watches).
 				if err := l.ep.Err(); err != nil {
-					l.cancel(err)
+					l.end(err)
 				} else {
-					l.cancel(e.errf(zksession.ErrLost))
+					l.end(e.errf(zksession.ErrLost))
 				}
 			}
 			continue
 		}
 		break
 	}
-	cause := context.Cause(l.ctx)
+	cause := l.cause()
 	if errors.Is(cause, ErrNodeDeleted) {
 		return // the node is gone
 	}
@@ -744,7 +813,7 @@ func (l *Lease) armDelay() {
 	defer t.Stop()
 	select {
 	case <-t.C:
-	case <-l.ctx.Done():
+	case <-l.Context().Done():
 	case <-l.e.closing().Done():
 	}
 }
@@ -799,9 +868,9 @@ func (l *Lease) arm(ctx context.Context) *zksession.Watch {
 			return nil
 		case errors.Is(err, zksession.ErrLost), errors.Is(err, zksession.ErrClosed):
 			if err2 := l.ep.Err(); err2 != nil {
-				l.cancel(err2)
+				l.end(err2)
 			} else {
-				l.cancel(l.e.errf(err))
+				l.end(l.e.errf(err))
 			}
 			return nil
 		case zksession.IsConnectionError(err):
@@ -828,8 +897,8 @@ func (l *Lease) arm(ctx context.Context) *zksession.Watch {
 // live (someone deleted it), else the session's error.
 func (l *Lease) lost() {
 	if err := l.ep.Err(); err != nil {
-		l.cancel(err)
+		l.end(err)
 		return
 	}
-	l.cancel(l.e.errf(ErrNodeDeleted))
+	l.end(l.e.errf(ErrNodeDeleted))
 }

@@ -8,7 +8,7 @@ import (
 
 func fakeLease() (*Lease, context.CancelCauseFunc) {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	return &Lease{ctx: ctx, cancel: cancel, node: "/n"}, cancel
+	return &Lease{lctx: ctx, node: "/n"}, cancel
 }
 
 func TestReentrantCounts(t *testing.T) {

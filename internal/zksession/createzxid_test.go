@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
+	"github.com/zkrecipes/zkrecipes/internal/zksession"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -105,9 +106,10 @@ func checkCreatedZxid(t *testing.T, connect func(i int) *session.Session, raw *z
 	}
 }
 
-// TestCreatedZxidKeepsTheLast64: the Session keeps the last 64 creates; an
-// older one not asked for is forgotten (0), the newest still known.
-func TestCreatedZxidKeepsTheLast64(t *testing.T) {
+// TestCreatedZxidKeepsTheLast: the Session keeps the last CreatedKept
+// creates; an older one not asked for is forgotten (0), the newest still
+// known.
+func TestCreatedZxidKeepsTheLast(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	s := sessiontest.Connect(t, ns)
 	c, tk := s.Conn(), sessiontest.Core(s)
@@ -115,22 +117,47 @@ func TestCreatedZxidKeepsTheLast64(t *testing.T) {
 	if _, err := c.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	var nodes []string
-	for i := 0; i < 65; i++ {
+	n := zksession.CreatedKept + 1
+	nodes := make([]string, n)
+	create := func(i int) error {
 		node, err := c.Create(fmt.Sprintf("%s/n%d", dir, i), nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, node)
+		nodes[i] = node
+		return err
+	}
+	// The first and the last one by one; those between, in parallel.
+	if err := create(0); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for w := 0; w < 32; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 1 + w; i < n-1; i += 32 {
+				if err := create(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := create(n - 1); err != nil {
+		t.Fatal(err)
 	}
 	if z := tk.CreatedZxid(nodes[0]); z != 0 {
-		t.Fatalf("the 65th create before: CreatedZxid %#x, want 0 (forgotten)", z)
+		t.Fatalf("the first of %d creates: CreatedZxid %#x, want 0 (forgotten)", n, z)
 	}
-	_, st, err := c.Get(nodes[64])
+	_, st, err := c.Get(nodes[n-1])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if z := tk.CreatedZxid(nodes[64]); z != st.Czxid {
+	if z := tk.CreatedZxid(nodes[n-1]); z != st.Czxid {
 		t.Fatalf("the newest create: CreatedZxid %#x, czxid %#x", z, st.Czxid)
 	}
 	_, st, err = c.Get(nodes[1])

@@ -137,7 +137,16 @@ func (s *Session) Retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) e
 // the session's credentials) fails at once, not retried, with an *OpError
 // naming the node it could not create.
 func (s *Session) EnsureContainers(ctx context.Context, p string) error {
-	return s.ensureContainers(ctx, p)
+	return s.ensureContainers(ctx, p, s.ensureOnce)
+}
+
+// CreateContainers is EnsureContainers for a caller that has just found p
+// missing (a create under it failed with zk.ErrNoNode): it does not ask
+// whether p exists, and creates from p upwards until a create succeeds or
+// finds its node, then back down, so that a new directory under an existing
+// parent (a lock per key under /locks) costs one request.
+func (s *Session) CreateContainers(ctx context.Context, p string) error {
+	return s.ensureContainers(ctx, p, s.createMissing)
 }
 
 // LeaseContext returns the context for a lease taken now. Under Standard it is
@@ -182,7 +191,7 @@ func (s *Session) ChildrenW(p string) ([]string, *zk.Stat, *Watch, error) {
 // node, its prefix) created, or 0 if the Session does not know it. It is
 // read from the create's reply, which go-zookeeper does not return, and
 // handed out once: a second call for the same create returns 0. Call it
-// right after Create returned (the Session keeps the last 64 creates).
+// right after Create returned (the Session keeps the last 4,096 creates).
 func (s *Session) CreatedZxid(p string) int64 {
 	return s.wire.createdZxid(p)
 }

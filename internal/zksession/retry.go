@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/cenkalti/backoff/v4"
@@ -151,7 +152,7 @@ func (s *Session) isClosed() bool {
 }
 
 // ensureContainers implements Session.EnsureContainers.
-func (s *Session) ensureContainers(ctx context.Context, p string) error {
+func (s *Session) ensureContainers(ctx context.Context, p string, once func(p, ns string) error) error {
 	if ctx == nil {
 		return fmt.Errorf("directory %s: %w: nil context", p, ErrBadArgument)
 	}
@@ -167,7 +168,7 @@ func (s *Session) ensureContainers(ctx context.Context, p string) error {
 		if err := s.waitUp(ctx, nil); err != nil {
 			return fmt.Errorf("directory %s: %w", p, err)
 		}
-		_, err := call(ctx, s, func(*zk.Conn) (struct{}, error) { return struct{}{}, s.ensureOnce(p, ns) }, nil)
+		_, err := call(ctx, s, func(*zk.Conn) (struct{}, error) { return struct{}{}, once(p, ns) }, nil)
 		if err != nil && (err == ctx.Err() || err == ErrClosed) {
 			// A late create of a container is harmless: the server reaps it.
 			return fmt.Errorf("directory %s: %w", p, err)
@@ -197,23 +198,55 @@ func (s *Session) ensureOnce(p, ns string) error {
 		if i < len(p) && p[i] != '/' {
 			continue
 		}
-		prefix := p[:i]
-		if len(prefix) <= len(ns) {
-			_, err = s.conn.Create(prefix, nil, zk.FlagPersistent, s.cfg.acl)
-		} else {
-			_, err = s.conn.CreateContainer(prefix, nil, zk.FlagContainer, s.cfg.acl)
-		}
-		if errors.Is(err, zk.ErrNoAuth) {
-			// The server checks the parent's ACL before existence: an existing
-			// node under a parent we may not write to is fine.
-			var ok bool
-			if ok, _, err = s.conn.Exists(prefix); err == nil && !ok {
-				err = zk.ErrNoAuth
-			}
-		}
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return &OpError{Op: "create", Path: prefix, Err: err}
+		if err := s.createDir(p[:i], ns); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return &OpError{Op: "create", Path: p[:i], Err: err}
 		}
 	}
 	return nil
+}
+
+// createMissing implements CreateContainers' creates: from p upwards while
+// the parent is missing, then the missing ones top-down.
+func (s *Session) createMissing(p, ns string) error {
+	var missing []string // deepest first
+	for cur := p; ; {
+		err := s.createDir(cur, ns)
+		if err == nil || errors.Is(err, zk.ErrNodeExists) {
+			break
+		}
+		up := path.Dir(cur)
+		if !errors.Is(err, zk.ErrNoNode) || up == "/" || up == cur {
+			return &OpError{Op: "create", Path: cur, Err: err}
+		}
+		missing = append(missing, cur)
+		cur = up
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := s.createDir(missing[i], ns); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return &OpError{Op: "create", Path: missing[i], Err: err}
+		}
+	}
+	return nil
+}
+
+// createDir creates the directory node p: a persistent node for the
+// namespace and its parents, a container below it. An existing node under a
+// parent we may not write to counts as existing.
+func (s *Session) createDir(p, ns string) error {
+	var err error
+	if len(p) <= len(ns) {
+		_, err = s.conn.Create(p, nil, zk.FlagPersistent, s.cfg.acl)
+	} else {
+		_, err = s.conn.CreateContainer(p, nil, zk.FlagContainer, s.cfg.acl)
+	}
+	if errors.Is(err, zk.ErrNoAuth) {
+		// The server checks the parent's ACL before existence.
+		var ok bool
+		if ok, _, err = s.conn.Exists(p); err == nil && !ok {
+			err = zk.ErrNoAuth
+		} else if err == nil {
+			err = zk.ErrNodeExists
+		}
+	}
+	return err
 }

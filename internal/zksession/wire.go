@@ -46,10 +46,12 @@ type wire struct {
 	// wire, not go-zookeeper, keeps it (see zxidBook).
 	lastZxid atomic.Int64
 
-	// created holds the zxids of the latest successful creates (see
-	// createBook), newest at createdNext-1.
+	// created holds the zxids of the latest successful creates by path
+	// (see createBook); createdRing their paths in the order recorded, the
+	// oldest at createdNext once it is full.
 	createdMu   sync.Mutex
-	created     [createdKept]createdNode
+	created     map[string]createdNode
+	createdRing []string
 	createdNext int
 
 	// serverOnly holds the paths whose getData requests get their watch
@@ -297,13 +299,14 @@ const (
 // and when the reply to it comes without an error, records that path with
 // the reply's zxid (createdZxid hands it out once). Only a create written in
 // one Write, as go-zookeeper writes every request, is remembered; the
-// record keeps the last createdKept creates of the session. A caller that
+// record keeps the last createdKept creates of the session (a burst of
+// concurrent acquires on one session must find theirs). A caller that
 // finds nothing reads the node instead.
 const (
 	opCreate       = 1  // go-zookeeper's opCreate
 	requestPathAt  = 12 // length, xid, opcode, then the path (int32 length, bytes)
 	replyErrEnd    = replyHeaderEnd + 4
-	createdKept    = 64
+	createdKept    = 4096
 	maxCreatedPath = 4096
 )
 
@@ -351,16 +354,29 @@ func (w *wire) isServerOnly(path []byte) bool {
 
 // createdNode is one create recorded by the wire (see createBook).
 type createdNode struct {
-	path string // as asked for (a sequential node's prefix)
 	zxid int64
+	slot int // its place in createdRing
 }
 
 // recordCreated records a successful create of path at zxid.
 func (w *wire) recordCreated(path string, zxid int64) {
 	w.createdMu.Lock()
-	w.created[w.createdNext%createdKept] = createdNode{path, zxid}
-	w.createdNext++
-	w.createdMu.Unlock()
+	defer w.createdMu.Unlock()
+	if w.created == nil {
+		w.created = make(map[string]createdNode)
+	}
+	slot := w.createdNext
+	if len(w.createdRing) < createdKept {
+		w.createdRing = append(w.createdRing, path)
+	} else {
+		old := w.createdRing[slot]
+		if c, ok := w.created[old]; ok && c.slot == slot {
+			delete(w.created, old) // the oldest record goes
+		}
+		w.createdRing[slot] = path
+	}
+	w.createdNext = (slot + 1) % createdKept
+	w.created[path] = createdNode{zxid: zxid, slot: slot}
 }
 
 // createdZxid returns, once, the zxid of the latest successful create of
@@ -368,15 +384,13 @@ func (w *wire) recordCreated(path string, zxid int64) {
 func (w *wire) createdZxid(path string) int64 {
 	w.createdMu.Lock()
 	defer w.createdMu.Unlock()
-	for i := 1; i <= createdKept && i <= w.createdNext; i++ {
-		e := &w.created[(w.createdNext-i)%createdKept]
-		if e.path == path && e.zxid != 0 {
-			z := e.zxid
-			*e = createdNode{}
-			return z
-		}
+	c, ok := w.created[path]
+	if !ok {
+		return 0
 	}
-	return 0
+	delete(w.created, path)
+	w.createdRing[c.slot] = "" // keeps no path it has handed out
+	return c.zxid
 }
 
 // frameCursor follows the packets of one direction of a connection across
