@@ -41,6 +41,7 @@ func holdPerKey(t *testing.T, s *session.Session, root string, n int) ([]*mutex.
 		}
 		ms[i] = m
 	}
+	ctx := ctxT(t)
 	errs := make(chan error, scaleWorkers)
 	var wg sync.WaitGroup
 	for w := 0; w < scaleWorkers; w++ {
@@ -48,7 +49,7 @@ func holdPerKey(t *testing.T, s *session.Session, root string, n int) ([]*mutex.
 		go func(w int) {
 			defer wg.Done()
 			for i := w; i < n; i += scaleWorkers {
-				l, err := ms[i].Lock(ctxT(t))
+				l, err := ms[i].Lock(ctx)
 				if err != nil {
 					errs <- fmt.Errorf("lock %d: %w", i, err)
 					return
@@ -151,8 +152,16 @@ func TestScaleCloseDeletesAll(t *testing.T) {
 	raw := ns.Conn(t)
 	s := sessiontest.Connect(t, ns, session.WithSessionTimeout(scaleSession))
 	base := runtime.NumGoroutine()
+	heap0 := liveHeap()
 	ms, ls := holdPerKey(t, s, "/scale", scaleLeases)
 	goroutinesAtMost(t, base+8, fmt.Sprintf("with %d leases held", scaleLeases))
+	// The package documentation's bound (examples/keyload measures it).
+	perLease := (int64(liveHeap()) - int64(heap0)) / scaleLeases
+	t.Logf("heap per held lease, its Mutex included: %d B", perLease)
+	if perLease >= 2048 {
+		t.Errorf("%d B of heap per held lease (its Mutex included), want less than 2 KB", perLease)
+	}
+	runtime.KeepAlive(ms)
 	for _, m := range ms {
 		if err := m.Close(); err != nil {
 			t.Fatal(err)
@@ -173,6 +182,14 @@ func TestScaleCloseDeletesAll(t *testing.T) {
 	if err := ls[0].Release(context.Background()); err != nil {
 		t.Fatalf("Release after Close: %v", err)
 	}
+}
+
+// liveHeap returns the bytes of live heap after a collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var st runtime.MemStats
+	runtime.ReadMemStats(&st)
+	return st.HeapAlloc
 }
 
 // keysEmpty reports whether none of the n key directories under /scale has

@@ -229,14 +229,7 @@ func (b *bench) hold(ctx context.Context) error {
 	n, workers := *holdKeys, *holdWorkers
 	b.out.Printf("hold: %d locks on distinct new paths, %d goroutines acquiring, one session per library", n, workers)
 	rows := [][]string{{"variant", "locks/s", "vs zk", "heap B/lock", "goroutines/lock", "released in"}}
-	type fig struct {
-		Variant      string  `json:"variant"`
-		LocksPerSec  float64 `json:"locks_per_sec"`
-		VsZK         float64 `json:"vs_zk"`
-		HeapPerLock  float64 `json:"heap_bytes_per_lock"`
-		GorosPerLock float64 `json:"goroutines_per_lock"`
-	}
-	var figs []fig
+	var figs []figure
 	zkRate := 0.0
 	for _, v := range b.variants {
 		w, closeAll, err := b.world(ctx, true)
@@ -302,20 +295,20 @@ func (b *bench) hold(ctx context.Context) error {
 		released := time.Since(relStart)
 		runtime.KeepAlive(lockers)
 		closeAll()
-		f := fig{
-			Variant: v.name, LocksPerSec: float64(n) / took.Seconds(),
-			HeapPerLock:  float64(int64(heap1)-int64(heap0)) / float64(n),
-			GorosPerLock: float64(goros1-goros0) / float64(n),
+		f := figure{
+			Variant: v.name, Label: v.label, Keys: n, OpsPerSec: float64(n) / took.Seconds(),
+			HeapPerLock: float64(int64(heap1)-int64(heap0)) / float64(n),
+			GorosPer:    float64(goros1-goros0) / float64(n),
 		}
 		if v.name == "zk" {
-			zkRate = f.LocksPerSec
+			zkRate = f.OpsPerSec
 		}
 		if zkRate > 0 {
-			f.VsZK = f.LocksPerSec / zkRate
+			f.VsZK = []float64{f.OpsPerSec / zkRate}
 		}
 		figs = append(figs, f)
-		rows = append(rows, []string{v.label, fmt.Sprintf("%.0f", f.LocksPerSec), ratio(f.VsZK),
-			fmt.Sprintf("%.0f", f.HeapPerLock), fmt.Sprintf("%.3f", f.GorosPerLock),
+		rows = append(rows, []string{v.label, fmt.Sprintf("%.0f", f.OpsPerSec), ratios(f.VsZK),
+			fmt.Sprintf("%.0f", f.HeapPerLock), fmt.Sprintf("%.3f", f.GorosPer),
 			demo.Ms(released)})
 	}
 	b.table(rows)
@@ -327,13 +320,7 @@ func (b *bench) newKeys(ctx context.Context) error {
 	n, workers := *newKeys, *newWorkers
 	b.out.Printf("newkeys: lock and release on %d paths whose directory does not exist yet, %d goroutines, one session per library", n, workers)
 	rows := [][]string{{"variant", "cycles/s", "vs zk", "req/cycle", "requests per cycle by op"}}
-	type fig struct {
-		Variant      string  `json:"variant"`
-		CyclesPerSec float64 `json:"cycles_per_sec"`
-		VsZK         float64 `json:"vs_zk"`
-		ReqPerCycle  float64 `json:"requests_per_cycle"`
-	}
-	var figs []fig
+	var figs []figure
 	zkRate := 0.0
 	for _, v := range b.variants {
 		w, closeAll, err := b.world(ctx, false)
@@ -359,16 +346,16 @@ func (b *bench) newKeys(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", v.name, err)
 		}
-		f := fig{Variant: v.name, CyclesPerSec: float64(n) / took.Seconds(), ReqPerCycle: float64(byOp.total()) / float64(n)}
+		f := figure{Variant: v.name, Label: v.label, Keys: n, OpsPerSec: float64(n) / took.Seconds(), ReqPerOp: float64(byOp.total()) / float64(n)}
 		if v.name == "zk" {
-			zkRate = f.CyclesPerSec
+			zkRate = f.OpsPerSec
 		}
 		if zkRate > 0 {
-			f.VsZK = f.CyclesPerSec / zkRate
+			f.VsZK = []float64{f.OpsPerSec / zkRate}
 		}
 		figs = append(figs, f)
-		rows = append(rows, []string{v.label, fmt.Sprintf("%.0f", f.CyclesPerSec), ratio(f.VsZK),
-			fmt.Sprintf("%.2f", f.ReqPerCycle), byOp.per(n)})
+		rows = append(rows, []string{v.label, fmt.Sprintf("%.0f", f.OpsPerSec), ratios(f.VsZK),
+			fmt.Sprintf("%.2f", f.ReqPerOp), byOp.per(n)})
 	}
 	b.table(rows)
 	return b.json("newkeys", figs)
@@ -384,14 +371,7 @@ func (b *bench) keys(ctx context.Context) error {
 		}
 		counts = append(counts, k)
 	}
-	type fig struct {
-		Variant      string    `json:"variant"`
-		Keys         int       `json:"keys"`
-		CyclesPerSec float64   `json:"cycles_per_sec"` // median of the rounds
-		VsZK         []float64 `json:"vs_zk,omitempty"`
-		ReqPerCycle  float64   `json:"requests_per_cycle"`
-	}
-	var figs []fig
+	var figs []figure
 	for _, k := range counts {
 		b.out.Printf("keys: lock and release on %d existing keys, one goroutine per key, one session per library, %d rounds of %v", k, *rounds, *runTime)
 		w, closeAll, err := b.world(ctx, false)
@@ -441,9 +421,9 @@ func (b *bench) keys(ctx context.Context) error {
 		closeAll()
 		rows := [][]string{{"variant", "cycles/s", "vs zk per round", "req/cycle"}}
 		for _, v := range b.variants {
-			f := fig{Variant: v.name, Keys: k, CyclesPerSec: median(rates[v.name])}
+			f := figure{Variant: v.name, Label: v.label, Keys: k, OpsPerSec: median(rates[v.name])}
 			if ops[v.name] > 0 {
-				f.ReqPerCycle = float64(reqs[v.name]) / float64(ops[v.name])
+				f.ReqPerOp = float64(reqs[v.name]) / float64(ops[v.name])
 			}
 			var rs []string
 			if zr := rates["zk"]; len(zr) == len(rates[v.name]) {
@@ -453,7 +433,7 @@ func (b *bench) keys(ctx context.Context) error {
 				}
 			}
 			figs = append(figs, f)
-			rows = append(rows, []string{v.label, fmt.Sprintf("%.0f", f.CyclesPerSec), strings.Join(rs, " "), fmt.Sprintf("%.2f", f.ReqPerCycle)})
+			rows = append(rows, []string{v.label, fmt.Sprintf("%.0f", f.OpsPerSec), strings.Join(rs, " "), fmt.Sprintf("%.2f", f.ReqPerOp)})
 		}
 		b.table(rows)
 	}
@@ -596,6 +576,30 @@ func ratio(x float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2fx", x)
+}
+
+func ratios(xs []float64) string {
+	if len(xs) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = ratio(x)
+	}
+	return strings.Join(parts, " ")
+}
+
+// figure is one variant's figures on one workload, as -json prints them
+// (internal/tools/perfreport reads them).
+type figure struct {
+	Variant     string    `json:"variant"`
+	Label       string    `json:"label"`
+	Keys        int       `json:"keys"`        // locks held, new keys, or keys cycled
+	OpsPerSec   float64   `json:"ops_per_sec"` // locks/s or cycles/s (keys: the median of the rounds)
+	VsZK        []float64 `json:"vs_zk,omitempty"`
+	HeapPerLock float64   `json:"heap_bytes_per_lock,omitempty"` // hold
+	GorosPer    float64   `json:"goroutines_per_lock,omitempty"` // hold
+	ReqPerOp    float64   `json:"requests_per_op,omitempty"`     // newkeys, keys
 }
 
 func loadavg() string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"reflect"
 	"sort"
 	"strconv"
@@ -571,7 +572,15 @@ func TestUncontendedRequests(t *testing.T) {
 	ctx := ctxT(t)
 	s, p := sessiontest.ConnectProxy(t, ns)
 	in := newInternals(t, s)
-	// The first acquire creates the directory.
+	// A persistent directory: a container emptied by every release could be
+	// reaped between two cycles on a slow machine, and then the next acquire
+	// creates it again (more requests).
+	if err := sessiontest.Core(s).EnsureContainers(ctx, path.Dir(in.Path())); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Create(in.Path(), nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
 	l, err := in.Acquire(ctx, lockDriver, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ const defaultCleanupTimeout = 5 * time.Second
 // WithNodeWatch says whether every held lease keeps a data watch (GetW) on its
 // own node, so that a deletion by a third party ends the lease with
 // ErrNodeDeleted (default true): at once, or at the latest 100 ms (and a round
-// trip) after the acquire returned. The lease's goroutine sets the watch once
+// trip) after the acquire returned. The session's arm queue sets the watch once
 // the lease has been held 100 ms, so it adds no latency to an acquire and a
 // shorter hold costs nothing; a longer one costs a request and an extra
 // watch notification at release (the holder's own watch fires when it

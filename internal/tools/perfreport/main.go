@@ -4,7 +4,7 @@
 //	go run ./internal/tools/perfreport [-runs N] [-only names] [-quick]
 //
 // Each measurement is one go command (a benchmark, or the lockload example
-// with -vs-json), run from the module's root. Its section shows the command,
+// with -vs-json, or the keyload example with -json), run from the module's root. Its section shows the command,
 // the load average at the start and end of each run and how long the run
 // took, and a table with one row per run (per run and per case, when the
 // benchmark has sub-benchmarks or the example several workloads). -runs N
@@ -103,6 +103,15 @@ func measurements() []measurement {
 			header: []string{"workload", "variant", "ops/s", "vs zk.NewLock per round",
 				"p50 µs", "p99 µs", "requests/lock", "notifications/lock", "cpu µs/lock"},
 			rows: lockloadRows,
+		},
+		{
+			name:   "keyload",
+			title:  "Locks per key against go-zookeeper's zk.NewLock",
+			what:   "Every mutex kind against zk.NewLock, one session per library in one process: 10,000 locks on new paths held at once (256 goroutines acquiring; heap and goroutines per held lock, the lock values included), lock and release on 10,000 new paths (256 goroutines), and lock and release on 16, 64 and 256 existing keys with a goroutine per key (three rounds of 1 s, order rotating; cycles/s is the median).",
+			args:   []string{"run", "./examples/keyload", "-json"},
+			quick:  []string{"run", "./examples/keyload", "-json", "-hold-keys", "200", "-new-keys", "200", "-keys", "16", "-rounds", "1", "-time", "200ms"},
+			header: []string{"workload", "keys", "variant", "ops/s", "vs zk.NewLock", "heap B/lock", "goroutines/lock", "requests/op"},
+			rows:   keyloadRows,
 		},
 		bench("mutex-uncontended", "Mutex, uncontended, against Curator",
 			"Lock and release of a free lock on one session, alternating runs of 300 cycles with Curator's InterProcessMutex and with go-zookeeper's bare create and delete (the floor).",

@@ -134,3 +134,59 @@ func lockloadRows(out string) ([]row, error) {
 	}
 	return rows, nil
 }
+
+// keyloadSummary is one workload of examples/keyload -json.
+type keyloadSummary struct {
+	Workload string          `json:"workload"`
+	Variants []keyloadFigure `json:"variants"`
+}
+
+// keyloadFigure is one variant's figures (examples/keyload's figure).
+type keyloadFigure struct {
+	Variant     string    `json:"variant"`
+	Label       string    `json:"label"`
+	Keys        int       `json:"keys"`
+	OpsPerSec   float64   `json:"ops_per_sec"`
+	VsZK        []float64 `json:"vs_zk"`
+	HeapPerLock float64   `json:"heap_bytes_per_lock"`
+	GorosPer    float64   `json:"goroutines_per_lock"`
+	ReqPerOp    float64   `json:"requests_per_op"`
+}
+
+// keyloadRows is a row per workload, key count and variant.
+func keyloadRows(out string) ([]row, error) {
+	var rows []row
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		var w keyloadSummary
+		if err := json.Unmarshal([]byte(line), &w); err != nil {
+			return nil, fmt.Errorf("keyload's JSON line: %w", err)
+		}
+		for _, v := range w.Variants {
+			ratios := make([]string, len(v.VsZK))
+			for i, x := range v.VsZK {
+				ratios[i] = fmt.Sprintf("%.2f", x)
+			}
+			if len(ratios) == 0 {
+				ratios = []string{"-"}
+			}
+			dash := func(x float64, format string) string {
+				if x == 0 {
+					return "-"
+				}
+				return fmt.Sprintf(format, x)
+			}
+			key := fmt.Sprintf("%s %d", w.Workload, v.Keys)
+			rows = append(rows, row{key: key, cells: []string{
+				w.Workload, fmt.Sprintf("%d", v.Keys), v.Label, fmt.Sprintf("%.0f", v.OpsPerSec), strings.Join(ratios, " "),
+				dash(v.HeapPerLock, "%.0f"), dash(v.GorosPer, "%.3f"), dash(v.ReqPerOp, "%.2f"),
+			}})
+		}
+	}
+	if len(rows) == 0 {
+		return nil, errors.New("no JSON line in keyload's output (does it know -json?)")
+	}
+	return rows, nil
+}
