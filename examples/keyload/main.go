@@ -48,6 +48,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -71,6 +72,7 @@ var (
 	runTime     = flag.Duration("time", time.Second, "(keys) duration of one variant in one round")
 	root        = flag.String("path", "/zkrecipes-keyload", "parent of the paths used")
 	asJSON      = flag.Bool("json", false, "print each workload's figures as one line of JSON after its table")
+	cpuProfile  = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	heapProfile = flag.String("heapprofile", "", "(hold) write a heap profile to this file while the locks are held, per variant (the variant's name is appended)")
 )
 
@@ -161,6 +163,17 @@ func run(ctx context.Context, env *demo.Env) error {
 	}
 	if *heapProfile != "" {
 		runtime.MemProfileRate = 1 // every allocation, for the profile (slower)
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	b.out.Printf("keyload: GOMAXPROCS %d, load average %s", runtime.GOMAXPROCS(0), loadavg())
 	for _, wl := range strings.Split(*workloads, ",") {
@@ -393,6 +406,7 @@ func (b *bench) keys(ctx context.Context) error {
 		rates := make(map[string][]float64)
 		reqs := make(map[string]int64)
 		ops := make(map[string]int64)
+		cpu := make(map[string]time.Duration)
 		for r := 0; r < *rounds; r++ {
 			for i := range b.variants {
 				v := b.variants[(i+r)%len(b.variants)]
@@ -408,22 +422,25 @@ func (b *bench) keys(ctx context.Context) error {
 					closeAll()
 					return fmt.Errorf("%s: warm-up: %w", v.name, err)
 				}
+				cpu0 := processCPU()
 				n, nreq, took, err := cycle(ctx, w, lockers[v.name], *runTime)
 				if err != nil {
 					closeAll()
 					return fmt.Errorf("%s: %w", v.name, err)
 				}
+				cpu[v.name] += processCPU() - cpu0
 				rates[v.name] = append(rates[v.name], float64(n)/took.Seconds())
 				reqs[v.name] += nreq
 				ops[v.name] += n
 			}
 		}
 		closeAll()
-		rows := [][]string{{"variant", "cycles/s", "vs zk per round", "req/cycle"}}
+		rows := [][]string{{"variant", "cycles/s", "vs zk per round", "req/cycle", "cpu µs/cycle"}}
 		for _, v := range b.variants {
 			f := figure{Variant: v.name, Label: v.label, Keys: k, OpsPerSec: median(rates[v.name])}
 			if ops[v.name] > 0 {
 				f.ReqPerOp = float64(reqs[v.name]) / float64(ops[v.name])
+				f.CPUPerOp = float64(cpu[v.name].Microseconds()) / float64(ops[v.name])
 			}
 			var rs []string
 			if zr := rates["zk"]; len(zr) == len(rates[v.name]) {
@@ -433,7 +450,7 @@ func (b *bench) keys(ctx context.Context) error {
 				}
 			}
 			figs = append(figs, f)
-			rows = append(rows, []string{v.label, fmt.Sprintf("%.0f", f.OpsPerSec), strings.Join(rs, " "), fmt.Sprintf("%.2f", f.ReqPerOp)})
+			rows = append(rows, []string{v.label, fmt.Sprintf("%.0f", f.OpsPerSec), strings.Join(rs, " "), fmt.Sprintf("%.2f", f.ReqPerOp), fmt.Sprintf("%.0f", f.CPUPerOp)})
 		}
 		b.table(rows)
 	}
@@ -600,6 +617,16 @@ type figure struct {
 	HeapPerLock float64   `json:"heap_bytes_per_lock,omitempty"` // hold
 	GorosPer    float64   `json:"goroutines_per_lock,omitempty"` // hold
 	ReqPerOp    float64   `json:"requests_per_op,omitempty"`     // newkeys, keys
+	CPUPerOp    float64   `json:"cpu_us_per_op,omitempty"`       // keys: this process's CPU (clients and the wire counter)
+}
+
+// processCPU is the CPU time (user and system) this process has used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func loadavg() string {

@@ -110,7 +110,7 @@ func measurements() []measurement {
 			what:   "Every mutex kind against zk.NewLock, one session per library in one process: 10,000 locks on new paths held at once (256 goroutines acquiring; heap and goroutines per held lock, the lock values included), lock and release on 10,000 new paths (256 goroutines), and lock and release on 16, 64 and 256 existing keys with a goroutine per key (three rounds of 1 s, order rotating; cycles/s is the median).",
 			args:   []string{"run", "./examples/keyload", "-json"},
 			quick:  []string{"run", "./examples/keyload", "-json", "-hold-keys", "200", "-new-keys", "200", "-keys", "16", "-rounds", "1", "-time", "200ms"},
-			header: []string{"workload", "keys", "variant", "ops/s", "vs zk.NewLock", "heap B/lock", "goroutines/lock", "requests/op"},
+			header: []string{"workload", "keys", "variant", "ops/s", "vs zk.NewLock", "heap B/lock", "goroutines/lock", "requests/op", "cpu µs/op"},
 			rows:   keyloadRows,
 		},
 		bench("mutex-uncontended", "Mutex, uncontended, against Curator",

@@ -151,6 +151,7 @@ type keyloadFigure struct {
 	HeapPerLock float64   `json:"heap_bytes_per_lock"`
 	GorosPer    float64   `json:"goroutines_per_lock"`
 	ReqPerOp    float64   `json:"requests_per_op"`
+	CPUPerOp    float64   `json:"cpu_us_per_op"`
 }
 
 // keyloadRows is a row per workload, key count and variant.
@@ -181,7 +182,7 @@ func keyloadRows(out string) ([]row, error) {
 			key := fmt.Sprintf("%s %d", w.Workload, v.Keys)
 			rows = append(rows, row{key: key, cells: []string{
 				w.Workload, fmt.Sprintf("%d", v.Keys), v.Label, fmt.Sprintf("%.0f", v.OpsPerSec), strings.Join(ratios, " "),
-				dash(v.HeapPerLock, "%.0f"), dash(v.GorosPer, "%.3f"), dash(v.ReqPerOp, "%.2f"),
+				dash(v.HeapPerLock, "%.0f"), dash(v.GorosPer, "%.3f"), dash(v.ReqPerOp, "%.2f"), dash(v.CPUPerOp, "%.0f"),
 			}})
 		}
 	}
