@@ -165,7 +165,7 @@ func TestExamplesBadZK(t *testing.T) {
 		t.Skipf("no go tool to build the examples: %v", err)
 	}
 	dir := t.TempDir()
-	for _, ex := range []string{"leader", "locks", "lockload"} {
+	for _, ex := range []string{"leader", "locks", "lockload", "keyload"} {
 		t.Run(ex, func(t *testing.T) {
 			bin := filepath.Join(dir, ex)
 			build := exec.Command(goTool, "build", "-o", bin, "github.com/zkrecipes/zkrecipes/examples/"+ex)
