@@ -22,13 +22,27 @@ import (
 //
 // The zero value is ready to use; a GoroutineHolds is safe for concurrent use.
 type GoroutineHolds struct {
-	mu    sync.Mutex
-	holds map[uint64]*hold
+	mu sync.Mutex
+	// One entry per holding goroutine: a lock excludes the other goroutines
+	// of its process too, so there is rarely more than one (a slice costs a
+	// per-key lock a few words where a map would cost a few hundred bytes).
+	holds []hold
 }
 
 type hold struct {
+	id    uint64
 	lease *Lease
 	count int
+}
+
+// find returns the hold of goroutine id, or nil. r.mu held.
+func (r *GoroutineHolds) find(id uint64) *hold {
+	for i := range r.holds {
+		if r.holds[i].id == id {
+			return &r.holds[i]
+		}
+	}
+	return nil
 }
 
 // Enter re-enters the lease the calling goroutine holds, if any: it
@@ -46,7 +60,7 @@ func (r *GoroutineHolds) enter(id uint64) (*Lease, int, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	h := r.holds[id]
+	h := r.find(id)
 	if h == nil {
 		return nil, 0, nil
 	}
@@ -71,13 +85,10 @@ func (r *GoroutineHolds) add(id uint64, l *Lease) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.holds == nil {
-		r.holds = make(map[uint64]*hold)
-	}
-	if h := r.holds[id]; h != nil {
+	if h := r.find(id); h != nil {
 		return fmt.Errorf("%w: goroutine %d already holds %s", ErrBadArgument, id, h.lease.Node())
 	}
-	r.holds[id] = &hold{lease: l, count: 1}
+	r.holds = append(r.holds, hold{id: id, lease: l, count: 1})
 	return nil
 }
 
@@ -93,7 +104,7 @@ func (r *GoroutineHolds) exit(id uint64, l *Lease) (last bool, err error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	h := r.holds[id]
+	h := r.find(id)
 	if h == nil || h.lease != l {
 		return false, ErrNotOwner
 	}
@@ -101,7 +112,10 @@ func (r *GoroutineHolds) exit(id uint64, l *Lease) (last bool, err error) {
 	if h.count > 0 {
 		return false, nil
 	}
-	delete(r.holds, id)
+	end := len(r.holds) - 1
+	*h = r.holds[end]
+	r.holds[end] = hold{}
+	r.holds = r.holds[:end]
 	return true, nil
 }
 
@@ -115,7 +129,7 @@ func (r *GoroutineHolds) countOf(id uint64) int {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if h := r.holds[id]; h != nil {
+	if h := r.find(id); h != nil {
 		return h.count
 	}
 	return 0

@@ -15,7 +15,7 @@ func (r *GoroutineHolds) held(id uint64) *Lease {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if h := r.holds[id]; h != nil {
+	if h := r.find(id); h != nil {
 		return h.lease
 	}
 	return nil

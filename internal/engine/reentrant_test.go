@@ -94,7 +94,7 @@ func TestReentrantRefusesUnknownGoroutine(t *testing.T) {
 		t.Fatalf("add(0) recorded a hold")
 	}
 	// Even with a hold recorded under id 0 (it cannot be), nothing re-enters it.
-	r.holds = map[uint64]*hold{0: {lease: l, count: 1}}
+	r.holds = []hold{{id: 0, lease: l, count: 1}}
 	if got, n, err := r.enter(0); got != nil || n != 0 || !errors.Is(err, ErrNoGoroutineID) {
 		t.Fatalf("enter(0) = %v %d %v, want nil, 0, ErrNoGoroutineID", got, n, err)
 	}

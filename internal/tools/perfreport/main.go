@@ -279,7 +279,7 @@ func writeTable(w io.Writer, header []string, rows [][]string) {
 	for _, r := range rows {
 		for i, c := range r {
 			width[i] = max(width[i], len([]rune(c)))
-			numeric[i] = numeric[i] && c != "" && strings.ContainsRune("0123456789-.", rune(c[0]))
+			numeric[i] = numeric[i] && (c == "" || strings.ContainsRune("0123456789-.", rune(c[0])))
 		}
 	}
 	line := func(cells []string) {

@@ -173,9 +173,11 @@ func keyloadRows(out string) ([]row, error) {
 			if len(ratios) == 0 {
 				ratios = []string{"-"}
 			}
+			// Figures a workload does not measure are left blank ("-" would
+			// read as a missing figure).
 			dash := func(x float64, format string) string {
 				if x == 0 {
-					return "-"
+					return ""
 				}
 				return fmt.Sprintf(format, x)
 			}
