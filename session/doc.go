@@ -70,8 +70,7 @@
 // # Costs
 //
 // A Session runs a state goroutine, a delete queue, one goroutine per
-// Subscription and per request in flight (four stay parked for reuse, and
-// up to 256 more for a second after a busy spell),
+// Subscription and per request in flight (up to four stay parked for reuse),
 // plus go-zookeeper's own. It logs to the zap logger of WithLogger (silent by
 // default): transitions at info (Suspended at warn), per-request details at
 // debug.

@@ -43,9 +43,8 @@
 // # Goroutines
 //
 // A Session runs a state goroutine, a guaranteed-delete goroutine, one
-// goroutine per Subscription and one worker per request in flight (four
-// stay parked for the next request, and up to 256 more for a second), plus
-// go-zookeeper's own. Close
+// goroutine per Subscription and one worker per request in flight (up to
+// four stay parked for the next request), plus go-zookeeper's own. Close
 // returns after all of them have exited. The event callback only records the
 // event and wakes the state goroutine, so it never blocks go-zookeeper.
 //

@@ -32,8 +32,8 @@ func parkedWorkers() int {
 }
 
 // TestRequestWorkers checks the doc's "Goroutines" paragraph: a worker whose
-// request is done serves the next one, at most 4 stay parked once a second
-// has passed after a burst, and Close ends them all.
+// request is done serves the next one, at most 4 stay parked after a burst,
+// and Close ends them all.
 func TestRequestWorkers(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	ns := zktest.NewNamespace(t)
