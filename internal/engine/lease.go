@@ -84,7 +84,8 @@ type Lease struct {
 	prev, next *Lease                             // the Engine's light leases (e.mu)
 	armStop    atomic.Pointer[context.CancelFunc] // ends a watch request in flight
 	finished   atomic.Bool
-	released   bool // Release (or forget) was called (relMu)
+	subscribed atomic.Bool // sub was subscribed once (finish unsubscribes it)
+	released   bool        // Release (or forget) was called (relMu)
 
 	x *monitored // a lease with a monitor goroutine, else nil
 }
@@ -230,7 +231,9 @@ func (l *Lease) finish() {
 	if stop := l.armStop.Swap(nil); stop != nil {
 		(*stop)()
 	}
-	e.zs.CancelNode(&l.sub, l.node)
+	if l.subscribed.Load() {
+		e.zs.CancelNode(&l.sub, l.node)
+	}
 	e.zs.CancelLeaseEnd(&l.endHook)
 	e.mu.Lock()
 	if l.prev != nil {
@@ -293,6 +296,7 @@ func (l *Lease) armLight() {
 	defer cancel()
 	l.armStop.Store(&cancel)
 	defer l.armStop.CompareAndSwap(&cancel, nil)
+	l.subscribed.Store(true) // before finished is read: finish then unsubscribes
 	if l.finished.Load() {
 		return
 	}
