@@ -95,10 +95,17 @@ func (aq *armQueue) run(zs *zksession.Session) {
 		}
 		aq.mu.Unlock()
 		l := en.l
-		if l.finished.Load() || l.ended() || !l.e.enter() {
+		if l.finished.Load() || l.ended() {
 			continue
 		}
+		// A slot first, then the Engine's count: an Engine whose Close is
+		// waiting must not wait for other Engines' watch requests to free a
+		// slot (under SessionOnly they may wait for the connection).
 		aq.slots <- struct{}{}
+		if l.finished.Load() || l.ended() || !l.e.enter() {
+			<-aq.slots
+			continue
+		}
 		go func() {
 			defer func() {
 				<-aq.slots

@@ -117,11 +117,12 @@ func (l *Lease) ended() bool {
 }
 
 // cause returns the first reason the lease ended, or nil while it is held.
-// Once the lease's own context exists, that context's cause is the one.
+// Once it is not nil it never changes: every decision about the node
+// (finish, Release) reads it. The lease's own context, once made, is
+// canceled with it, except when the lease context ends in the instant
+// between end's record and that cancel: then the context's cause is the
+// lease context's.
 func (l *Lease) cause() error {
-	if lc := l.own.Load(); lc != nil && lc.ctx.Err() != nil {
-		return context.Cause(lc.ctx)
-	}
 	if c := l.endCause.Load(); c != nil {
 		return *c
 	}
@@ -203,6 +204,11 @@ func (e *Engine) grant(a *attempt) (*Lease, error) {
 	case light:
 		// If the lease context has ended already, this finishes the lease.
 		e.zs.OnLeaseEnd(a.lctx, &l.endHook, l)
+		if l.finished.Load() {
+			// Close finished it before the hook was registered: the hook
+			// would stay until the lease context ends.
+			e.zs.CancelLeaseEnd(&l.endHook)
+		}
 		if e.cfg.nodeWatch {
 			queueArm(e.zs, l)
 		}
@@ -276,8 +282,13 @@ func (l *Lease) NodeEvent(ev zk.Event) {
 		}
 		l.finish()
 	default:
-		// The node's data changed (not by us): watch again.
+		// The node's data changed (not by us): watch again. A watch
+		// request still in flight gives way (its ctx ends; it leaves the
+		// subscription to this one).
 		if !l.ended() && l.e.enter() {
+			if stop := l.armStop.Swap(nil); stop != nil {
+				(*stop)()
+			}
 			go func() {
 				defer l.e.wg.Done()
 				l.armLight()
@@ -304,11 +315,14 @@ func (l *Lease) armLight() {
 	sess := l.e.zs
 	for {
 		err := sess.WatchNode(actx, l.ep, &l.sub, l.node, l)
-		if l.ended() || actx.Err() != nil {
+		if l.ended() {
 			// Ended meanwhile: finish may have unsubscribed before the try
 			// that subscribed again.
 			sess.CancelNode(&l.sub, l.node)
 			return
+		}
+		if actx.Err() != nil {
+			return // a newer watch request took over (see NodeEvent)
 		}
 		switch {
 		case err == nil:
@@ -449,12 +463,18 @@ func (l *Lease) Seq() int64 {
 	if l.x != nil && l.x.fixed != nil {
 		return 0
 	}
-	// ZooKeeper's sequence suffix: ten characters, %010d.
+	// ZooKeeper's sequence suffix, %010d: ten characters, eleven for a
+	// sequence below -999,999,999 (after the counter wrapped), whose sign
+	// follows the marker's '-'.
 	name := l.Node()
 	if len(name) < 10 {
 		return 0
 	}
-	seq, _ := parseSeq(name[len(name)-10:])
+	suffix := name[len(name)-10:]
+	if n := len(name); suffix[0] != '-' && n >= 12 && name[n-11] == '-' && name[n-12] == '-' {
+		suffix = name[n-11:]
+	}
+	seq, _ := parseSeq(suffix)
 	return seq
 }
 

@@ -47,9 +47,20 @@ type nodeSubs struct {
 // (if n is subscribed already, to p, it is subscribed anew). Subscribe
 // before sending the request that sets the watch. CancelNode unsubscribes.
 func (s *Session) SubscribeNode(n *NodeSub, p string, target NodeEvents) {
+	s.subscribeNodeLive(nil, n, p, target)
+}
+
+// subscribeNodeLive is SubscribeNode unless ctx (if not nil) has ended: it
+// reports whether it subscribed. The check is made under the table's lock,
+// so a caller that ends ctx and then calls CancelNode leaves nothing
+// subscribed, whatever a request left behind does meanwhile.
+func (s *Session) subscribeNodeLive(ctx context.Context, n *NodeSub, p string, target NodeEvents) bool {
 	t := &s.nodeSubs
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if ctx != nil && ctx.Err() != nil {
+		return false
+	}
 	if t.m == nil {
 		t.m = make(map[string]*NodeSub)
 	}
@@ -61,6 +72,7 @@ func (s *Session) SubscribeNode(n *NodeSub, p string, target NodeEvents) {
 	}
 	t.m[p] = n
 	t.n++
+	return true
 }
 
 // CancelNode unsubscribes n from path p, if it is still subscribed; it
@@ -136,9 +148,11 @@ func (s *Session) dispatchNode(ev zk.Event) {
 // (see SubscribeNode), which it subscribes first; it retries connection
 // errors on ep as Retry does, within ctx. It returns zk.ErrNoNode if p does
 // not exist. On an error n is unsubscribed again, unless its event was
-// dispatched already (then the target has seen it, or sees it shortly). A
-// request left behind when ctx ends may subscribe n once more: the caller
-// cancels it once it no longer wants events. Under the standard loss policy
+// dispatched already (then the target has seen it, or sees it shortly) or
+// ctx has ended (then the caller unsubscribes it if it wants no events). A
+// try left behind when ctx ends subscribes n again only if it does so
+// before ctx ends: a caller that ends ctx and then calls CancelNode leaves
+// nothing subscribed. Under the standard loss policy
 // the watch is one that go-zookeeper does not know of (see serverOnlyBook):
 // it costs no memory here, and it does not survive a reconnect, after which
 // no lease of the standard policy does either. Under SessionOnly it is
@@ -147,9 +161,12 @@ func (s *Session) dispatchNode(ev zk.Event) {
 func (s *Session) WatchNode(ctx context.Context, ep *Epoch, n *NodeSub, p string, target NodeEvents) error {
 	serverOnly := s.cfg.policy != SessionOnly
 	err := s.Retry(ctx, ep, func(c *zk.Conn) error {
-		// Subscribed anew for every try: an event dispatched during a failed
-		// try unsubscribed it.
-		s.SubscribeNode(n, p, target)
+		// Subscribed anew for every try (an event dispatched during a failed
+		// try unsubscribed it), unless ctx has ended: a try left behind
+		// then subscribes nothing.
+		if !s.subscribeNodeLive(ctx, n, p, target) {
+			return ctx.Err()
+		}
 		if !serverOnly {
 			_, _, _, err := c.GetW(p)
 			return err
@@ -159,7 +176,9 @@ func (s *Session) WatchNode(ctx context.Context, ep *Epoch, n *NodeSub, p string
 		_, _, err := c.Get(p)
 		return err
 	})
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
+		// Not when ctx ended: the caller decides then (another WatchNode of
+		// its may own the subscription by now).
 		s.CancelNode(n, p)
 	}
 	return err
