@@ -22,6 +22,11 @@ const (
 // classify) rather than a violation.
 const servingKillRace = time.Second
 
+// nodeWatchDelay is how long a held lease may go without a watch on its own
+// node (engine.WithNodeWatch): a lease released sooner need never learn of
+// its node's deletion.
+const nodeWatchDelay = 100 * time.Millisecond
+
 // deletedWaiterBound is how long a lease granted to a waiter whose node a
 // third party had deleted may last: the node watch's 100 ms, and a round
 // trip and the scheduling of a busy two-core machine.
@@ -43,6 +48,12 @@ func classify(a, b Interval, faults []FaultEvent) string {
 			// all the same, on its predecessor's deletion notice: the
 			// node watch documents that such a lease ends within 100 ms
 			// and a round trip of the acquire (engine.WithNodeWatch).
+			return ReasonDelete
+		case f.Kind == FaultDelete && f.Node == b.Node && !b.Lost && b.End-b.Start <= nodeWatchDelay:
+			// The same, with B released before the node watch was due:
+			// nothing had to tell B (a downgrade's read node deleted as
+			// it was placed, then the waiter behind it granted on that
+			// deletion, was seen so).
 			return ReasonDelete
 		case f.Kind == FaultKillBlind && f.SessionID == a.SessionID:
 			return ReasonBlindKill

@@ -181,7 +181,9 @@
 //     predecessor's deletion notice all the same: the library bounds such a
 //     lease (engine.WithNodeWatch: it ends within 100 ms and a round trip
 //     of the acquire). Classified when the fault deleted B's node before B
-//     acquired and B's hold ended with "node deleted" within a second.
+//     acquired and B's hold ended with "node deleted" within a second, or
+//     B released it within 100 ms, before its watch was due (a downgrade's
+//     read node deleted as it was placed is seen so).
 //   - session-only policy window. A's session uses session.SessionOnly, and
 //     A's hold ended by a loss, or a fault that disconnects or expires
 //     sessions (every kind but a third-party delete) hit A's session between
