@@ -1,8 +1,9 @@
 # zkrecipes build entry points.
 #
 #   make demo   install ZooKeeper if needed, then run the leader-election demo on an embedded server
-#   make test   install ZooKeeper if needed, then go vet and go test -race over the whole module,
-#               then the short chaos run without -race (see internal/testkit/chaos/chaos_test.go)
+#   make test   install ZooKeeper if needed, then go vet and go test -race over the whole module
+#               and over the OpenTelemetry adapter's module (session/zkotel), then the short
+#               chaos run without -race (see internal/testkit/chaos/chaos_test.go)
 #   make chaos  install ZooKeeper if needed, then run the chaos run (ROUNDS=200 by default,
 #               SEED=<n> to replay a run's fault schedule) and print its report
 #
@@ -26,6 +27,7 @@ all: test
 test: ensure-test-deps
 	$(GO) vet ./...
 	$(GO) test $(GOTESTFLAGS) ./...
+	cd session/zkotel && $(GO) vet ./... && $(GO) test $(GOTESTFLAGS) ./...
 	$(GO) test -count=1 -timeout 10m ./internal/testkit/chaos/
 
 demo: ensure-zookeeper

@@ -61,7 +61,7 @@ func newElector(sess *session.Session, path, marker string, cfg config) (*electo
 	lg = lg.Named("leader")
 	in, err := engine.New(sess, path,
 		engine.WithName("leader"), engine.WithLogger(lg),
-		engine.WithKeepNodeUntilRelease(true))
+		engine.WithKeepNodeUntilRelease(true), engine.WithObserved("leader", cfg.name), engine.WithOwnLeaseEnds())
 	if err != nil {
 		return nil, engine.NewError("leader", path, err)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/participant"
 	"github.com/zkrecipes/zkrecipes/session"
 )
@@ -19,6 +20,7 @@ type config struct {
 	requeue    bool
 	requeueSet bool
 	logger     *zap.Logger
+	name       string // WithName
 }
 
 // WithID sets the participant id, written as the data of this participant's
@@ -79,4 +81,18 @@ func buildConfig(opts []Option) (config, error) {
 		c.id, _ = participant.Local()
 	}
 	return c, nil
+}
+
+// WithName names this election in the session's hooks (session.Hooks: the
+// Recipe's Name), for metrics and traces. Give the elections of one purpose one
+// name ("orders"), not one per key: metric series multiply with names. It
+// must be non-empty valid UTF-8 of at most 100 bytes. Default: none ("").
+func WithName(name string) Option {
+	return func(c *config) error {
+		if err := engine.CheckUserName(name); err != nil {
+			return err
+		}
+		c.name = name
+		return nil
+	}
 }

@@ -39,6 +39,7 @@ func newTerm(lease *engine.Lease, resigned error) *Term {
 	ctx, cancel := context.WithCancelCause(lease.Context())
 	t.ctx = context.WithValue(ctx, termKey{}, t)
 	t.cancel = cancel
+	lease.ObserveEnd("leader", t)
 	return t
 }
 

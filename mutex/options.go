@@ -20,6 +20,7 @@ type config struct {
 	data      []byte // id's bytes: shared when id is the default (participant.Local)
 	nodeWatch bool
 	lg        *zap.Logger
+	name      string // WithName
 }
 
 // newEngine builds the configuration and the engine every lock kind runs on.
@@ -34,7 +35,7 @@ func newEngine(sess *session.Session, path string, opts []Option) (*engine.Engin
 			return nil, nil, engine.NewError("mutex", path, err)
 		}
 	}
-	eopts := []engine.Option{engine.WithName("mutex"), engine.WithNodeWatch(c.nodeWatch)}
+	eopts := []engine.Option{engine.WithName("mutex"), engine.WithNodeWatch(c.nodeWatch), engine.WithObserved("mutex", c.name)}
 	if c.lg != nil {
 		eopts = append(eopts, engine.WithLogger(c.lg))
 	}
@@ -94,4 +95,18 @@ func (c *config) bytes() []byte {
 		c.data = []byte(c.id)
 	}
 	return c.data
+}
+
+// WithName names this lock in the session's hooks (session.Hooks: the
+// Recipe's Name), for metrics and traces. Give the locks of one purpose one
+// name ("orders"), not one per key: metric series multiply with names. It
+// must be non-empty valid UTF-8 of at most 100 bytes. Default: none ("").
+func WithName(name string) Option {
+	return func(c *config) error {
+		if err := engine.CheckUserName(name); err != nil {
+			return err
+		}
+		c.name = name
+		return nil
+	}
 }

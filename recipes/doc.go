@@ -52,6 +52,7 @@
 //
 // Every recipe package takes the same options where they apply: WithID (the
 // participant id stored in its nodes, by default the local IP address, as
-// Curator's), WithLogger, and WithNodeWatch (whether a held lease watches
-// its own node, so that a third party's delete ends it with ErrNodeDeleted).
+// Curator's), WithLogger, WithNodeWatch (whether a held lease watches its
+// own node, so that a third party's delete ends it with ErrNodeDeleted), and
+// WithName (the name the session's hooks report, see session.Hooks).
 package recipes

@@ -30,6 +30,7 @@ var markers = []string{readMarker, writeMarker}
 // created before ours), so none can be downgraded, and the handoff on the
 // deletion notice alone is safe. Curator's writer always reads again.
 var writeDriver = &engine.Driver{
+	Kind:   "rwlock.write",
 	Marker: writeMarker, Markers: markers, Monotone: true,
 	Decide: decideWrite, Settled: writeSettled,
 }
@@ -77,10 +78,10 @@ func readDriver(anchor string) *engine.Driver {
 	if anchor == "" {
 		return queuedRead
 	}
-	return &engine.Driver{Marker: readMarker, Markers: markers, Monotone: true, Decide: decideRead, Anchor: anchor}
+	return &engine.Driver{Kind: "rwlock.read", Marker: readMarker, Markers: markers, Monotone: true, Decide: decideRead, Anchor: anchor}
 }
 
-var queuedRead = &engine.Driver{Marker: readMarker, Markers: markers, Monotone: true, Decide: decideRead}
+var queuedRead = &engine.Driver{Kind: "rwlock.read", Marker: readMarker, Markers: markers, Monotone: true, Decide: decideRead}
 
 func decideRead(sorted []engine.Child, self int) (bool, string, error) {
 	if self < 0 || self >= len(sorted) {

@@ -5,6 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/participant"
 	"github.com/zkrecipes/zkrecipes/session"
 )
@@ -16,6 +17,7 @@ type config struct {
 	id        string
 	nodeWatch bool
 	lg        *zap.Logger
+	name      string // WithName
 }
 
 func buildConfig(opts []Option) (*config, error) {
@@ -70,6 +72,20 @@ func WithLogger(lg *zap.Logger) Option {
 			return fmt.Errorf("%w: nil logger", session.ErrBadArgument)
 		}
 		c.lg = lg
+		return nil
+	}
+}
+
+// WithName names this semaphore in the session's hooks (session.Hooks: the
+// Recipe's Name), for metrics and traces. Give the semaphores of one purpose one
+// name ("orders"), not one per key: metric series multiply with names. It
+// must be non-empty valid UTF-8 of at most 100 bytes. Default: none ("").
+func WithName(name string) Option {
+	return func(c *config) error {
+		if err := engine.CheckUserName(name); err != nil {
+			return err
+		}
+		c.name = name
 		return nil
 	}
 }

@@ -135,7 +135,7 @@ func newSemaphore(sess *session.Session, path string, max int, count *SharedCoun
 	if err != nil {
 		return nil, err
 	}
-	leases, err := engine.New(sess, join(path, leasesDir), append(base, engine.WithNodeWatch(c.nodeWatch))...)
+	leases, err := engine.New(sess, join(path, leasesDir), append(base, engine.WithNodeWatch(c.nodeWatch), engine.WithObserved("", c.name))...)
 	if err != nil {
 		return nil, err
 	}
@@ -283,6 +283,21 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, err
 		return nil, s.errf(engine.Closed())
 	}
 	defer s.wg.Done()
+	octx, o := s.leases.ObserveAcquire(ctx, "semaphore", s.max)
+	if o == nil {
+		return s.acquireAs(ctx, n, try)
+	}
+	ls, err := s.acquireAs(octx, n, try)
+	els := make([]engine.Ended, len(ls))
+	for i, l := range ls {
+		els[i] = l.l
+	}
+	o.Done(err, els...)
+	return ls, err
+}
+
+// acquireAs is acquire once the arguments are checked.
+func (s *Semaphore) acquireAs(ctx context.Context, n int, try bool) ([]*Lease, error) {
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := context.AfterFunc(s.ctx, func() { cancel(s.errf(engine.Closed())) })

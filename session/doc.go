@@ -71,9 +71,18 @@
 //
 // A Session runs a state goroutine, a delete queue, one goroutine per
 // Subscription and per request in flight (up to four stay parked for reuse),
-// plus go-zookeeper's own. It logs to the zap logger of WithLogger (silent by
-// default): transitions at info (Suspended at warn), per-request details at
-// debug.
+// plus go-zookeeper's own. It logs to the zap logger of WithLogger or the
+// slog logger of WithSlog (silent by default): transitions at info
+// (Suspended at warn), failures no caller sees at error, per-request and
+// per-lease details at debug; nothing per lock cycle at info or above.
+//
+// # Observing
+//
+// WithHooks sets functions that the Session and every recipe on it call:
+// each state transition, each request, each retry, each acquire and each
+// lease's end (see Hooks). With none set they cost a nil check. The module
+// github.com/zkrecipes/zkrecipes/session/zkotel turns them into
+// OpenTelemetry metrics and spans.
 //
 // The design notes (docs/design.md in the repository) derive the loss timer,
 // the handshake bound, the wire-level bookkeeping and the go-zookeeper

@@ -2,6 +2,7 @@ package session
 
 import (
 	"crypto/tls"
+	"log/slog"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -39,6 +40,14 @@ func WithNamespace(ns string) Option { return Option(zksession.WithNamespace(ns)
 // sees at error, per-request details at debug, where go-zookeeper's own lines
 // go too.
 func WithLogger(l *zap.Logger) Option { return Option(zksession.WithLogger(l)) }
+
+// WithSlog sets a log/slog logger instead of a zap one (the last of
+// WithLogger and WithSlog wins): every line of the Session and of the
+// recipes on it that have no logger of their own goes to l's handler, at
+// the same levels as with WithLogger, with the component's name as the
+// attribute "logger" ("mutex", "leader", ...; "zk" for go-zookeeper's own
+// lines; none for the Session's).
+func WithSlog(l *slog.Logger) Option { return Option(zksession.WithSlog(l)) }
 
 // WithLossPolicy sets the loss policy (default Standard).
 func WithLossPolicy(p LossPolicy) Option {

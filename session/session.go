@@ -59,9 +59,7 @@ func init() {
 // give a build a newer one). The error names the version found and how to pin
 // v1.0.4 in go.mod. The go command records no dependencies in the test
 // binary of a library package, so the check shows in programs (and in the
-// tests of main packages), not in a library's own tests. The go command records no dependencies in the test
-// binary of a library package, so the check shows in programs (and in the
-// tests of main packages), not in a library's tests.
+// tests of main packages), not in a library's own tests.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
 	zopts := make([]zksession.Option, len(opts))
 	for i, o := range opts {
@@ -73,7 +71,9 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, e
 	if err != nil {
 		return nil, err
 	}
-	return &Session{s}, nil
+	pub := &Session{s}
+	s.OpenHooks(pub)
+	return pub, nil
 }
 
 // Close ends the Session: every lease and term taken on it ends (cause

@@ -41,7 +41,23 @@ func (e *Engine) acquire(ctx context.Context, d *Driver, data []byte, try bool) 
 	if err := checkDriver(d); err != nil {
 		return nil, e.errf(err)
 	}
-	a := &attempt{e: e, d: d, data: data, user: ctx, try: try}
+	if e.hooks != nil {
+		kind := d.Kind
+		if kind == "" {
+			kind = e.cfg.kind
+		}
+		if octx, o := e.ObserveAcquire(ctx, kind, 0); o != nil {
+			l, err := e.acquireAs(octx, d, data, try, o)
+			o.Done(err, l)
+			return l, err
+		}
+	}
+	return e.acquireAs(ctx, d, data, try, nil)
+}
+
+// acquireAs is acquire, observed by o (nil: not observed).
+func (e *Engine) acquireAs(ctx context.Context, d *Driver, data []byte, try bool, o *Observation) (*Lease, error) {
+	a := &attempt{e: e, d: d, data: data, user: ctx, try: try, obs: o}
 	if err := e.begin(ctx, &a.scope); err != nil {
 		return nil, err
 	}
@@ -78,6 +94,7 @@ type attempt struct {
 	spec *specWatch
 
 	lateCreate <-chan struct{} // see create
+	obs        *Observation    // the hooks' view of this acquire, nil if none
 
 	// (The flags last, packed: a thousand waiters are a thousand attempts.)
 	try     bool

@@ -203,6 +203,7 @@ func (c *counted) createAll() (int, error) {
 		case err == nil:
 			return c.created(res, withStat)
 		case zksession.IsConnectionError(err):
+			e.zs.NoteRetry(err)
 			c.ghosts = true
 			applied, count, gerr := c.findGhosts()
 			if gerr != nil {

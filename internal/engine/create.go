@@ -162,6 +162,7 @@ func (a *attempt) createAndList() error {
 			e.dirReady.Store(true)
 			pipelined = true
 		case zksession.IsConnectionError(err):
+			e.zs.NoteRetry(err)
 			a.ghosts = true
 			found, gerr := a.findGhost()
 			if gerr != nil {

@@ -19,6 +19,9 @@ import (
 // explicitly after the marker, so markers of different lengths may share a
 // directory.
 type Driver struct {
+	// Kind is the session.Recipe Kind of the acquires with this driver
+	// (see WithObserved), e.g. "rwlock.read"; "" for the Engine's.
+	Kind string
 	// Marker is the marker of our own node, e.g. "lock-": non-empty, no '/'
 	// or NUL, and one of Markers.
 	Marker string

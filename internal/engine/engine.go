@@ -25,8 +25,9 @@ import (
 // state (see GoroutineHolds for that).
 type Engine struct {
 	zs       *zksession.Session
-	path     string // full server path of the recipe directory
-	userPath string // the path as the caller gave it (for errors)
+	hooks    *session.Hooks // the session's, nil when none
+	path     string         // full server path of the recipe directory
+	userPath string         // the path as the caller gave it (for errors)
 	cfg      config
 	lg       atomic.Pointer[zap.Logger] // see log
 
@@ -69,7 +70,7 @@ func New(sess *session.Session, path string, opts ...Option) (*Engine, error) {
 	if err != nil {
 		return nil, NewError(cfg.name, path, err)
 	}
-	e := &Engine{zs: zs, path: full, userPath: path, cfg: cfg}
+	e := &Engine{zs: zs, hooks: hooksOf(zs), path: full, userPath: path, cfg: cfg}
 	e.noMulti.Store(cfg.create == createPlain)
 	return e, nil
 }

@@ -101,7 +101,19 @@ func (e *Engine) acquireFixed(ctx context.Context, name, id string, try bool) (*
 	if err := checkFixedName(name); err != nil {
 		return nil, e.errf(err)
 	}
-	a := &attempt{e: e, user: ctx, try: try, uuid: NewUUID()}
+	if e.hooks != nil {
+		if octx, o := e.ObserveAcquire(ctx, e.cfg.kind, 0); o != nil {
+			l, err := e.acquireFixedAs(octx, name, id, try, o)
+			o.Done(err, l)
+			return l, err
+		}
+	}
+	return e.acquireFixedAs(ctx, name, id, try, nil)
+}
+
+// acquireFixedAs is acquireFixed, observed by o (nil: not observed).
+func (e *Engine) acquireFixedAs(ctx context.Context, name, id string, try bool, o *Observation) (*Lease, error) {
+	a := &attempt{e: e, user: ctx, try: try, uuid: NewUUID(), obs: o}
 	if err := e.begin(ctx, &a.scope); err != nil {
 		return nil, err
 	}
@@ -205,6 +217,7 @@ func (a *attempt) runFixed(name, id string) (*Lease, error) {
 				pipelined = true
 				continue
 			case zksession.IsConnectionError(err):
+				e.zs.NoteRetry(err)
 				awaitRead(a.ctx, got)
 				a.ghosts = true
 				held, err := a.fixedExists()

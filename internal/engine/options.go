@@ -17,6 +17,9 @@ type config struct {
 	lg             *zap.Logger
 	name           string
 	cleanupTimeout time.Duration
+	kind           string // see WithObserved
+	userName       string
+	ownEnds        bool // WithOwnLeaseEnds
 }
 
 func defaultConfig() config {

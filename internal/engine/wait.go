@@ -165,6 +165,7 @@ func (a *attempt) wait(watch string) error {
 		// As good as its deletion notice, and as quick as one can be: it
 		// was in the snapshot, and is gone.
 		a.gone = watch
+		a.obs.noticed()
 		a.quick = a.self == nil && next
 		a.selfChanged()
 		return nil
@@ -190,6 +191,7 @@ func (a *attempt) wait(watch string) error {
 		case ev, ok := <-w.Events():
 			if w.Event(ev, ok).Type == zk.EventNodeDeleted {
 				a.gone = watch
+				a.obs.noticed()
 				// Deleted within the delay: grant without our own watch.
 				a.quick = a.self == nil && next
 			}

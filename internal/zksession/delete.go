@@ -35,6 +35,12 @@ type gdItem struct {
 
 func (it *gdItem) finish() { close(it.done) }
 
+// finishItem finishes an item of the queue (done, or given up).
+func (s *Session) finishItem(it *gdItem) {
+	s.gdPending.Add(-1)
+	it.finish()
+}
+
 // closedChan is returned for items that are dropped at once.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
@@ -78,6 +84,7 @@ func (s *Session) enqueue(ep *Epoch, it *gdItem) <-chan struct{} {
 		return closedChan
 	}
 	s.gdItems = append(s.gdItems, it)
+	s.gdPending.Add(1)
 	s.gdMu.Unlock()
 	if ce := lg.Check(zap.DebugLevel, "guaranteed delete queued"); ce != nil {
 		ce.Write(hexID(ep.id), zap.Int("kind", int(it.kind)))
@@ -201,7 +208,7 @@ func (s *Session) runDeletes() {
 		s.gdItems = nil
 		s.gdMu.Unlock()
 		for _, it := range left {
-			it.finish()
+			s.finishItem(it)
 		}
 	}()
 	var (
@@ -230,7 +237,7 @@ func (s *Session) runDeletes() {
 			switch {
 			case finished:
 				lg.Debug("guaranteed delete done")
-				it.finish()
+				s.finishItem(it)
 			case retryable(err):
 				lg.Debug("guaranteed delete failed, will retry", zap.Error(err))
 				keep = append(keep, it)
@@ -238,7 +245,7 @@ func (s *Session) runDeletes() {
 			default:
 				// Nobody else sees this failure (a background cleanup).
 				lg.Error("guaranteed delete failed", zap.Error(err))
-				it.finish()
+				s.finishItem(it)
 			}
 		}
 		s.gdMu.Lock()
@@ -294,7 +301,7 @@ func (s *Session) runDeletes() {
 			for _, it := range left {
 				s.lg.Error("guaranteed delete dropped at close", zap.String("path", it.path), hexID(it.id),
 					zap.Int("attempt", it.attempt))
-				it.finish()
+				s.finishItem(it)
 			}
 			if timer != nil {
 				timer.Stop()

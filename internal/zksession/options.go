@@ -45,6 +45,7 @@ type config struct {
 	namespace      string // "" or a valid path other than "/"
 	policy         LossPolicy
 	retry          func() backoff.BackOff
+	hooks          *Hooks // nil: none
 	// buildInfo reads the running binary's build information (its
 	// go-zookeeper version, see zkversion.go); tests give a fake one.
 	buildInfo func() (*debug.BuildInfo, bool)

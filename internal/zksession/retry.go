@@ -125,6 +125,7 @@ func (s *Session) retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) e
 		if d == backoff.Stop {
 			return fmt.Errorf("gave up after %d attempts: %w", attempt, err)
 		}
+		s.NoteRetry(err)
 		if ce := s.lg.Check(zap.DebugLevel, "retrying"); ce != nil {
 			ce.Write(zap.Int("attempt", attempt), zap.Duration("backoff", d), zap.Error(err), hexID(ep.id))
 		}

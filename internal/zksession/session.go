@@ -77,7 +77,8 @@ type Session struct {
 	endHooks endHooks
 
 	gdItems   []*gdItem
-	gdStopped bool // the delete queue's goroutine has exited
+	gdPending atomic.Int64 // items queued and not finished (PendingDeletes)
+	gdStopped bool         // the delete queue's goroutine has exited
 	gdKick    chan struct{}
 	gdDone    chan struct{} // closed when the delete queue's goroutine exits
 
@@ -87,6 +88,13 @@ type Session struct {
 	idle      atomic.Int32   // parked workers
 	workers   sync.WaitGroup // request workers (workers.go)
 	subWG     sync.WaitGroup // subscription pumps
+
+	// The State hook's gate (see OpenHooks): closed once Connect has
+	// returned the Session (hookPub set) or failed (hookDrop set).
+	hookGate chan struct{}
+	hookOnce sync.Once
+	hookPub  any
+	hookDrop bool
 }
 
 // zkEvent is a session event as recorded by the callback.
@@ -172,6 +180,10 @@ func connect(ctx context.Context, servers []string, opts []Option) (*Session, er
 		timeout:   cfg.sessionTimeout,
 	}
 	s.wire.onBroken = s.connBroken
+	if h := cfg.hooks; h != nil && h.Request != nil {
+		s.wire.onRequest = h.Request
+	}
+	s.startStateHook()
 	s.wire.tls = cfg.tls
 	s.wire.handshakeLimit = handshakeBound(cfg.sessionTimeout, len(srv))
 	// Until the first session the lease context is canceled: nothing is held.
@@ -198,11 +210,13 @@ func connect(ctx context.Context, servers []string, opts []Option) (*Session, er
 	}
 	defer stop()
 	if err := s.waitFirstSession(wctx); err != nil {
+		s.dropHooks()
 		s.Close()
 		return nil, s.connectError(ended(wctx, err))
 	}
 	for _, cred := range cfg.auth {
 		if err := s.addAuth(wctx, cred); err != nil {
+			s.dropHooks()
 			s.Close()
 			return nil, fmt.Errorf("session: connect to %s: add %s credentials: %w", strings.Join(srv, ","), cred.scheme, ended(wctx, err))
 		}

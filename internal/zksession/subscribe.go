@@ -37,6 +37,11 @@ type Subscription[E any] struct {
 	wake   chan struct{}
 	stop   chan struct{}
 	stopMu sync.Once
+
+	// A hook's subscription (see startStateHook) calls fn instead of
+	// sending on c, once gate is closed.
+	fn   func(E)
+	gate <-chan struct{}
 }
 
 // subscriber is a Subscription of any element type, as the Session keeps it.
@@ -57,12 +62,20 @@ func (s *Session) Subscribe() *Subscription[Event] {
 // SubscribeAs is Subscribe with every event converted by conv (on the
 // subscription's goroutine) before it is delivered.
 func SubscribeAs[E any](s *Session, conv func(Event) E) *Subscription[E] {
+	return subscribe(s, conv, nil, nil)
+}
+
+// subscribe is SubscribeAs, delivering to fn (once gate is closed) instead
+// of C when fn is not nil.
+func subscribe[E any](s *Session, conv func(Event) E, fn func(E), gate <-chan struct{}) *Subscription[E] {
 	sub := &Subscription[E]{
 		s:    s,
 		c:    make(chan E),
 		conv: conv,
 		wake: make(chan struct{}, 1),
 		stop: make(chan struct{}),
+		fn:   fn,
+		gate: gate,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -127,6 +140,15 @@ func (sub *Subscription[E]) closeQueued() {
 func (sub *Subscription[E]) pump() {
 	defer sub.s.subWG.Done()
 	defer close(sub.c)
+	if sub.gate != nil {
+		select {
+		case <-sub.gate:
+		case <-sub.stop:
+			return
+		case <-sub.s.force:
+			return
+		}
+	}
 	for {
 		sub.mu.Lock()
 		if len(sub.q) == 0 {
@@ -148,6 +170,10 @@ func (sub *Subscription[E]) pump() {
 		sub.q[0] = Event{}
 		sub.q = sub.q[1:]
 		sub.mu.Unlock()
+		if sub.fn != nil {
+			sub.fn(sub.conv(ev))
+			continue
+		}
 		select {
 		case sub.c <- sub.conv(ev):
 		case <-sub.stop:

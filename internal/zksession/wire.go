@@ -67,6 +67,9 @@ type wire struct {
 	// connection fails: the earliest moment the client can know the
 	// connection is gone, before go-zookeeper's own goroutines report it.
 	onBroken func()
+	// onRequest, if set, is told of each request's answer or loss (the
+	// Request hook); set before the first Dial.
+	onRequest func(op string, d time.Duration, err error)
 
 	mu        sync.Mutex
 	conns     map[*wireConn]struct{}
@@ -493,15 +496,16 @@ const maxKeptSent = 64
 // for a create the path it asks for (createBook).
 type sentRequest struct {
 	xid    int32
+	op     int32
 	at     int64 // unix nanoseconds
 	create string
 }
 
 // noteSent records a request written at at (by the writer, under wmu);
 // create is the path a create asks for, else "".
-func (c *wireConn) noteSent(xid int32, at int64, create string) {
+func (c *wireConn) noteSent(xid, op int32, at int64, create string) {
 	c.sentMu.Lock()
-	c.sent = append(c.sent, sentRequest{xid, at, create})
+	c.sent = append(c.sent, sentRequest{xid, op, at, create})
 	c.sentMu.Unlock()
 }
 
@@ -535,6 +539,26 @@ func (c *wireConn) noteAnswered(xid int32, zxid int64, errCode int32) {
 	}
 	if done.create != "" && errCode == 0 && zxid > 0 {
 		c.w.recordCreated(done.create, zxid)
+	}
+	if f := c.w.onRequest; f != nil && done.at != 0 {
+		f(opName(done.op), time.Duration(time.Now().UnixNano()-done.at), replyError(errCode))
+	}
+}
+
+// noteLost tells the Request hook of the requests of a closed
+// connection that were never answered.
+func (c *wireConn) noteLost() {
+	f := c.w.onRequest
+	if f == nil {
+		return
+	}
+	c.sentMu.Lock()
+	lost := c.sent
+	c.sent = nil
+	c.sentMu.Unlock()
+	now := time.Now().UnixNano()
+	for _, r := range lost {
+		f(opName(r.op), time.Duration(now-r.at), zk.ErrConnectionClosed)
 	}
 }
 
@@ -784,8 +808,9 @@ func (c *wireConn) Write(p []byte) (int, error) {
 		case c.out.first && pos == 0:
 			c.outZxid = c.w.lastZxid.Load()
 			c.connectSent.Store(now)
-		case !c.out.first && pos == requestXidEnd-1:
-			c.noteSent(int32(binary.BigEndian.Uint32(h[framePrefixLength:requestXidEnd])), now, create)
+		case !c.out.first && pos == requestOpcodeEnd-1:
+			c.noteSent(int32(binary.BigEndian.Uint32(h[framePrefixLength:requestXidEnd])),
+				int32(binary.BigEndian.Uint32(h[requestXidEnd:requestOpcodeEnd])), now, create)
 			create = "" // a later packet in p is not this create
 		case c.out.first && pos >= connectReqZxidAt && pos < connectReqZxidAt+zxidFieldLen:
 			put(i, zxidByte(c.outZxid, pos-connectReqZxidAt))
@@ -820,6 +845,7 @@ func (c *wireConn) Close() error {
 		c.w.mu.Lock()
 		delete(c.w.conns, c)
 		c.w.mu.Unlock()
+		c.noteLost()
 	})
 	return err
 }

@@ -50,6 +50,7 @@ func layerOf(p string) (layer, bool) {
 type pkg struct {
 	ImportPath string
 	Imports    []string
+	Deps       []string
 }
 
 // TestImportsPointDown lists every package of the module with go list and
@@ -70,6 +71,12 @@ func TestImportsPointDown(t *testing.T) {
 		name := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
 		if name == "" {
 			continue
+		}
+		for _, d := range p.Deps {
+			if strings.HasPrefix(d, "go.opentelemetry.io/") {
+				t.Errorf("%s depends on %s: OpenTelemetry belongs to the zkotel module only", name, d)
+				break
+			}
 		}
 		from, ok := layerOf(name)
 		if !ok {

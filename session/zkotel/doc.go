@@ -1,0 +1,50 @@
+// Package zkotel records what zkrecipes sessions and recipes do as
+// OpenTelemetry metrics and spans. It is a module of its own, so that the
+// library's core packages depend on no OpenTelemetry module (and keep their
+// older minimum Go version); a service opts in by requiring this module:
+//
+//	hooks, err := zkotel.Hooks(zkotel.WithMeterProvider(mp), zkotel.WithTracerProvider(tp))
+//	...
+//	sess, err := session.Connect(ctx, servers, session.WithHooks(hooks))
+//
+// and, optionally, naming its recipes (mutex.WithName("orders"), ...).
+// Prometheus users register OpenTelemetry's Prometheus exporter as the meter
+// provider's reader and serve its registry (see the example).
+//
+// # Metrics
+//
+// Durations are in seconds. Attributes are bounded: the recipe's kind
+// (zkrecipes.kind: mutex, rwlock.read, rwlock.write, semaphore, leader) and
+// the name given with its package's WithName (zkrecipes.name, "" if none),
+// never its path, which would make a series per key.
+//
+//	zkrecipes.session.transitions        counter     zkrecipes.state (Connected, Suspended, Reconnected, Lost, Closed)
+//	zkrecipes.session.suspended.duration histogram   zkrecipes.outcome: reconnected (the time to reconnect), lost, closed
+//	zkrecipes.session.pending_deletes    gauge       the guaranteed-delete backlog, summed over open sessions
+//	zkrecipes.session.watches            gauge       watches set and not yet fired, summed over open sessions
+//	zkrecipes.request.duration           histogram   zkrecipes.op (getData, create, multi, ping, ...), error.type (NONODE, CONNECTIONLOSS, ...; absent on success)
+//	zkrecipes.request.retries            counter     error.type
+//	zkrecipes.acquire.duration           histogram   kind, name, zkrecipes.outcome: acquired, busy, canceled, deadline, error
+//	zkrecipes.acquire.handoff            histogram   kind, name: from the deletion notice of the node waited on to the grant (a leader's part of a failover)
+//	zkrecipes.lease.duration             histogram   kind, name, zkrecipes.outcome: released, deleted, suspended, lost, closed (a leader's term length)
+//	zkrecipes.lease.loss.delay           histogram   kind, name, outcome (suspended, lost): from the last answer heard to the holder told
+//	zkrecipes.leases.held                updown      kind, name: leases this process holds
+//	zkrecipes.semaphore.max              gauge       name: a semaphore's fixed maximum
+//	zkrecipes.leader.changes             counter     name, zkrecipes.outcome: gained, lost
+//
+// # Spans
+//
+// "zkrecipes.acquire <kind>" covers each acquire, from its call to its
+// return, as a child of the acquire's ctx (attributes: kind, name, path,
+// outcome, handoff; an error status for an outcome "error").
+// "zkrecipes.lease <kind>" covers each lease from its grant to its end, and is
+// recorded when it ends (attributes: kind, name, path, cause, held time,
+// loss delay; an error status unless released).
+//
+// # Cost
+//
+// Each hook records into instruments made once, with attribute sets cached
+// per combination: no allocation per request and a few per acquire (the
+// span). A lease observed by a LeaseEnd hook carries its own context (about
+// 300 bytes more per held lease).
+package zkotel

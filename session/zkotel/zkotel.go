@@ -1,0 +1,380 @@
+package zkotel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/session"
+)
+
+// scope is the instrumentation scope of the meter and the tracer.
+const scope = "github.com/zkrecipes/zkrecipes/session/zkotel"
+
+// Option configures Hooks.
+type Option func(*config)
+
+type config struct {
+	mp metric.MeterProvider
+	tp trace.TracerProvider
+}
+
+// WithMeterProvider sets the meter provider (default: otel.GetMeterProvider()).
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) { c.mp = mp }
+}
+
+// WithTracerProvider sets the tracer provider (default:
+// otel.GetTracerProvider()).
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) { c.tp = tp }
+}
+
+// Hooks returns session hooks that record the metrics and spans listed in
+// the package documentation. Pass them to session.Connect with
+// session.WithHooks; one value may serve several sessions. The error is
+// the meter's, if it refuses an instrument.
+func Hooks(opts ...Option) (session.Hooks, error) {
+	c := config{}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.mp == nil {
+		c.mp = otel.GetMeterProvider()
+	}
+	if c.tp == nil {
+		c.tp = otel.GetTracerProvider()
+	}
+	r, err := newRecorder(c)
+	if err != nil {
+		return session.Hooks{}, err
+	}
+	return session.Hooks{
+		State:    r.state,
+		Request:  r.request,
+		Retry:    r.retry,
+		Acquire:  r.acquire,
+		LeaseEnd: r.leaseEnd,
+	}, nil
+}
+
+// Buckets, in seconds: requests take from a tenth of a millisecond; waits
+// and holds up to minutes.
+var (
+	requestBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+	waitBuckets    = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800}
+)
+
+type recorder struct {
+	tracer trace.Tracer
+
+	transitions    metric.Int64Counter
+	suspended      metric.Float64Histogram
+	requests       metric.Float64Histogram
+	retries        metric.Int64Counter
+	acquireWait    metric.Float64Histogram
+	handoff        metric.Float64Histogram
+	held           metric.Float64Histogram
+	endDelay       metric.Float64Histogram
+	leases         metric.Int64UpDownCounter
+	semaphoreMax   metric.Int64Gauge
+	leaderChanges  metric.Int64Counter
+	sessionGauges  metric.Registration
+	pendingDeletes metric.Int64ObservableGauge
+	watches        metric.Int64ObservableGauge
+
+	attrs sync.Map // attrKey → metric.MeasurementOption
+
+	mu       sync.Mutex
+	sessions map[*session.Session]*sessionState
+}
+
+// sessionState is what the recorder keeps of one session.
+type sessionState struct {
+	suspendedAt time.Time // zero unless Suspended
+}
+
+func newRecorder(c config) (*recorder, error) {
+	m := c.mp.Meter(scope)
+	r := &recorder{tracer: c.tp.Tracer(scope), sessions: map[*session.Session]*sessionState{}}
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	var err error
+	r.transitions, err = m.Int64Counter("zkrecipes.session.transitions",
+		metric.WithDescription("Session state transitions, by state entered."))
+	add(err)
+	r.suspended, err = m.Float64Histogram("zkrecipes.session.suspended.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time a session spent suspended, by how the suspension ended: reconnected (the time to reconnect), lost or closed."),
+		metric.WithExplicitBucketBoundaries(waitBuckets...))
+	add(err)
+	r.requests, err = m.Float64Histogram("zkrecipes.request.duration", metric.WithUnit("s"),
+		metric.WithDescription("ZooKeeper requests, by operation and error, from write to answer."),
+		metric.WithExplicitBucketBoundaries(requestBuckets...))
+	add(err)
+	r.retries, err = m.Int64Counter("zkrecipes.request.retries",
+		metric.WithDescription("Recipe requests sent again after a connection error."))
+	add(err)
+	r.acquireWait, err = m.Float64Histogram("zkrecipes.acquire.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time acquires waited, by recipe kind, name and outcome (acquired, busy, canceled, deadline, error)."),
+		metric.WithExplicitBucketBoundaries(waitBuckets...))
+	add(err)
+	r.handoff, err = m.Float64Histogram("zkrecipes.acquire.handoff", metric.WithUnit("s"),
+		metric.WithDescription("For acquires that held on the deletion notice of the node they waited on: the time from that notice to the grant (a leader's part of a failover)."),
+		metric.WithExplicitBucketBoundaries(requestBuckets...))
+	add(err)
+	r.held, err = m.Float64Histogram("zkrecipes.lease.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time leases were held (a leader's term length), by recipe kind, name and how the lease ended (released, deleted, suspended, lost, closed)."),
+		metric.WithExplicitBucketBoundaries(waitBuckets...))
+	add(err)
+	r.endDelay, err = m.Float64Histogram("zkrecipes.lease.loss.delay", metric.WithUnit("s"),
+		metric.WithDescription("For leases ended by a suspension or a session loss: the time from the last answer heard from ZooKeeper to the holder being told."),
+		metric.WithExplicitBucketBoundaries(waitBuckets...))
+	add(err)
+	r.leases, err = m.Int64UpDownCounter("zkrecipes.leases.held",
+		metric.WithDescription("Leases held now by this process, by recipe kind and name."))
+	add(err)
+	r.semaphoreMax, err = m.Int64Gauge("zkrecipes.semaphore.max",
+		metric.WithDescription("The fixed maximum of a semaphore's leases, by name, as of its last acquire."))
+	add(err)
+	r.leaderChanges, err = m.Int64Counter("zkrecipes.leader.changes",
+		metric.WithDescription("Leadership gained and lost by this process, by election name and change (gained, lost)."))
+	add(err)
+	r.pendingDeletes, err = m.Int64ObservableGauge("zkrecipes.session.pending_deletes",
+		metric.WithDescription("Deletes the session's guaranteed-delete queue holds."))
+	add(err)
+	r.watches, err = m.Int64ObservableGauge("zkrecipes.session.watches",
+		metric.WithDescription("Watches the session's recipes have set and not yet seen fire."))
+	add(err)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("zkotel: %w", errors.Join(errs...))
+	}
+	r.sessionGauges, err = m.RegisterCallback(r.observeSessions, r.pendingDeletes, r.watches)
+	if err != nil {
+		return nil, fmt.Errorf("zkotel: %w", err)
+	}
+	return r, nil
+}
+
+// observeSessions reports the gauges of every open session.
+func (r *recorder) observeSessions(_ context.Context, o metric.Observer) error {
+	r.mu.Lock()
+	ss := make([]*session.Session, 0, len(r.sessions))
+	for s := range r.sessions {
+		ss = append(ss, s)
+	}
+	r.mu.Unlock()
+	var pending, watches int64
+	for _, s := range ss {
+		pending += int64(s.PendingDeletes())
+		watches += int64(s.Watches())
+	}
+	o.ObserveInt64(r.pendingDeletes, pending)
+	o.ObserveInt64(r.watches, watches)
+	return nil
+}
+
+func (r *recorder) state(s *session.Session, ev session.Event) {
+	st := ev.State.String()
+	r.transitions.Add(context.Background(), 1, r.opt(attrKey{state: st}))
+	r.mu.Lock()
+	ss := r.sessions[s]
+	if ss == nil && ev.State != session.Closed {
+		ss = &sessionState{}
+		r.sessions[s] = ss
+	}
+	var was time.Time
+	if ss != nil {
+		was = ss.suspendedAt
+		ss.suspendedAt = time.Time{}
+		if ev.State == session.Suspended {
+			ss.suspendedAt = ev.At
+		}
+	}
+	if ev.State == session.Closed {
+		delete(r.sessions, s)
+	}
+	r.mu.Unlock()
+	if !was.IsZero() && ev.State != session.Suspended {
+		end := map[session.State]string{session.Reconnected: "reconnected", session.Lost: "lost", session.Closed: "closed"}[ev.State]
+		if end == "" {
+			end = st
+		}
+		r.suspended.Record(context.Background(), ev.At.Sub(was).Seconds(), r.opt(attrKey{outcome: end}))
+	}
+}
+
+func (r *recorder) request(q session.Request) {
+	r.requests.Record(context.Background(), q.Duration.Seconds(), r.opt(attrKey{op: q.Op, errType: errorType(q.Err)}))
+}
+
+func (r *recorder) retry(err error) {
+	r.retries.Add(context.Background(), 1, r.opt(attrKey{errType: errorType(err)}))
+}
+
+func (r *recorder) acquire(ctx context.Context, rc session.Recipe) (context.Context, func(session.AcquireEnd)) {
+	start := time.Now()
+	ctx, span := r.tracer.Start(ctx, "zkrecipes.acquire "+rc.Kind,
+		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(spanAttrs(rc)...))
+	return ctx, func(e session.AcquireEnd) {
+		outcome := acquireOutcome(e.Err)
+		bg := context.Background()
+		r.acquireWait.Record(bg, time.Since(start).Seconds(), r.opt(attrKey{kind: rc.Kind, name: rc.Name, outcome: outcome}))
+		span.SetAttributes(attribute.String("zkrecipes.outcome", outcome))
+		if e.Err == nil {
+			r.leases.Add(bg, 1, r.opt(attrKey{kind: rc.Kind, name: rc.Name}))
+			if e.Handoff > 0 {
+				r.handoff.Record(bg, e.Handoff.Seconds(), r.opt(attrKey{kind: rc.Kind, name: rc.Name}))
+				span.SetAttributes(attribute.Float64("zkrecipes.handoff_s", e.Handoff.Seconds()))
+			}
+			if rc.Kind == "semaphore" && rc.Max > 0 {
+				r.semaphoreMax.Record(bg, int64(rc.Max), r.opt(attrKey{name: rc.Name}))
+			}
+			if rc.Kind == "leader" {
+				r.leaderChanges.Add(bg, 1, r.opt(attrKey{name: rc.Name, outcome: "gained"}))
+			}
+		} else if outcome == "error" {
+			span.RecordError(e.Err)
+			span.SetStatus(codes.Error, e.Err.Error())
+		}
+		span.End()
+	}
+}
+
+func (r *recorder) leaseEnd(rc session.Recipe, e session.LeaseEnd) {
+	bg := context.Background()
+	cause := leaseCause(e.Cause)
+	r.leases.Add(bg, -1, r.opt(attrKey{kind: rc.Kind, name: rc.Name}))
+	r.held.Record(bg, e.Held.Seconds(), r.opt(attrKey{kind: rc.Kind, name: rc.Name, outcome: cause}))
+	if cause == "suspended" || cause == "lost" {
+		r.endDelay.Record(bg, e.Delay.Seconds(), r.opt(attrKey{kind: rc.Kind, name: rc.Name, outcome: cause}))
+	}
+	if rc.Kind == "leader" {
+		r.leaderChanges.Add(bg, 1, r.opt(attrKey{name: rc.Name, outcome: "lost"}))
+	}
+	now := time.Now()
+	attrs := append(spanAttrs(rc),
+		attribute.String("zkrecipes.cause", cause),
+		attribute.Float64("zkrecipes.held_s", e.Held.Seconds()))
+	if e.Delay > 0 {
+		attrs = append(attrs, attribute.Float64("zkrecipes.loss_delay_s", e.Delay.Seconds()))
+	}
+	_, span := r.tracer.Start(bg, "zkrecipes.lease "+rc.Kind, trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithTimestamp(now.Add(-e.Held)), trace.WithAttributes(attrs...))
+	if cause != "released" {
+		span.SetStatus(codes.Error, e.Cause.Error())
+	}
+	span.End(trace.WithTimestamp(now))
+}
+
+// attrKey is a metric attribute set: only the non-empty fields are set
+// (name also when kind is).
+type attrKey struct {
+	kind, name, outcome, op, errType, state string
+}
+
+// opt returns the measurement option for k, made once per key.
+func (r *recorder) opt(k attrKey) metric.MeasurementOption {
+	if v, ok := r.attrs.Load(k); ok {
+		return v.(metric.MeasurementOption)
+	}
+	var kv []attribute.KeyValue
+	add := func(key, v string, always bool) {
+		if v != "" || always {
+			kv = append(kv, attribute.String(key, v))
+		}
+	}
+	add("zkrecipes.kind", k.kind, false)
+	add("zkrecipes.name", k.name, k.kind != "")
+	add("zkrecipes.op", k.op, false)
+	add("error.type", k.errType, false)
+	add("zkrecipes.state", k.state, false)
+	add("zkrecipes.outcome", k.outcome, false)
+	o := metric.WithAttributeSet(attribute.NewSet(kv...))
+	v, _ := r.attrs.LoadOrStore(k, o)
+	return v.(metric.MeasurementOption)
+}
+
+// spanAttrs are a recipe's span attributes: the path belongs here, never in
+// a metric.
+func spanAttrs(rc session.Recipe) []attribute.KeyValue {
+	kv := []attribute.KeyValue{
+		attribute.String("zkrecipes.kind", rc.Kind),
+		attribute.String("zkrecipes.name", rc.Name),
+		attribute.String("zkrecipes.path", rc.Path),
+	}
+	if rc.Max > 0 {
+		kv = append(kv, attribute.Int("zkrecipes.max", rc.Max))
+	}
+	return kv
+}
+
+// acquireOutcome classifies an acquire's error.
+func acquireOutcome(err error) string {
+	switch {
+	case err == nil:
+		return "acquired"
+	case errors.Is(err, recipes.ErrBusy):
+		return "busy"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline"
+	}
+	return "error"
+}
+
+// leaseCause classifies why a lease ended.
+func leaseCause(err error) string {
+	switch {
+	case errors.Is(err, recipes.ErrReleased):
+		return "released"
+	case errors.Is(err, recipes.ErrNodeDeleted):
+		return "deleted"
+	case errors.Is(err, session.ErrClosed):
+		return "closed"
+	case errors.Is(err, session.ErrLost):
+		return "lost"
+	case errors.Is(err, session.ErrSuspended):
+		return "suspended"
+	}
+	return "error"
+}
+
+// errorType names a request's error as ZooKeeper's KeeperException codes
+// do ("" for success).
+func errorType(err error) string {
+	if err == nil {
+		return ""
+	}
+	for _, e := range []struct {
+		err  error
+		name string
+	}{
+		{zk.ErrNoNode, "NONODE"}, {zk.ErrNodeExists, "NODEEXISTS"}, {zk.ErrBadVersion, "BADVERSION"},
+		{zk.ErrNotEmpty, "NOTEMPTY"}, {zk.ErrNoAuth, "NOAUTH"}, {zk.ErrSessionExpired, "SESSIONEXPIRED"},
+		{zk.ErrConnectionClosed, "CONNECTIONLOSS"}, {zk.ErrClosing, "CLOSING"}, {zk.ErrSessionMoved, "SESSIONMOVED"},
+		{zk.ErrNoChildrenForEphemerals, "NOCHILDRENFOREPHEMERALS"}, {zk.ErrInvalidACL, "INVALIDACL"},
+		{zk.ErrAuthFailed, "AUTHFAILED"}, {zk.ErrNoServer, "CONNECTIONLOSS"},
+	} {
+		if errors.Is(err, e.err) {
+			return e.name
+		}
+	}
+	return "other"
+}
