@@ -95,7 +95,8 @@ type recorder struct {
 	pendingDeletes metric.Int64ObservableGauge
 	watches        metric.Int64ObservableGauge
 
-	attrs sync.Map // attrKey → metric.MeasurementOption
+	attrMu sync.RWMutex
+	attrs  map[attrKey]*opts
 
 	mu       sync.Mutex
 	sessions map[*session.Session]*sessionState
@@ -108,7 +109,7 @@ type sessionState struct {
 
 func newRecorder(c config) (*recorder, error) {
 	m := c.mp.Meter(scope)
-	r := &recorder{tracer: c.tp.Tracer(scope), sessions: map[*session.Session]*sessionState{}}
+	r := &recorder{tracer: c.tp.Tracer(scope), sessions: map[*session.Session]*sessionState{}, attrs: map[attrKey]*opts{}}
 	var errs []error
 	add := func(err error) {
 		if err != nil {
@@ -191,7 +192,7 @@ func (r *recorder) observeSessions(_ context.Context, o metric.Observer) error {
 
 func (r *recorder) state(s *session.Session, ev session.Event) {
 	st := ev.State.String()
-	r.transitions.Add(context.Background(), 1, r.opt(attrKey{state: st}))
+	r.transitions.Add(context.Background(), 1, r.opt(attrKey{state: st}).add...)
 	r.mu.Lock()
 	ss := r.sessions[s]
 	if ss == nil && ev.State != session.Closed {
@@ -215,40 +216,47 @@ func (r *recorder) state(s *session.Session, ev session.Event) {
 		if end == "" {
 			end = st
 		}
-		r.suspended.Record(context.Background(), ev.At.Sub(was).Seconds(), r.opt(attrKey{outcome: end}))
+		r.suspended.Record(context.Background(), ev.At.Sub(was).Seconds(), r.opt(attrKey{outcome: end}).rec...)
 	}
 }
 
 func (r *recorder) request(q session.Request) {
-	r.requests.Record(context.Background(), q.Duration.Seconds(), r.opt(attrKey{op: q.Op, errType: errorType(q.Err)}))
+	r.requests.Record(context.Background(), q.Duration.Seconds(), r.opt(attrKey{op: q.Op, errType: errorType(q.Err)}).rec...)
 }
 
 func (r *recorder) retry(err error) {
-	r.retries.Add(context.Background(), 1, r.opt(attrKey{errType: errorType(err)}))
+	r.retries.Add(context.Background(), 1, r.opt(attrKey{errType: errorType(err)}).add...)
 }
 
 func (r *recorder) acquire(ctx context.Context, rc session.Recipe) (context.Context, func(session.AcquireEnd)) {
 	start := time.Now()
-	ctx, span := r.tracer.Start(ctx, "zkrecipes.acquire "+rc.Kind,
-		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(spanAttrs(rc)...))
+	ctx, span := r.tracer.Start(ctx, acquireSpan(rc.Kind), internalSpan...)
+	if span.IsRecording() {
+		span.SetAttributes(spanAttrs(rc)...)
+	}
 	return ctx, func(e session.AcquireEnd) {
 		outcome := acquireOutcome(e.Err)
 		bg := context.Background()
-		r.acquireWait.Record(bg, time.Since(start).Seconds(), r.opt(attrKey{kind: rc.Kind, name: rc.Name, outcome: outcome}))
-		span.SetAttributes(attribute.String("zkrecipes.outcome", outcome))
+		r.acquireWait.Record(bg, time.Since(start).Seconds(), r.opt(attrKey{kind: rc.Kind, name: rc.Name, outcome: outcome}).rec...)
+		rec := span.IsRecording()
+		if rec {
+			span.SetAttributes(attribute.String("zkrecipes.outcome", outcome))
+		}
 		if e.Err == nil {
-			r.leases.Add(bg, 1, r.opt(attrKey{kind: rc.Kind, name: rc.Name}))
+			r.leases.Add(bg, 1, r.opt(attrKey{kind: rc.Kind, name: rc.Name}).add...)
 			if e.Handoff > 0 {
-				r.handoff.Record(bg, e.Handoff.Seconds(), r.opt(attrKey{kind: rc.Kind, name: rc.Name}))
-				span.SetAttributes(attribute.Float64("zkrecipes.handoff_s", e.Handoff.Seconds()))
+				r.handoff.Record(bg, e.Handoff.Seconds(), r.opt(attrKey{kind: rc.Kind, name: rc.Name}).rec...)
+				if rec {
+					span.SetAttributes(attribute.Float64("zkrecipes.handoff_s", e.Handoff.Seconds()))
+				}
 			}
 			if rc.Kind == "semaphore" && rc.Max > 0 {
-				r.semaphoreMax.Record(bg, int64(rc.Max), r.opt(attrKey{name: rc.Name}))
+				r.semaphoreMax.Record(bg, int64(rc.Max), r.opt(attrKey{name: rc.Name}).rec...)
 			}
 			if rc.Kind == "leader" {
-				r.leaderChanges.Add(bg, 1, r.opt(attrKey{name: rc.Name, outcome: "gained"}))
+				r.leaderChanges.Add(bg, 1, r.opt(attrKey{name: rc.Name, outcome: "gained"}).add...)
 			}
-		} else if outcome == "error" {
+		} else if outcome == "error" && rec {
 			span.RecordError(e.Err)
 			span.SetStatus(codes.Error, e.Err.Error())
 		}
@@ -259,23 +267,26 @@ func (r *recorder) acquire(ctx context.Context, rc session.Recipe) (context.Cont
 func (r *recorder) leaseEnd(rc session.Recipe, e session.LeaseEnd) {
 	bg := context.Background()
 	cause := leaseCause(e.Cause)
-	r.leases.Add(bg, -1, r.opt(attrKey{kind: rc.Kind, name: rc.Name}))
-	r.held.Record(bg, e.Held.Seconds(), r.opt(attrKey{kind: rc.Kind, name: rc.Name, outcome: cause}))
+	r.leases.Add(bg, -1, r.opt(attrKey{kind: rc.Kind, name: rc.Name}).add...)
+	r.held.Record(bg, e.Held.Seconds(), r.opt(attrKey{kind: rc.Kind, name: rc.Name, outcome: cause}).rec...)
 	if cause == "suspended" || cause == "lost" {
-		r.endDelay.Record(bg, e.Delay.Seconds(), r.opt(attrKey{kind: rc.Kind, name: rc.Name, outcome: cause}))
+		r.endDelay.Record(bg, e.Delay.Seconds(), r.opt(attrKey{kind: rc.Kind, name: rc.Name, outcome: cause}).rec...)
 	}
 	if rc.Kind == "leader" {
-		r.leaderChanges.Add(bg, 1, r.opt(attrKey{name: rc.Name, outcome: "lost"}))
+		r.leaderChanges.Add(bg, 1, r.opt(attrKey{name: rc.Name, outcome: "lost"}).add...)
 	}
 	now := time.Now()
-	attrs := append(spanAttrs(rc),
-		attribute.String("zkrecipes.cause", cause),
-		attribute.Float64("zkrecipes.held_s", e.Held.Seconds()))
-	if e.Delay > 0 {
-		attrs = append(attrs, attribute.Float64("zkrecipes.loss_delay_s", e.Delay.Seconds()))
+	_, span := r.tracer.Start(bg, leaseSpan(rc.Kind), trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithTimestamp(now.Add(-e.Held)))
+	if !span.IsRecording() {
+		span.End()
+		return
 	}
-	_, span := r.tracer.Start(bg, "zkrecipes.lease "+rc.Kind, trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithTimestamp(now.Add(-e.Held)), trace.WithAttributes(attrs...))
+	span.SetAttributes(spanAttrs(rc)...)
+	span.SetAttributes(attribute.String("zkrecipes.cause", cause), attribute.Float64("zkrecipes.held_s", e.Held.Seconds()))
+	if e.Delay > 0 {
+		span.SetAttributes(attribute.Float64("zkrecipes.loss_delay_s", e.Delay.Seconds()))
+	}
 	if cause != "released" {
 		span.SetStatus(codes.Error, e.Cause.Error())
 	}
@@ -288,10 +299,20 @@ type attrKey struct {
 	kind, name, outcome, op, errType, state string
 }
 
-// opt returns the measurement option for k, made once per key.
-func (r *recorder) opt(k attrKey) metric.MeasurementOption {
-	if v, ok := r.attrs.Load(k); ok {
-		return v.(metric.MeasurementOption)
+// opts are the options of one attribute set, as each instrument kind takes
+// them: made once, so that recording allocates nothing for them.
+type opts struct {
+	rec []metric.RecordOption
+	add []metric.AddOption
+}
+
+// opt returns the options for k, made once per key.
+func (r *recorder) opt(k attrKey) *opts {
+	r.attrMu.RLock()
+	o, ok := r.attrs[k]
+	r.attrMu.RUnlock()
+	if ok {
+		return o
 	}
 	var kv []attribute.KeyValue
 	add := func(key, v string, always bool) {
@@ -305,9 +326,45 @@ func (r *recorder) opt(k attrKey) metric.MeasurementOption {
 	add("error.type", k.errType, false)
 	add("zkrecipes.state", k.state, false)
 	add("zkrecipes.outcome", k.outcome, false)
-	o := metric.WithAttributeSet(attribute.NewSet(kv...))
-	v, _ := r.attrs.LoadOrStore(k, o)
-	return v.(metric.MeasurementOption)
+	set := metric.WithAttributeSet(attribute.NewSet(kv...))
+	r.attrMu.Lock()
+	defer r.attrMu.Unlock()
+	if o, ok := r.attrs[k]; ok {
+		return o
+	}
+	o = &opts{rec: []metric.RecordOption{set}, add: []metric.AddOption{set}}
+	r.attrs[k] = o
+	return o
+}
+
+// internalSpan is the start option of an acquire's span, made once.
+var internalSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
+
+// Span names by kind, made once.
+var (
+	kinds       = []string{"mutex", "rwlock.read", "rwlock.write", "semaphore", "leader"}
+	acquireName = map[string]string{}
+	leaseName   = map[string]string{}
+)
+
+func init() {
+	for _, k := range kinds {
+		acquireName[k], leaseName[k] = "zkrecipes.acquire "+k, "zkrecipes.lease "+k
+	}
+}
+
+func acquireSpan(kind string) string {
+	if n, ok := acquireName[kind]; ok {
+		return n
+	}
+	return "zkrecipes.acquire " + kind
+}
+
+func leaseSpan(kind string) string {
+	if n, ok := leaseName[kind]; ok {
+		return n
+	}
+	return "zkrecipes.lease " + kind
 }
 
 // spanAttrs are a recipe's span attributes: the path belongs here, never in

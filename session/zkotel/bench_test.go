@@ -1,0 +1,145 @@
+package zkotel_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/session"
+	"github.com/zkrecipes/zkrecipes/session/zkotel"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// The cost of the hooks, measured here and not in a timed test: compare
+// the sub-benchmarks of one run (go test -bench . -count 5 alternates them).
+//
+//	nohooks      no hook set
+//	zkotel       zkotel's hooks on an SDK meter provider (a manual reader);
+//	             traces to the global tracer provider, a no-op one here
+//	zkotel+span  the same, with an SDK tracer provider that samples every
+//	             span (and exports none)
+
+var variants = []string{"nohooks", "zkotel", "zkotel+span"}
+
+// benchHooks returns the hooks of variant v.
+func benchHooks(b *testing.B, v string) []session.Option {
+	if v == "nohooks" {
+		return nil
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	zo := []zkotel.Option{zkotel.WithMeterProvider(mp)}
+	if v == "zkotel+span" {
+		tp := sdktrace.NewTracerProvider()
+		b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		zo = append(zo, zkotel.WithTracerProvider(tp))
+	}
+	h, err := zkotel.Hooks(zo...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return []session.Option{session.WithHooks(h)}
+}
+
+func benchMutexes(b *testing.B, ns *zktest.Namespace, n int, opts []session.Option) []*mutex.Mutex {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	var ms []*mutex.Mutex
+	for i := 0; i < n; i++ {
+		s, err := session.Connect(ctx, ns.Servers(), append([]session.Option{session.WithNamespace(ns.Root)}, opts...)...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		m, err := mutex.New(s, "/bench", mutex.WithName("bench"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { m.Close() })
+		l, err := m.Lock(ctx) // untimed: the directory exists from here on
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+// BenchmarkContendedLock: 8 sessions contend for one mutex, each looping
+// Lock, a counter increment, Release (examples/lockload's contended
+// workload); ns/op is per lock.
+func BenchmarkContendedLock(b *testing.B) {
+	for _, v := range variants {
+		b.Run(v, func(b *testing.B) {
+			ns := zktest.NewNamespace(b)
+			ms := benchMutexes(b, ns, 8, benchHooks(b, v))
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			var left atomic.Int64
+			left.Store(int64(b.N))
+			counter := 0
+			var wg sync.WaitGroup
+			errs := make(chan error, len(ms))
+			b.ResetTimer()
+			for _, m := range ms {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for left.Add(-1) >= 0 {
+						l, err := m.Lock(ctx)
+						if err != nil {
+							errs <- err
+							return
+						}
+						counter++
+						if err := l.Release(ctx); err != nil {
+							errs <- err
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			close(errs)
+			for err := range errs {
+				b.Fatal(err)
+			}
+			if counter != b.N {
+				b.Fatalf("counter %d after %d locks: two holders at once", counter, b.N)
+			}
+		})
+	}
+}
+
+// BenchmarkUncontendedLock: one session, Lock and Release in a loop;
+// allocs/op are the whole process's per cycle.
+func BenchmarkUncontendedLock(b *testing.B) {
+	for _, v := range variants {
+		b.Run(v, func(b *testing.B) {
+			ns := zktest.NewNamespace(b)
+			m := benchMutexes(b, ns, 1, benchHooks(b, v))[0]
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				l, err := m.Lock(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Release(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
