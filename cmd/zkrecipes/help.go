@@ -24,10 +24,10 @@ Java services on the same path take part.
 The job runs in its own process group. When the lease ends for any reason
 (the connection to ZooKeeper is suspended, the session is lost, someone
 deletes the node), the whole group gets SIGTERM at once and SIGKILL after
---grace; the job is dead before the server can expire the session and admit
-the next holder (see zkrecipes help lock). SIGINT, SIGTERM and SIGHUP sent to
-zkrecipes go to the job's group; the lease is released after the job, and
-whatever it left in its group, has exited.
+--grace; after a suspension the job is dead before the server can expire the
+session and admit the next holder (see zkrecipes help lock). SIGINT, SIGTERM
+and SIGHUP sent to zkrecipes go to the job's group; the lease is released
+after the job, and whatever it left in its group, has exited.
 
 ` + helpExit + helpConnection
 

@@ -129,7 +129,7 @@ func TestLockTryAndTimeout(t *testing.T) {
 	}
 }
 
-// SIGINT and SIGTERM to the command reach the job's process group, the
+// SIGINT, SIGTERM and SIGHUP to the command reach the job's process group, the
 // lock is still held while the job handles the signal (the job itself asks
 // holders), the command exits with the job's code, and the lock is free
 // afterwards. SIGTERM reaches the grandchild too; a background grandchild of
@@ -139,7 +139,7 @@ func TestLockForwardsSignals(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	zc := ns.Conn(t)
 	env := []string{"ZKRECIPES_SERVERS=" + strings.Join(ns.Servers(), ","), "ZKRECIPES_NAMESPACE=" + ns.Root}
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		t.Run(signalName(sig), func(t *testing.T) {
 			dir := t.TempDir()
 			name := signalName(sig)[3:]
