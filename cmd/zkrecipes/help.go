@@ -21,7 +21,9 @@ Flags go before PATH. The znodes are Apache Curator's: lock is an
 InterProcessMutex, sem an InterProcessSemaphoreV2, elect a LeaderLatch, so
 Java services on the same path take part.
 
-The job runs in its own process group. When the lease ends for any reason
+The job runs in its own process group, in the background of a terminal: a
+job that reads from the terminal is stopped (SIGTTIN), so give it its input
+from a file or /dev/null. When the lease ends for any reason
 (the connection to ZooKeeper is suspended, the session is lost, someone
 deletes the node), the whole group gets SIGTERM at once and SIGKILL after
 --grace; after a suspension the job is dead before the server can expire the
@@ -79,8 +81,10 @@ round trip to the servers well under T/3. Not covered: a node deleted by
 someone else, or a session killed on the server, ends the lease without
 warning (the job still gets SIGTERM at once); a process that leaves the job's
 process group (setsid), or one in uninterruptible sleep, escapes; if
-zkrecipes itself is killed with SIGKILL, nothing stops the job. Fence the
-guarded resource with ZKRECIPES_TOKEN where two writers must never meet.
+zkrecipes itself is killed with SIGKILL, nothing stops the job. The job
+runs in the background of a terminal: one that reads from it is stopped
+(SIGTTIN). Fence the guarded resource with ZKRECIPES_TOKEN where two
+writers must never meet.
 `
 
 var helpCommands = map[string]string{

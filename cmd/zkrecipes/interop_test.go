@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,6 +38,9 @@ func TestCuratorHolderKeepsCommandWaiting(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(first, "holds\t") || !strings.Contains(first, "\t"+node.Name+"\t") {
 		t.Errorf("holders does not show Curator's node %s holding:\n%s", node.Name, out)
 	}
+	if !strings.Contains(out, fmt.Sprintf("waits\t%s:%d\t", hostname(t), p.cmd.Process.Pid)) {
+		t.Errorf("holders does not show the command waiting with the default id host:pid:\n%s", out)
+	}
 	released := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, waitLong)
 	defer cancel()
@@ -48,4 +53,13 @@ func TestCuratorHolderKeepsCommandWaiting(t *testing.T) {
 	if started := readStamp(t, filepath.Join(dir, "start")); !started.After(released) {
 		t.Errorf("the job started at %v, before Curator's release at %v", started, released)
 	}
+}
+
+func hostname(t *testing.T) string {
+	t.Helper()
+	h, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -74,14 +74,25 @@ exit 7
 	}
 }
 
-// A command that cannot be found exits 127, like a shell's, and leaves no node.
-func TestLockCommandNotFound(t *testing.T) {
+// A command that cannot be found exits 127, one that cannot be executed
+// 126, like a shell's, and neither leaves a node.
+func TestLockCommandNotStarted(t *testing.T) {
 	ns := zktest.NewNamespace(t)
-	code, _, stderr := runCmd(t, nil, args([]string{"lock"}, conn(ns, 10*time.Second), []string{"/nf", "--", "no-such-command-zkr"})...)
-	if code != 127 || !strings.Contains(stderr, "no-such-command-zkr") {
-		t.Fatalf("exit %d, stderr %q: want 127 naming the command", code, stderr)
+	zc := ns.Conn(t)
+	notExec := filepath.Join(t.TempDir(), "not-executable")
+	if err := os.WriteFile(notExec, []byte("true\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if kids := children(ns.Conn(t), ns, "/nf"); len(kids) != 0 {
+	for _, tc := range []struct {
+		command string
+		code    int
+	}{{"no-such-command-zkr", 127}, {notExec, 126}} {
+		code, _, stderr := runCmd(t, nil, args([]string{"lock"}, conn(ns, 10*time.Second), []string{"/nf", "--", tc.command})...)
+		if code != tc.code || !strings.Contains(stderr, tc.command) {
+			t.Errorf("%s: exit %d, stderr %q: want %d naming the command", tc.command, code, stderr, tc.code)
+		}
+	}
+	if kids := children(zc, ns, "/nf"); len(kids) != 0 {
 		t.Errorf("lock nodes left: %v", kids)
 	}
 }
@@ -110,6 +121,15 @@ func TestLockTryAndTimeout(t *testing.T) {
 	}
 	if took < time.Second {
 		t.Errorf("--timeout 1s returned after %v", took)
+	}
+	// A signal while waiting: exit 128+15, no job, no node left behind.
+	waiter := start(t, "waiter", nil, args([]string{"lock"}, c, []string{"/busy", "--", "touch", marker})...)
+	zktest.Eventually(t, waitLong, func() bool { return len(children(zc, ns, "/busy")) == 2 }, "the waiter did not queue")
+	if err := waiter.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := waiter.wait(t); code != 128+int(syscall.SIGTERM) {
+		t.Errorf("SIGTERM while waiting: exit %d, want %d", code, 128+int(syscall.SIGTERM))
 	}
 	if exists(marker) {
 		t.Error("a job ran without the lock")

@@ -73,3 +73,29 @@ echo "$s $(date +%s.%N)" > "$1/interval.$2"
 		t.Errorf("holders -n showed %d holders of %d leases", maxHolders, n)
 	}
 }
+
+// sem --try exits 75 while every lease is taken, and runs the job once one
+// is free.
+func TestSemaphoreTry(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	dir := t.TempDir()
+	hold := script(t, dir, "hold.sh", `: > "$1/held"; while [ ! -e "$1/go" ]; do sleep 0.02; done`)
+	c := args([]string{"sem", "-n", "1"}, conn(ns, 10*time.Second))
+	holder := start(t, "holder", nil, args(c, []string{"/one", "--", "sh", hold, dir})...)
+	zktest.Eventually(t, waitLong, func() bool { return exists(filepath.Join(dir, "held")) }, "the holder's job did not start")
+	marker := filepath.Join(dir, "ran")
+	code, _, stderr := runCmd(t, nil, args([]string{"sem", "--try", "-n", "1"}, conn(ns, 10*time.Second), []string{"/one", "--", "touch", marker})...)
+	if code != exitNotAcquired || exists(marker) {
+		t.Errorf("--try on a taken semaphore: exit %d, job ran %v, stderr %q: want %d", code, exists(marker), stderr, exitNotAcquired)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := holder.wait(t); code != 0 {
+		t.Fatalf("holder: exit %d", code)
+	}
+	code, _, _ = runCmd(t, nil, args([]string{"sem", "--try", "-n", "1"}, conn(ns, 10*time.Second), []string{"/one", "--", "touch", marker})...)
+	if code != 0 || !exists(marker) {
+		t.Errorf("--try on a free semaphore: exit %d, job ran %v", code, exists(marker))
+	}
+}

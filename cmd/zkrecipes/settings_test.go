@@ -49,7 +49,8 @@ while :; do sleep 0.02; done
 }
 
 // The TLS flags connect to the server's secure port; a CA that did not sign
-// the server's certificate gives exit 69, naming the failed handshake.
+// the server's certificate, or a --tls-server-name the certificate does not
+// carry, gives exit 69, naming the failed handshake.
 func TestTLSFlags(t *testing.T) {
 	srv := zktest.SharedTLS(t)
 	ns := zktest.NewNamespaceOn(t, srv)
@@ -68,14 +69,24 @@ func TestTLSFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	wrongCA := write("other-ca.pem", other.CACertPEM)
-	flags := []string{"--servers", srv.SecureAddr(), "--namespace", ns.Root, "--connect-timeout", "5s",
-		"--tls-cert", cert, "--tls-key", key}
+	// A cold TLS server's first handshakes can be slow on a loaded machine;
+	// the failures need no more than a couple of seconds to show.
+	good, bad := []string{"--connect-timeout", "60s"}, []string{"--connect-timeout", "2s"}
+	flags := []string{"--servers", srv.SecureAddr(), "--namespace", ns.Root, "--tls-cert", cert, "--tls-key", key}
 	marker := filepath.Join(dir, "ran")
-	code, _, stderr := runCmd(t, nil, args([]string{"lock", "--tls-ca", ca}, flags, []string{"/tls", "--", "touch", marker})...)
+	code, _, stderr := runCmd(t, nil, args([]string{"lock", "--tls-ca", ca}, good, flags, []string{"/tls", "--", "touch", marker})...)
 	if code != 0 || !exists(marker) {
 		t.Fatalf("with the right CA: exit %d, job ran %v; stderr:\n%s", code, exists(marker), stderr)
 	}
-	code, _, stderr = runCmd(t, []string{"ZKRECIPES_TLS_CA=" + wrongCA}, args([]string{"holders"}, flags, []string{"/tls"})...)
+	code, out, stderr := runCmd(t, nil, args([]string{"holders", "--tls-ca", ca, "--tls-server-name", "localhost"}, good, flags, []string{"/tls"})...)
+	if code != 0 {
+		t.Errorf("--tls-server-name localhost (in the certificate): exit %d, stdout %q, stderr:\n%s", code, out, stderr)
+	}
+	code, _, stderr = runCmd(t, nil, args([]string{"holders", "--tls-ca", ca, "--tls-server-name", "elsewhere.example"}, bad, flags, []string{"/tls"})...)
+	if code != exitNoConnection || !strings.Contains(stderr, "elsewhere.example") {
+		t.Errorf("--tls-server-name elsewhere.example (not in the certificate): exit %d, want %d naming it; stderr:\n%s", code, exitNoConnection, stderr)
+	}
+	code, _, stderr = runCmd(t, []string{"ZKRECIPES_TLS_CA=" + wrongCA}, args([]string{"holders"}, bad, flags, []string{"/tls"})...)
 	if code != exitNoConnection || !strings.Contains(stderr, "certificate") {
 		t.Errorf("with another CA (from ZKRECIPES_TLS_CA): exit %d, want %d naming the certificate; stderr:\n%s", code, exitNoConnection, stderr)
 	}
