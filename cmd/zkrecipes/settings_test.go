@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,5 +146,49 @@ while :; do sleep 0.02; done
 	}
 	if !exists(filepath.Join(dir, "end")) || !strings.Contains(p.stderr.String(), "lost while the job ran") {
 		t.Errorf("the job got no SIGTERM, or stderr does not say why:\n%s", p.stderr.String())
+	}
+}
+
+// elect --requeue campaigns again after its leadership is lost: the job,
+// stopped when a third party deletes its node, runs again under a new term.
+func TestElectRequeueAfterLoss(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	zc := ns.Conn(t)
+	dir := t.TempDir()
+	job := script(t, dir, "job.sh", `echo run >> "$1/runs"
+n=$(wc -l < "$1/runs")
+trap 'exit 0' TERM
+echo "$ZKRECIPES_NODE" > "$1/node.tmp"; mv "$1/node.tmp" "$1/node.$n"
+while :; do sleep 0.02; done
+`)
+	p := start(t, "elect", nil, args([]string{"elect", "--requeue"}, conn(ns, 10*time.Second), []string{"/rq", "--", "sh", job, dir})...)
+	zktest.Eventually(t, waitLong, func() bool { return exists(filepath.Join(dir, "node.1")) }, "the job did not start")
+	b, err := os.ReadFile(filepath.Join(dir, "node.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := zc.Delete(ns.Path("/rq/"+strings.TrimSpace(string(b))), -1); err != nil {
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, waitLong, func() bool { return exists(filepath.Join(dir, "node.2")) }, "the job did not run again after the loss")
+	b2, err := os.ReadFile(filepath.Join(dir, "node.2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b2) == string(b) {
+		t.Errorf("the second run has the first term's node %s", b)
+	}
+	if !p.running() {
+		t.Fatalf("the command exited (%d) instead of campaigning again", p.code)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	// sh runs the job with SIGINT at its default: the job dies of it.
+	if code := p.wait(t); code != 128+int(syscall.SIGINT) {
+		t.Errorf("exit %d, want the job's %d", code, 128+int(syscall.SIGINT))
+	}
+	if !strings.Contains(p.stderr.String(), "lost while the job ran") {
+		t.Errorf("stderr does not report the loss:\n%s", p.stderr.String())
 	}
 }
