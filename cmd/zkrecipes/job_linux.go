@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -57,7 +58,7 @@ func startJob(argv []string, env []string) (*job, error) {
 		return nil, &startError{code, err}
 	}
 	p, err := os.StartProcess(path, argv, &os.ProcAttr{
-		Env:   append(os.Environ(), env...),
+		Env:   jobEnviron(os.Environ(), env),
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
 		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	})
@@ -73,6 +74,24 @@ func startJob(argv []string, env []string) (*job, error) {
 	_ = p.Release()
 	go j.reap()
 	return j, nil
+}
+
+// jobEnviron returns base with the variables of env set: an entry of base
+// for the same name is dropped (os.StartProcess keeps duplicates, and C's
+// getenv returns the first, so an outer zkrecipes's token would win).
+func jobEnviron(base, env []string) []string {
+	set := map[string]bool{}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		set[k] = true
+	}
+	out := make([]string, 0, len(base)+len(env))
+	for _, kv := range base {
+		if k, _, _ := strings.Cut(kv, "="); !set[k] {
+			out = append(out, kv)
+		}
+	}
+	return append(out, env...)
 }
 
 // reap waits for every member of the group. Members orphaned by the job's

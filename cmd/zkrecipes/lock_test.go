@@ -26,7 +26,10 @@ mv "$1/env.tmp" "$1/env"
 while [ ! -e "$1/go" ]; do sleep 0.02; done
 exit 7
 `)
-	env := []string{"ZKRECIPES_SERVERS=" + strings.Join(ns.Servers(), ","), "ZKRECIPES_NAMESPACE=" + ns.Root}
+	// The variables of an outer zkrecipes (a job that runs zkrecipes) are
+	// replaced, not duplicated.
+	env := []string{"ZKRECIPES_SERVERS=" + strings.Join(ns.Servers(), ","), "ZKRECIPES_NAMESPACE=" + ns.Root,
+		"ZKRECIPES_TOKEN=1", "ZKRECIPES_ID=outer", "ZKRECIPES_PATH=/outer", "ZKRECIPES_NODE=outer-node"}
 	p := start(t, "lock", env, "lock", "--id", "cron@host1", "/jobs/report", "--", "sh", job, dir)
 	zktest.Eventually(t, waitLong, func() bool { return exists(filepath.Join(dir, "env")) }, "the job did not start")
 
@@ -37,6 +40,9 @@ exit 7
 	got := map[string]string{}
 	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		k, v, _ := strings.Cut(l, "=")
+		if _, dup := got[k]; dup {
+			t.Errorf("the job's environment has %s twice", k)
+		}
 		got[k] = v
 	}
 	code, out, stderr := runCmd(t, env, "holders", "--json", "/jobs/report")
@@ -71,6 +77,24 @@ exit 7
 	code, out, _ = runCmd(t, env, "holders", "--json", "/jobs/report")
 	if code != 0 || strings.TrimSpace(out) != "[]" {
 		t.Errorf("holders after the release: exit %d, %q", code, out)
+	}
+
+	// env prints its environment as it got it (a shell would merge
+	// duplicates): each variable once, with this command's value.
+	code, out, _ = runCmd(t, env, "lock", "--id", "inner", "/jobs/inner", "--", "env")
+	seen := map[string]int{}
+	for _, l := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok && strings.HasPrefix(k, "ZKRECIPES_") {
+			seen[k]++
+			if k == "ZKRECIPES_ID" && v != "inner" || k == "ZKRECIPES_PATH" && v != "/jobs/inner" {
+				t.Errorf("the job's %s is %q", k, v)
+			}
+		}
+	}
+	for _, k := range []string{"ZKRECIPES_TOKEN", "ZKRECIPES_ID", "ZKRECIPES_PATH", "ZKRECIPES_NODE"} {
+		if seen[k] != 1 {
+			t.Errorf("exit %d: the job's environment has %s %d times, want once", code, k, seen[k])
+		}
 	}
 }
 
