@@ -45,6 +45,19 @@ exit $3
 	if exists(filepath.Join(dir, "b.leads")) {
 		t.Fatal("b's job runs while a leads")
 	}
+	// A third one, --requeue, stopped by SIGTERM while it campaigns: 128+15,
+	// its node gone, no job run.
+	third := start(t, "elect-c", nil, args([]string{"elect", "--requeue", "--id", "c"}, c, []string{"/sched", "--", "sh", job, dir, "c", "0"})...)
+	zktest.Eventually(t, waitLong, func() bool { return len(children(zc, ns, "/sched")) == 3 }, "c did not enter the election")
+	if err := third.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := third.wait(t); code != 128+int(syscall.SIGTERM) {
+		t.Errorf("c, stopped while campaigning: exit %d, want %d", code, 128+int(syscall.SIGTERM))
+	}
+	if n := len(children(zc, ns, "/sched")); n != 2 || exists(filepath.Join(dir, "c.leads")) {
+		t.Errorf("after c stopped: %d participants, c's job ran %v", n, exists(filepath.Join(dir, "c.leads")))
+	}
 	if err := os.WriteFile(filepath.Join(dir, "a.go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -28,8 +28,9 @@ from a file or /dev/null. When the lease ends for any reason
 deletes the node), the whole group gets SIGTERM at once and SIGKILL after
 --grace; after a suspension the job is dead before the server can expire the
 session and admit the next holder (see zkrecipes help lock). SIGINT, SIGTERM
-and SIGHUP sent to zkrecipes go to the job's group; the lease is released
-after the job, and whatever it left in its group, has exited.
+and SIGHUP sent to zkrecipes go to the job's group. The lease is released
+after the job has exited; processes it left running in its group are
+stopped first (SIGTERM, SIGKILL after --grace).
 
 ` + helpExit + helpConnection
 

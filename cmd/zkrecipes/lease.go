@@ -275,14 +275,21 @@ func (a *app) acquireAndRun(ctx context.Context, sess *session.Session, kind str
 func (a *app) runUnder(ctx context.Context, l held, la *leaseArgs, r *router) (code int, lost error, err error) {
 	select {
 	case <-l.Done():
-		if ctx.Err() != nil {
-			return 0, nil, interrupted(ctx, ctx.Err())
-		}
-		return 0, nil, exitWith(exitLost, fmt.Errorf("%s ended before the job started: %v", la.path, l.Err()))
 	case <-ctx.Done():
-		return 0, nil, interrupted(ctx, ctx.Err())
 	default:
+		return a.startUnder(ctx, l, la, r)
 	}
+	if sig := r.signaled(); sig != 0 {
+		return 0, nil, exitWith(128+int(sig), fmt.Errorf("%v before the job started", signalCause{sig}))
+	}
+	if err := l.Err(); err != nil {
+		return 0, nil, exitWith(exitLost, fmt.Errorf("%s ended before the job started: %v", la.path, err))
+	}
+	return 0, nil, exitWith(exitFailure, context.Cause(ctx))
+}
+
+// startUnder starts the job and waits for it (see runUnder).
+func (a *app) startUnder(ctx context.Context, l held, la *leaseArgs, r *router) (code int, lost error, err error) {
 	env := []string{
 		"ZKRECIPES_TOKEN=" + strconv.FormatInt(l.Token(), 10),
 		"ZKRECIPES_PATH=" + la.path,
@@ -332,7 +339,7 @@ func (a *app) runUnder(ctx context.Context, l held, la *leaseArgs, r *router) (c
 // again after every term until a signal.
 func (a *app) elect(ctx context.Context, sess *session.Session, la *leaseArgs, r *router) error {
 	var (
-		ran           bool
+		ran, stopped  bool // a job ran; a signal came while it ran
 		code          int
 		lost, lastErr error
 	)
@@ -355,15 +362,16 @@ func (a *app) elect(ctx context.Context, sess *session.Session, la *leaseArgs, r
 		if l != nil {
 			fmt.Fprintf(a.stderr, "%s: leadership of %s lost while the job ran (%v): the job was stopped\n", a.name, la.path, l)
 		}
-		if r.signaled() != 0 {
-			r.cancel(signalCause{r.signaled()}) // the job got the signal: stop campaigning
+		if sig := r.signaled(); sig != 0 {
+			stopped = true
+			r.cancel(signalCause{sig}) // the job got the signal: stop campaigning
 		}
 		return nil
 	}
 	a.logf("campaigning for %s as %q", la.path, la.id)
 	err := leader.Run(ctx, sess, la.path, work, leader.WithID(la.id), leader.WithRequeue(la.requeue))
 	switch {
-	case ran && r.signaled() != 0:
+	case stopped:
 		return exitWith(code, nil)
 	case lastErr != nil && (!la.requeue || ctx.Err() != nil):
 		return lastErr
