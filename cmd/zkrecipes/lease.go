@@ -296,8 +296,8 @@ func (a *app) startUnder(ctx context.Context, l held, la *leaseArgs, r *router) 
 		"ZKRECIPES_ID=" + la.id,
 		"ZKRECIPES_NODE=" + l.Node(),
 	}
-	// The router must know the job before a signal can reach it, and a
-	// signal that came in between cancels ctx: check it after.
+	// A signal that comes before the router knows the job cancels ctx
+	// instead: it is forwarded below.
 	j, err := startJob(la.argv, env)
 	if err != nil {
 		var se *startError
@@ -309,8 +309,8 @@ func (a *app) startUnder(ctx context.Context, l held, la *leaseArgs, r *router) 
 	r.setJob(j)
 	defer r.setJob(nil)
 	a.logf("job started: process group %d", j.pgid)
-	if ctx.Err() != nil {
-		j.signal(r.signaled())
+	if sig := r.signaled(); sig != 0 && ctx.Err() != nil {
+		j.signal(sig)
 	}
 	select {
 	case <-j.leaderDone:
@@ -359,7 +359,7 @@ func (a *app) elect(ctx context.Context, sess *session.Session, la *leaseArgs, r
 			return err
 		}
 		ran, code, lost, lastErr = true, c, l, nil
-		if l != nil {
+		if l != nil && la.requeue { // without --requeue, the exit says it
 			fmt.Fprintf(a.stderr, "%s: leadership of %s lost while the job ran (%v): the job was stopped\n", a.name, la.path, l)
 		}
 		if sig := r.signaled(); sig != 0 {
