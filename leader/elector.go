@@ -61,7 +61,7 @@ func newElector(sess *session.Session, path, marker string, cfg config) (*electo
 	lg = lg.Named("leader")
 	in, err := engine.New(sess, path,
 		engine.WithName("leader"), engine.WithLogger(lg),
-		engine.WithKeepNodeUntilRelease(true), engine.WithObserved("leader", cfg.name), engine.WithOwnLeaseEnds())
+		engine.WithKeepNodeUntilRelease(true), engine.WithObserved("", cfg.name))
 	if err != nil {
 		return nil, engine.NewError("leader", path, err)
 	}
@@ -84,12 +84,22 @@ func newElector(sess *session.Session, path, marker string, cfg config) (*electo
 // or the engine is closed, or ZooKeeper refuses the election for good (see
 // permanent). Its errors name the election path.
 func (e *elector) campaign(ctx context.Context) (*engine.Lease, error) {
+	// One campaign is one acquire for the session's hooks, whatever its
+	// attempts; the term reports its end (newTerm).
+	octx, o := e.in.ObserveAcquire(ctx, "leader", 0)
+	lease, err := e.campaignAs(octx, o)
+	o.Done(err)
+	return lease, err
+}
+
+// campaignAs is campaign, observed by o.
+func (e *elector) campaignAs(ctx context.Context, o *engine.Observation) (*engine.Lease, error) {
 	var bo backoff.BackOff
 	for attempt := 1; ; attempt++ {
 		if _, err := e.zs.WaitConnected(ctx); err != nil {
 			return nil, e.errf(err)
 		}
-		lease, err := e.in.Acquire(ctx, e.drv, e.data)
+		lease, err := e.in.AcquireObserved(ctx, e.drv, e.data, o)
 		if err == nil {
 			if lerr := lease.Err(); lerr == nil {
 				return lease, nil

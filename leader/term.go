@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
@@ -135,6 +138,30 @@ func (t *Term) Context() context.Context {
 
 // errNilTerm is the error of a nil *Term.
 func errNilTerm() error { return fmt.Errorf("%w: nil term", session.ErrBadArgument) }
+
+// Commit runs ops in one ZooKeeper transaction behind a check that this
+// participant's node still exists: the writes commit only while the term
+// lasts on the server, whatever this process believes (a leader whose
+// session expired while it was cut off cannot overwrite its successor's
+// work), and never after the term has ended here. ops are go-zookeeper's
+// *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest and
+// *zk.CheckVersionRequest with recipe paths (under the session's namespace);
+// a create without an ACL gets the session's. It returns their responses.
+// Errors: recipes.ErrNotHeld when the term has ended or the server found its
+// node gone (nothing committed); the error of the first operation ZooKeeper
+// refused (zk.ErrBadVersion, ...; nothing committed); session.ErrBadArgument
+// for a bad operation; ctx's error or a connection error when no answer
+// came: the transaction may then have committed or not, and is not sent
+// again.
+func (t *Term) Commit(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	if t == nil {
+		return nil, errNilTerm()
+	}
+	if err := t.Err(); err != nil {
+		return nil, fmt.Errorf("leader: %w: %w", recipes.ErrNotHeld, err)
+	}
+	return t.lease.Commit(ctx, ops...)
+}
 
 // Token returns a fencing token for the term: the czxid of this participant's
 // node. It grows across the whole ensemble, so a resource that remembers the

@@ -2,7 +2,9 @@ package mutex
 
 import (
 	"context"
+
 	"fmt"
+	"github.com/go-zookeeper/zk"
 	"sync/atomic"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
@@ -116,6 +118,26 @@ func (l *Lease) checkOwner() error {
 		return engine.NewError("mutex", l.l.RecipePath(), recipes.ErrNotOwner)
 	}
 	return nil
+}
+
+// Commit runs ops in one ZooKeeper transaction behind a check that the lock's
+// node still exists: the writes commit only while the lease holds, whatever
+// this process believes (a holder whose session expired while it was cut off
+// cannot overwrite its successor's work). ops are go-zookeeper's
+// *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest and
+// *zk.CheckVersionRequest with recipe paths (under the session's namespace); a
+// create without an ACL gets the session's. It returns their responses.
+// Errors: recipes.ErrNotHeld when the lease has ended or the server found its
+// node gone (nothing committed); the error of the first operation ZooKeeper
+// refused (zk.ErrBadVersion, ...; nothing committed); session.ErrBadArgument
+// for a bad operation (and for a NonFair lease, whose node name every holder
+// shares); ctx's error or a connection error when no answer came: the
+// transaction may then have committed or not, and is not sent again.
+func (l *Lease) Commit(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	if l == nil {
+		return nil, errNilLease()
+	}
+	return l.l.Commit(ctx, ops...)
 }
 
 // errNilLease is the error of a nil *Lease.

@@ -16,9 +16,13 @@
 //	Token() int64               a fencing token: the node's czxid, which only grows
 //	Node() string               the name of the lease's node
 //	Release(ctx) error          give it up (leader.Term: Resign)
+//	Commit(ctx, ops...)         write to ZooKeeper only while it holds (rwlock: the write lease)
 //
 // Run the guarded work under Context, and give Token to the guarded resource
-// so that it can refuse a holder that has been replaced.
+// so that it can refuse a holder that has been replaced. Writes to ZooKeeper
+// itself need no token: Commit runs them in one transaction with a check
+// that the lease's node still exists, so they commit only while the lease
+// holds on the server, and fail with ErrNotHeld otherwise.
 //
 // # What ends a lease
 //
@@ -41,6 +45,7 @@
 // errors.Is:
 //
 //	recipes.ErrBusy          a try-acquire would have to wait
+//	recipes.ErrNotHeld       a Commit whose lease no longer holds (nothing committed)
 //	recipes.ErrNotOwner      a reentrant lease released from another goroutine
 //	session.ErrBadArgument   bad input: nil ctx or session, bad path, bad id or count
 //	session.ErrClosed        the recipe or the session is closed

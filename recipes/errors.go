@@ -17,6 +17,10 @@ var (
 	// was deleted by someone else (an operator, a cleanup script): it is the
 	// cause of such a lease or term, and the error of such an acquire.
 	ErrNodeDeleted = errors.New("node deleted by someone else")
+	// ErrNotHeld is the error of a guarded write (a lease's Commit) when
+	// the lease no longer holds: it had ended, or the server found its node
+	// gone. Nothing was committed.
+	ErrNotHeld = errors.New("lease no longer holds")
 	// ErrNotOwner is returned when a reentrant lease is released from a
 	// goroutine other than the one that acquired it; nothing is released.
 	ErrNotOwner = errors.New("released by a goroutine that does not hold it")

@@ -30,6 +30,13 @@ func (c *core) acquire(ctx context.Context, write, try bool, anchor string) (*en
 	return c.e.TryAcquire(ctx, d, c.data)
 }
 
+// downgradeRead places the read node of a downgrade beside our write node
+// anchor: not an acquire for the session's hooks (the write lease goes on as
+// this read lease).
+func (c *core) downgradeRead(ctx context.Context, anchor string) (*engine.Lease, error) {
+	return c.e.AcquireObserved(ctx, readDriver(anchor), c.data, nil)
+}
+
 // nilCtx returns the error for a nil context.
 func (c *core) nilCtx() error {
 	return engine.NewError("rwlock", c.path, fmt.Errorf("%w: nil context", session.ErrBadArgument))

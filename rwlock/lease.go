@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/goid"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -105,6 +107,29 @@ type WriteLease struct {
 	down sync.Mutex // one Downgrade at a time
 }
 
+// Commit runs ops in one ZooKeeper transaction behind a check that the write
+// lock's node still exists: the writes commit only while the write lease
+// holds, whatever this process believes (a writer whose session expired
+// while it was cut off cannot overwrite its successor's work). ops are
+// go-zookeeper's *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest and
+// *zk.CheckVersionRequest with recipe paths (under the session's namespace);
+// a create without an ACL gets the session's. It returns their responses.
+// Errors: recipes.ErrNotHeld when the write lease has ended (released,
+// downgraded, lost) or the server found its node gone (nothing committed);
+// the error of the first operation ZooKeeper refused (zk.ErrBadVersion, ...;
+// nothing committed); session.ErrBadArgument for a bad operation; ctx's
+// error or a connection error when no answer came: the transaction may then
+// have committed or not, and is not sent again.
+func (w *WriteLease) Commit(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	if w == nil {
+		return nil, fmt.Errorf("rwlock: %w: nil write lease", session.ErrBadArgument)
+	}
+	if w.released.Load() {
+		return nil, engine.NewError("rwlock", w.path, fmt.Errorf("%w: %w", recipes.ErrNotHeld, recipes.ErrReleased))
+	}
+	return w.l.Commit(ctx, ops...)
+}
+
 // Downgrade takes the read lock while this write lease holds the write lock,
 // then releases this hold of the write lock, and returns the read lease; no
 // writer can take the lock in between. As Curator 5.5+ does (CURATOR-621),
@@ -147,7 +172,7 @@ func (w *WriteLease) Downgrade(ctx context.Context) (*Lease, error) {
 		r, err = w.rm.rlock(ctx, false) // the goroutine holds the write lock: placed beside it
 	} else {
 		var l *engine.Lease
-		l, err = w.c.acquire(ctx, false, false, w.l.Node())
+		l, err = w.c.downgradeRead(ctx, w.l.Node())
 		if err == nil {
 			r = &Lease{l: l, path: w.path}
 		}

@@ -3,6 +3,8 @@ package semaphore
 import (
 	"context"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 )
 
@@ -48,3 +50,19 @@ func (l *Lease) Node() string { return l.l.Node() }
 // being deleted). Any goroutine may call it; it is idempotent, and returns an
 // error only when ZooKeeper refuses the delete (e.g. zk.ErrNoAuth).
 func (l *Lease) Release(ctx context.Context) error { return l.l.Release(ctx) }
+
+// Commit runs ops in one ZooKeeper transaction behind a check that the lease's
+// node still exists: the writes commit only while the lease holds, whatever
+// this process believes (a holder whose session expired while it was cut off
+// cannot overwrite its successor's work). ops are go-zookeeper's
+// *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest and
+// *zk.CheckVersionRequest with recipe paths (under the session's namespace); a
+// create without an ACL gets the session's. It returns their responses.
+// Errors: recipes.ErrNotHeld when the lease has ended or the server found its
+// node gone (nothing committed); the error of the first operation ZooKeeper
+// refused (zk.ErrBadVersion, ...; nothing committed); session.ErrBadArgument
+// for a bad operation; ctx's error or a connection error when no answer came:
+// the transaction may then have committed or not, and is not sent again.
+func (l *Lease) Commit(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	return l.l.Commit(ctx, ops...)
+}

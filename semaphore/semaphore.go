@@ -283,16 +283,25 @@ func (s *Semaphore) acquire(ctx context.Context, n int, try bool) ([]*Lease, err
 		return nil, s.errf(engine.Closed())
 	}
 	defer s.wg.Done()
+	// AcquireN(n) is n acquires for the session's hooks, one per lease;
+	// the first one's ctx goes on.
 	octx, o := s.leases.ObserveAcquire(ctx, "semaphore", s.max)
 	if o == nil {
 		return s.acquireAs(ctx, n, try)
 	}
-	ls, err := s.acquireAs(octx, n, try)
-	els := make([]engine.Ended, len(ls))
-	for i, l := range ls {
-		els[i] = l.l
+	obs := []*engine.Observation{o}
+	for len(obs) < n {
+		_, oi := s.leases.ObserveAcquire(ctx, "semaphore", s.max)
+		obs = append(obs, oi)
 	}
-	o.Done(err, els...)
+	ls, err := s.acquireAs(octx, n, try)
+	for i, o := range obs {
+		if err != nil {
+			o.Done(err)
+		} else {
+			o.Done(nil, ls[i].l)
+		}
+	}
 	return ls, err
 }
 

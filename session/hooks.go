@@ -13,44 +13,39 @@ import (
 // a nil field costs nothing.
 //
 // Hooks run synchronously on the library's goroutines (Request on the one
-// that reads the connection): they must return quickly, must not block, and
-// must not call into the Session or a recipe, except State, which runs on a
-// goroutine of its own and may read the Session (PendingDeletes, Watches,
-// SessionTimeout, ...). One Hooks value may serve several Sessions.
+// that reads the connection), several at once: they must be safe for
+// concurrent use, return quickly, not block, and not call into the Session
+// or a recipe, except State, which runs on a goroutine of its own and may
+// read the Session (PendingDeletes, Watches, SessionTimeout, ...) but not
+// close it: Close waits for it. One Hooks value may serve several Sessions.
 type Hooks struct {
 	// State is called for every state transition of s, in order, from the
 	// first Connected (once Connect has returned s) to Closed.
 	State func(s *Session, ev Event)
 	// Request is called for every ZooKeeper request the session's
 	// connection carries, recipes' and Conn's alike, when it is answered
-	// or its connection breaks first (Err zk.ErrConnectionClosed).
-	Request func(r Request)
+	// or its connection breaks first: op is the request's operation, named
+	// as in ZooKeeper's OpCode ("create", "delete", "exists", "getData",
+	// "setData", "getChildren2", "multi", "ping", "setWatches", ...), d the
+	// time from its write to its answer's read, err the error the server
+	// answered (zk.ErrNoNode, ...), nil for success, or
+	// zk.ErrConnectionClosed for a request never answered.
+	Request func(op string, d time.Duration, err error)
 	// Retry is called each time a recipe's request is sent again after a
 	// connection error (err).
 	Retry func(err error)
 	// Acquire is called when a recipe begins to acquire (a lock, a read or
-	// write side, semaphore leases, a leader's campaign); the context it
+	// write side, a semaphore lease, a leader's campaign); the context it
 	// returns is the one the acquire goes on with (for a span), and the
 	// function it returns, if not nil, is called once, when the acquire
-	// returns. Re-entering a reentrant lock the goroutine holds is not an
-	// acquire.
+	// returns. A semaphore's AcquireN(n) is n acquires; a leader's
+	// campaign is one, however many attempts it takes. Re-entering a
+	// reentrant lock the goroutine holds, and the read lease of a
+	// downgrade, are not acquires.
 	Acquire func(ctx context.Context, r Recipe) (context.Context, func(AcquireEnd))
 	// LeaseEnd is called once for every lease an acquire returned (a
 	// leader's term included), as its Done channel closes.
 	LeaseEnd func(r Recipe, e LeaseEnd)
-}
-
-// Request is one ZooKeeper request, for Hooks.Request.
-type Request struct {
-	// Op is the request's operation, named as in ZooKeeper's OpCode:
-	// "create", "delete", "exists", "getData", "setData", "getChildren2",
-	// "multi", "ping", "setWatches", ...
-	Op string
-	// Duration is from the request's write to its answer's read.
-	Duration time.Duration
-	// Err is the error the server answered (zk.ErrNoNode, ...), nil for
-	// success, or zk.ErrConnectionClosed for a request never answered.
-	Err error
 }
 
 // Recipe identifies what acquires or holds, for Hooks.Acquire and
@@ -75,9 +70,11 @@ type AcquireEnd struct {
 	// Err is nil when the acquire returned a lease, else the error it
 	// returned (recipes.ErrBusy, ctx's error, session.ErrLost, ...).
 	Err error
-	// Handoff, for an acquire that waited and then held at the deletion
-	// notice of the node it waited on, is the time from that notice to
-	// the grant (for a leader: its part of a failover); 0 otherwise.
+	// Handoff, for an acquire of a queue (mutex.New and NewReentrant,
+	// rwlock, leader) that waited and then held after the deletion notice
+	// of the node it waited on, is the time from the last such notice to
+	// the grant (for a leader: its part of a failover); 0 otherwise (a
+	// NonFair lock and a semaphore have no queue to measure).
 	Handoff time.Duration
 }
 
@@ -90,8 +87,9 @@ type LeaseEnd struct {
 	// ErrClosed.
 	Cause error
 	// Delay, for a lease ended by a suspension or a loss, is the time from
-	// the last answer heard from ZooKeeper (when the fault began, as far as
-	// the client can tell) to the lease's end; 0 for other causes.
+	// the last answer heard from ZooKeeper before the connection broke
+	// (when the fault began, as far as the client can tell) to the lease's
+	// end; 0 for other causes.
 	Delay time.Duration
 }
 
@@ -105,11 +103,7 @@ func WithHooks(h Hooks) Option {
 		if hc.State != nil {
 			zh.State = func(pub any, ev zksession.Event) { hc.State(pub.(*Session), publicEvent(ev)) }
 		}
-		if hc.Request != nil {
-			zh.Request = func(op string, d time.Duration, err error) {
-				hc.Request(Request{Op: op, Duration: d, Err: err})
-			}
-		}
+		zh.Request = hc.Request
 		zh.Retry = hc.Retry
 		return zksession.WithHooks(zh)(c)
 	}

@@ -25,10 +25,16 @@ type hookLog struct {
 	mu       sync.Mutex
 	states   []session.State
 	sessions []*session.Session
-	requests []session.Request
+	requests []request
 	retries  []error
 	acquires []string // "kind/name: outcome"
 	ends     []leaseEnd
+}
+
+type request struct {
+	op  string
+	d   time.Duration
+	err error
 }
 
 type leaseEnd struct {
@@ -44,10 +50,10 @@ func (h *hookLog) hooks() session.Hooks {
 			h.states = append(h.states, ev.State)
 			h.sessions = append(h.sessions, s)
 		},
-		Request: func(r session.Request) {
+		Request: func(op string, d time.Duration, err error) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			h.requests = append(h.requests, r)
+			h.requests = append(h.requests, request{op, d, err})
 		},
 		Retry: func(err error) {
 			h.mu.Lock()
@@ -79,7 +85,7 @@ func (h *hookLog) snapshot() hookLog {
 	return hookLog{
 		states:   append([]session.State(nil), h.states...),
 		sessions: append([]*session.Session(nil), h.sessions...),
-		requests: append([]session.Request(nil), h.requests...),
+		requests: append([]request(nil), h.requests...),
 		retries:  append([]error(nil), h.retries...),
 		acquires: append([]string(nil), h.acquires...),
 		ends:     append([]leaseEnd(nil), h.ends...),
@@ -133,6 +139,11 @@ func TestHooksStateNotCalledForFailedConnect(t *testing.T) {
 	if _, err := session.Connect(ctx, []string{deadAddr(t)}, session.WithHooks(h.hooks())); err == nil {
 		t.Fatal("Connect to a dead address succeeded")
 	}
+	// A host that does not resolve fails inside go-zookeeper's Connect;
+	// the hook's goroutine must not stay behind (TestMain checks leaks).
+	if _, err := session.Connect(ctx, []string{"no-such-host.invalid:2181"}, session.WithHooks(h.hooks())); err == nil {
+		t.Fatal("Connect to a host that does not resolve succeeded")
+	}
 	if st := h.snapshot().states; len(st) != 0 {
 		t.Fatalf("the State hook saw %v for a session Connect never returned", st)
 	}
@@ -175,15 +186,15 @@ func TestHooksRequestsAndRetries(t *testing.T) {
 	got := h.snapshot()
 	var noNode, lost, creates int
 	for _, r := range got.requests {
-		if r.Duration < 0 {
+		if r.d < 0 {
 			t.Errorf("request %v: negative duration", r)
 		}
 		switch {
-		case r.Op == "getData" && errors.Is(r.Err, zk.ErrNoNode):
+		case r.op == "getData" && errors.Is(r.err, zk.ErrNoNode):
 			noNode++
-		case strings.HasPrefix(r.Op, "create") && errors.Is(r.Err, zk.ErrConnectionClosed):
+		case strings.HasPrefix(r.op, "create") && errors.Is(r.err, zk.ErrConnectionClosed):
 			lost++
-		case strings.HasPrefix(r.Op, "create") && r.Err == nil:
+		case strings.HasPrefix(r.op, "create") && r.err == nil:
 			creates++
 		}
 	}
@@ -446,4 +457,126 @@ func TestHooksGauges(t *testing.T) {
 	if n := (*session.Session)(nil).PendingDeletes() + (*session.Session)(nil).Watches(); n != 0 {
 		t.Errorf("a nil Session reports %d", n)
 	}
+}
+
+// TestHooksAcquireCounts: AcquireN(3) is three acquires and three lease
+// ends; a re-entry of a reentrant lock is no acquire; a downgrade's read
+// lease is no acquire either (the write lease ends released).
+func TestHooksAcquireCounts(t *testing.T) {
+	var h hookLog
+	ns := zktest.NewNamespace(t)
+	s := hookedSession(t, ns.Servers(), ns, &h)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+
+	sem, err := semaphore.New(s, "/sem", 5, semaphore.WithName("batch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sem.Close()
+	ls, err := sem.AcquireN(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range ls {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	re, err := mutex.NewReentrant(s, "/re", mutex.WithName("re"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer re.Close()
+	outer, err := re.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := re.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = inner.Release(ctx)
+	_ = outer.Release(ctx)
+
+	rw, err := rwlock.New(s, "/rw", rwlock.WithName("down"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.Close()
+	wl, err := rw.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl, err := wl.Downgrade(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = rl.Release(ctx)
+
+	var got hookLog
+	zktest.Eventually(t, wait, func() bool {
+		got = h.snapshot()
+		return len(got.ends) >= 5
+	}, "lease ends not all reported")
+	want := []string{"semaphore/batch/5: acquired", "semaphore/batch/5: acquired", "semaphore/batch/5: acquired",
+		"mutex/re/0: acquired", "rwlock.write/down/0: acquired"}
+	if fmt.Sprint(got.acquires) != fmt.Sprint(want) {
+		t.Fatalf("acquires %q, want %q", got.acquires, want)
+	}
+	if len(got.ends) != 5 {
+		t.Fatalf("%d lease ends, want 5 (3 semaphore leases, the reentrant lock, the write lease): %v", len(got.ends), got.ends)
+	}
+	for _, e := range got.ends {
+		if !errors.Is(e.e.Cause, recipes.ErrReleased) {
+			t.Errorf("lease end of %s/%s: %v, want released", e.r.Kind, e.r.Name, e.e.Cause)
+		}
+	}
+}
+
+// TestHooksLossDelay: under SessionOnly a partitioned holder's lease ends
+// when the heal shows that its session expired; the reported delay runs
+// from the last answer heard before the partition, not from the reconnect
+// that brought the news.
+func TestHooksLossDelay(t *testing.T) {
+	var h hookLog
+	ns := zktest.NewNamespace(t)
+	p := ns.Proxy(t)
+	s := hookedSession(t, p.Servers(), ns, &h, session.WithLossPolicy(session.SessionOnly), session.WithSessionTimeout(4*time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	m, err := mutex.New(s, "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := p.Sessions()
+	partitioned := time.Now()
+	p.Partition()
+	zktest.Eventually(t, wait, func() bool { return s.State() == session.Suspended }, "the partition was never noticed")
+	if err := zktest.ExpireSession(ctx, ns.Servers(), creds[len(creds)-1]); err != nil {
+		t.Fatal(err)
+	}
+	p.Heal()
+	select {
+	case <-l.Done():
+	case <-time.After(wait):
+		t.Fatal("the lease never ended")
+	}
+	ended := time.Now()
+	if !errors.Is(l.Err(), session.ErrLost) {
+		t.Fatalf("lease ended with %v, want ErrLost", l.Err())
+	}
+	var got hookLog
+	zktest.Eventually(t, wait, func() bool { got = h.snapshot(); return len(got.ends) == 1 }, "no lease end reported")
+	e := got.ends[0].e
+	if min := ended.Sub(partitioned) - 100*time.Millisecond; e.Delay < min {
+		t.Fatalf("delay %v, want at least %v (the time from the partition to the end)", e.Delay, min)
+	}
+	t.Logf("partition to lease end %v, reported delay %v", ended.Sub(partitioned), e.Delay)
 }

@@ -22,14 +22,6 @@ func WithObserved(kind, name string) Option {
 	return func(c *config) error { c.kind, c.userName = kind, name; return nil }
 }
 
-// WithOwnLeaseEnds says that the recipe tells the LeaseEnd hook of its
-// leases' ends itself (ObserveEnd), as a leader does of its terms, whose end
-// may come before the engine lease's: Acquire's observation then reports
-// the acquire only.
-func WithOwnLeaseEnds() Option {
-	return func(c *config) error { c.ownEnds = true; return nil }
-}
-
 // Ended is what the LeaseEnd hook watches: an engine Lease, or a recipe's
 // lease or term over one.
 type Ended interface {
@@ -37,7 +29,7 @@ type Ended interface {
 	Err() error
 }
 
-// hooks returns the session's hooks, nil when none are set.
+// hooksOf returns the session's hooks, nil when none are set.
 func hooksOf(zs *zksession.Session) *session.Hooks {
 	if h := zs.Hooks(); h != nil {
 		if u, ok := h.User.(*session.Hooks); ok {
@@ -45,6 +37,19 @@ func hooksOf(zs *zksession.Session) *session.Hooks {
 		}
 	}
 	return nil
+}
+
+// AcquireObserved is Acquire observed by o (from ObserveAcquire, nil for
+// none) instead of by the Engine's own kind: for a recipe whose acquire is
+// more than one engine acquire (a leader's campaign). The caller ends o.
+func (e *Engine) AcquireObserved(ctx context.Context, d *Driver, data []byte, o *Observation) (*Lease, error) {
+	if ctx == nil {
+		return nil, e.errf(fmt.Errorf("%w: nil context", ErrBadArgument))
+	}
+	if err := checkDriver(d); err != nil {
+		return nil, e.errf(err)
+	}
+	return e.acquireAs(ctx, d, data, false, o)
 }
 
 // Observation is one acquire observed by the hooks (see ObserveAcquire).
@@ -76,8 +81,9 @@ func (e *Engine) ObserveAcquire(ctx context.Context, kind string, max int) (cont
 }
 
 // Done ends the observation: err is the acquire's error, ls its leases,
-// whose ends the LeaseEnd hook is told of (none with WithOwnLeaseEnds). A
-// nil observation does nothing.
+// whose ends the LeaseEnd hook is told of (a recipe whose leases are not
+// the engine's passes none and calls ObserveEnd). A nil observation does
+// nothing.
 func (o *Observation) Done(err error, ls ...Ended) {
 	if o == nil {
 		return
@@ -89,7 +95,7 @@ func (o *Observation) Done(err error, ls ...Ended) {
 		}
 		o.end(ae)
 	}
-	if err != nil || o.e.cfg.ownEnds {
+	if err != nil {
 		return
 	}
 	for _, l := range ls {
@@ -98,7 +104,8 @@ func (o *Observation) Done(err error, ls ...Ended) {
 }
 
 // ObserveEnd tells the LeaseEnd hook, if any, of x's end, as the lease of
-// an acquire of kind (see WithOwnLeaseEnds).
+// an acquire of kind (a leader's term, whose end may come before its engine
+// lease's).
 func (e *Engine) ObserveEnd(kind string, x Ended) {
 	if e.hooks != nil && e.hooks.LeaseEnd != nil {
 		e.observeEnd(x, session.Recipe{Kind: kind, Name: e.cfg.userName, Path: e.userPath})
@@ -126,7 +133,7 @@ func (e *Engine) observeEnd(x Ended, r session.Recipe) {
 	context.AfterFunc(x.Context(), func() {
 		le := session.LeaseEnd{Held: time.Since(start), Cause: x.Err()}
 		if errors.Is(le.Cause, zksession.ErrSuspended) || errors.Is(le.Cause, zksession.ErrLost) {
-			if heard := e.zs.LastHeard(); !heard.IsZero() {
+			if heard := e.zs.FaultHeard(); !heard.IsZero() {
 				le.Delay = max(0, time.Since(heard))
 			}
 		}

@@ -19,7 +19,6 @@ type config struct {
 	cleanupTimeout time.Duration
 	kind           string // see WithObserved
 	userName       string
-	ownEnds        bool // WithOwnLeaseEnds
 }
 
 func defaultConfig() config {

@@ -83,8 +83,17 @@ func (s *Session) NoteRetry(err error) {
 // (queued or in progress, not yet done or given up).
 func (s *Session) PendingDeletes() int { return int(s.gdPending.Load()) }
 
-// LastHeard returns when a server was last heard from (zero if never).
-func (s *Session) LastHeard() time.Time { return s.wire.lastHeard() }
+// FaultHeard returns when a server was last heard from before the last
+// established connection broke: as near to the start of the fault as the
+// client can tell (the reconnect that finds a session expired is heard
+// later). Before any break, it returns when a server was last heard from
+// (zero if never).
+func (s *Session) FaultHeard() time.Time {
+	if n := s.heardAtBreak.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return s.wire.lastHeard()
+}
 
 // opNames are ZooKeeper's request opcodes, named as the Java server's OpCode
 // constants.

@@ -95,6 +95,9 @@ type Session struct {
 	hookOnce sync.Once
 	hookPub  any
 	hookDrop bool
+	// heardAtBreak is when the server was last heard from (unix
+	// nanoseconds) as the last established connection broke (FaultHeard).
+	heardAtBreak atomic.Int64
 }
 
 // zkEvent is a session event as recorded by the callback.
@@ -183,7 +186,6 @@ func connect(ctx context.Context, servers []string, opts []Option) (*Session, er
 	if h := cfg.hooks; h != nil && h.Request != nil {
 		s.wire.onRequest = h.Request
 	}
-	s.startStateHook()
 	s.wire.tls = cfg.tls
 	s.wire.handshakeLimit = handshakeBound(cfg.sessionTimeout, len(srv))
 	// Until the first session the lease context is canceled: nothing is held.
@@ -200,6 +202,8 @@ func connect(ctx context.Context, servers []string, opts []Option) (*Session, er
 	// the callback sees all of them. It is closed when go-zookeeper's main
 	// goroutine exits, which Close waits for.
 	s.zkDone = events
+	// Before the state goroutine runs: the hook sees the first Connected.
+	s.startStateHook()
 	s.wg.Add(1)
 	go s.run()
 	go s.runDeletes()
@@ -405,6 +409,9 @@ func (s *Session) onEvent(ev zk.Event) {
 func (s *Session) connBroken() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.connUp {
+		s.heardAtBreak.Store(s.wire.lastRead.Load())
+	}
 	if s.connUp && !s.closing && s.epoch != nil && s.epoch.live() {
 		s.leaseStop(causeErr(ErrSuspended, s.epoch.id))
 	}

@@ -13,7 +13,9 @@
 //
 // # Metrics
 //
-// Durations are in seconds. Attributes are bounded: the recipe's kind
+// Durations are in seconds. An acquire of n semaphore leases (AcquireN)
+// counts as n acquires; a leader's campaign is one acquire, however many
+// attempts it takes. Attributes are bounded: the recipe's kind
 // (zkrecipes.kind: mutex, rwlock.read, rwlock.write, semaphore, leader) and
 // the name given with its package's WithName (zkrecipes.name, "" if none),
 // never its path, which would make a series per key.
@@ -25,10 +27,10 @@
 //	zkrecipes.request.duration           histogram   zkrecipes.op (getData, create, multi, ping, ...), error.type (NONODE, CONNECTIONLOSS, ...; absent on success)
 //	zkrecipes.request.retries            counter     error.type
 //	zkrecipes.acquire.duration           histogram   kind, name, zkrecipes.outcome: acquired, busy, canceled, deadline, error
-//	zkrecipes.acquire.handoff            histogram   kind, name: from the deletion notice of the node waited on to the grant (a leader's part of a failover)
-//	zkrecipes.lease.duration             histogram   kind, name, zkrecipes.outcome: released, deleted, suspended, lost, closed (a leader's term length)
+//	zkrecipes.acquire.handoff.duration   histogram   kind, name: from the deletion notice of the node waited on to the grant (a leader's part of a failover)
+//	zkrecipes.lease.duration             histogram   kind, name, zkrecipes.outcome: released, deleted, suspended, lost, closed, error (a leader's term length)
 //	zkrecipes.lease.loss.delay           histogram   kind, name, outcome (suspended, lost): from the last answer heard to the holder told
-//	zkrecipes.leases.held                updown      kind, name: leases this process holds
+//	zkrecipes.lease.active               updown      kind, name: leases this process holds
 //	zkrecipes.semaphore.max              gauge       name: a semaphore's fixed maximum
 //	zkrecipes.leader.changes             counter     name, zkrecipes.outcome: gained, lost
 //
@@ -39,7 +41,7 @@
 // outcome, handoff; an error status for an outcome "error").
 // "zkrecipes.lease <kind>" covers each lease from its grant to its end, and is
 // recorded when it ends (attributes: kind, name, path, cause, held time,
-// loss delay; an error status unless released).
+// loss delay; an error status unless released or closed).
 //
 // # Cost
 //

@@ -42,8 +42,11 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 
 // Hooks returns session hooks that record the metrics and spans listed in
 // the package documentation. Pass them to session.Connect with
-// session.WithHooks; one value may serve several sessions. The error is
-// the meter's, if it refuses an instrument.
+// session.WithHooks. Call it once per meter provider and give the value to
+// every session: each call registers the session gauges' callback with the
+// meter for the provider's life, and two values on one provider would each
+// report only their own sessions under the same names. The error is the
+// meter's, if it refuses an instrument.
 func Hooks(opts ...Option) (session.Hooks, error) {
 	c := config{}
 	for _, o := range opts {
@@ -117,7 +120,7 @@ func newRecorder(c config) (*recorder, error) {
 		}
 	}
 	var err error
-	r.transitions, err = m.Int64Counter("zkrecipes.session.transitions",
+	r.transitions, err = m.Int64Counter("zkrecipes.session.transitions", metric.WithUnit("{transition}"),
 		metric.WithDescription("Session state transitions, by state entered."))
 	add(err)
 	r.suspended, err = m.Float64Histogram("zkrecipes.session.suspended.duration", metric.WithUnit("s"),
@@ -128,14 +131,14 @@ func newRecorder(c config) (*recorder, error) {
 		metric.WithDescription("ZooKeeper requests, by operation and error, from write to answer."),
 		metric.WithExplicitBucketBoundaries(requestBuckets...))
 	add(err)
-	r.retries, err = m.Int64Counter("zkrecipes.request.retries",
+	r.retries, err = m.Int64Counter("zkrecipes.request.retries", metric.WithUnit("{retry}"),
 		metric.WithDescription("Recipe requests sent again after a connection error."))
 	add(err)
 	r.acquireWait, err = m.Float64Histogram("zkrecipes.acquire.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time acquires waited, by recipe kind, name and outcome (acquired, busy, canceled, deadline, error)."),
 		metric.WithExplicitBucketBoundaries(waitBuckets...))
 	add(err)
-	r.handoff, err = m.Float64Histogram("zkrecipes.acquire.handoff", metric.WithUnit("s"),
+	r.handoff, err = m.Float64Histogram("zkrecipes.acquire.handoff.duration", metric.WithUnit("s"),
 		metric.WithDescription("For acquires that held on the deletion notice of the node they waited on: the time from that notice to the grant (a leader's part of a failover)."),
 		metric.WithExplicitBucketBoundaries(requestBuckets...))
 	add(err)
@@ -147,19 +150,19 @@ func newRecorder(c config) (*recorder, error) {
 		metric.WithDescription("For leases ended by a suspension or a session loss: the time from the last answer heard from ZooKeeper to the holder being told."),
 		metric.WithExplicitBucketBoundaries(waitBuckets...))
 	add(err)
-	r.leases, err = m.Int64UpDownCounter("zkrecipes.leases.held",
+	r.leases, err = m.Int64UpDownCounter("zkrecipes.lease.active", metric.WithUnit("{lease}"),
 		metric.WithDescription("Leases held now by this process, by recipe kind and name."))
 	add(err)
 	r.semaphoreMax, err = m.Int64Gauge("zkrecipes.semaphore.max",
 		metric.WithDescription("The fixed maximum of a semaphore's leases, by name, as of its last acquire."))
 	add(err)
-	r.leaderChanges, err = m.Int64Counter("zkrecipes.leader.changes",
+	r.leaderChanges, err = m.Int64Counter("zkrecipes.leader.changes", metric.WithUnit("{change}"),
 		metric.WithDescription("Leadership gained and lost by this process, by election name and change (gained, lost)."))
 	add(err)
-	r.pendingDeletes, err = m.Int64ObservableGauge("zkrecipes.session.pending_deletes",
+	r.pendingDeletes, err = m.Int64ObservableGauge("zkrecipes.session.pending_deletes", metric.WithUnit("{delete}"),
 		metric.WithDescription("Deletes the session's guaranteed-delete queue holds."))
 	add(err)
-	r.watches, err = m.Int64ObservableGauge("zkrecipes.session.watches",
+	r.watches, err = m.Int64ObservableGauge("zkrecipes.session.watches", metric.WithUnit("{watch}"),
 		metric.WithDescription("Watches the session's recipes have set and not yet seen fire."))
 	add(err)
 	if len(errs) > 0 {
@@ -220,8 +223,8 @@ func (r *recorder) state(s *session.Session, ev session.Event) {
 	}
 }
 
-func (r *recorder) request(q session.Request) {
-	r.requests.Record(context.Background(), q.Duration.Seconds(), r.opt(attrKey{op: q.Op, errType: errorType(q.Err)}).rec...)
+func (r *recorder) request(op string, d time.Duration, err error) {
+	r.requests.Record(context.Background(), d.Seconds(), r.opt(attrKey{op: op, errType: errorType(err)}).rec...)
 }
 
 func (r *recorder) retry(err error) {
@@ -287,7 +290,7 @@ func (r *recorder) leaseEnd(rc session.Recipe, e session.LeaseEnd) {
 	if e.Delay > 0 {
 		span.SetAttributes(attribute.Float64("zkrecipes.loss_delay_s", e.Delay.Seconds()))
 	}
-	if cause != "released" {
+	if cause != "released" && cause != "closed" {
 		span.SetStatus(codes.Error, e.Cause.Error())
 	}
 	span.End(trace.WithTimestamp(now))
@@ -340,29 +343,36 @@ func (r *recorder) opt(k attrKey) *opts {
 // internalSpan is the start option of an acquire's span, made once.
 var internalSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
 
-// Span names by kind, made once.
-var (
-	kinds       = []string{"mutex", "rwlock.read", "rwlock.write", "semaphore", "leader"}
-	acquireName = map[string]string{}
-	leaseName   = map[string]string{}
-)
-
-func init() {
-	for _, k := range kinds {
-		acquireName[k], leaseName[k] = "zkrecipes.acquire "+k, "zkrecipes.lease "+k
-	}
-}
-
+// acquireSpan and leaseSpan name a kind's spans (constants for the known
+// kinds: no allocation per span).
 func acquireSpan(kind string) string {
-	if n, ok := acquireName[kind]; ok {
-		return n
+	switch kind {
+	case "mutex":
+		return "zkrecipes.acquire mutex"
+	case "rwlock.read":
+		return "zkrecipes.acquire rwlock.read"
+	case "rwlock.write":
+		return "zkrecipes.acquire rwlock.write"
+	case "semaphore":
+		return "zkrecipes.acquire semaphore"
+	case "leader":
+		return "zkrecipes.acquire leader"
 	}
 	return "zkrecipes.acquire " + kind
 }
 
 func leaseSpan(kind string) string {
-	if n, ok := leaseName[kind]; ok {
-		return n
+	switch kind {
+	case "mutex":
+		return "zkrecipes.lease mutex"
+	case "rwlock.read":
+		return "zkrecipes.lease rwlock.read"
+	case "rwlock.write":
+		return "zkrecipes.lease rwlock.write"
+	case "semaphore":
+		return "zkrecipes.lease semaphore"
+	case "leader":
+		return "zkrecipes.lease leader"
 	}
 	return "zkrecipes.lease " + kind
 }

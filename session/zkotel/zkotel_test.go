@@ -95,12 +95,12 @@ func histCount(t *testing.T, ms map[string]metricdata.Aggregation, name string, 
 	return n, maxv
 }
 
-// sumOf sums the int64 sum points matching want.
+// sumOf sums the int64 sum points matching want; the metric must exist.
 func sumOf(t *testing.T, ms map[string]metricdata.Aggregation, name string, want map[string]string) int64 {
 	t.Helper()
 	s, ok := ms[name].(metricdata.Sum[int64])
 	if !ok {
-		return 0
+		t.Fatalf("no int64 sum named %s among %d metrics", name, len(ms))
 	}
 	var n int64
 	for _, p := range s.DataPoints {
@@ -170,7 +170,7 @@ func TestPartitionRecordsSuspensionAndLoss(t *testing.T) {
 	if n := sumOf(t, ms, "zkrecipes.session.transitions", map[string]string{"zkrecipes.state": "Suspended"}); n != 1 {
 		t.Errorf("%d Suspended transitions, want 1", n)
 	}
-	if n := sumOf(t, ms, "zkrecipes.leases.held", map[string]string{"zkrecipes.kind": "mutex"}); n != 0 {
+	if n := sumOf(t, ms, "zkrecipes.lease.active", map[string]string{"zkrecipes.kind": "mutex"}); n != 0 {
 		t.Errorf("leases held %d after the loss, want 0", n)
 	}
 	var leaseSpan sdktrace.ReadOnlySpan
@@ -252,7 +252,7 @@ func TestFailoverRecordsLeadership(t *testing.T) {
 	if n, _ := histCount(t, ms, "zkrecipes.lease.duration", map[string]string{"zkrecipes.kind": "leader", "zkrecipes.outcome": "closed"}); n != 1 {
 		t.Errorf("%d terms ended by the close, want 1", n)
 	}
-	if n, _ := histCount(t, ms, "zkrecipes.acquire.handoff", map[string]string{"zkrecipes.kind": "leader"}); n != 1 {
+	if n, _ := histCount(t, ms, "zkrecipes.acquire.handoff.duration", map[string]string{"zkrecipes.kind": "leader"}); n != 1 {
 		t.Errorf("%d leader handoffs, want 1", n)
 	}
 }
@@ -318,7 +318,7 @@ func TestCountsMatchContendedRun(t *testing.T) {
 	if got != uint64(acquired) || busyGot != uint64(busy) {
 		t.Errorf("recorded %d acquired and %d busy, the run saw %d and %d", got, busyGot, acquired, busy)
 	}
-	if h := sumOf(t, ms, "zkrecipes.leases.held", map[string]string{"zkrecipes.name": "counted"}); h != 0 {
+	if h := sumOf(t, ms, "zkrecipes.lease.active", map[string]string{"zkrecipes.name": "counted"}); h != 0 {
 		t.Errorf("leases held %d after every release, want 0", h)
 	}
 	if n, _ := histCount(t, ms, "zkrecipes.request.duration", map[string]string{"zkrecipes.op": "create"}); n < uint64(acquired) {

@@ -30,6 +30,15 @@ func Recipes() []string {
 // exclusive hold: the semaphore's three holders have nothing to fence).
 func guarded(recipe string) bool { return recipe != RecipeSemaphore }
 
+// commits reports whether holders of recipe also write with their lease's
+// Commit (a write guarded by the server's check of the lease's node): every
+// fenced recipe but the non-fair lock, whose node name every holder shares.
+func commits(recipe string) bool { return guarded(recipe) && recipe != RecipeNonFair }
+
+// commitSuffix names the resource of the guarded commits, and their writes'
+// recipe in the report ("mutex+commit").
+const commitSuffix = "+commit"
+
 // Interval is one hold as its holder saw it: from the moment the acquire
 // returned (or leader work started) to the moment the holder stopped (just
 // before its release call, or when it noticed Done). Times are monotonic

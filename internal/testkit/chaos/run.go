@@ -71,6 +71,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				return nil, err
 			}
 		}
+		if commits(rc) {
+			if err := r.obs.ensure(cfg.Root+"-guard/"+rc+commitSuffix, []byte("0")); err != nil {
+				return nil, err
+			}
+		}
 	}
 	mctx, mcancel := context.WithTimeout(ctx, 30*time.Second)
 	r.mem, err = dialMembers(mctx, r.ens.Servers())

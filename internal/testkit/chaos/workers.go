@@ -13,6 +13,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/zksession"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/session"
@@ -133,6 +134,7 @@ func (w *workers) hold(c *client, rng *rand.Rand, iv *Interval, l lease, extra f
 	fenced := guarded(iv.Recipe) && iv.Write
 	if fenced {
 		w.guardWrite(c, iv, l)
+		w.commitWrite(iv, l)
 	}
 	if extra != nil {
 		extra()
@@ -148,6 +150,7 @@ func (w *workers) hold(c *client, rng *rand.Rand, iv *Interval, l lease, extra f
 	}
 	if fenced && !shutdown {
 		w.guardWrite(c, iv, l)
+		w.commitWrite(iv, l)
 	}
 	select {
 	case <-l.Done():
@@ -202,6 +205,39 @@ func (w *workers) guardWrite(c *client, iv *Interval, l lease) {
 		break
 	}
 	rec.LeaseLive = ctx.Err() == nil
+	w.rec.write(rec)
+}
+
+// committer is a lease that can commit writes guarded by its node.
+type committer interface {
+	Commit(ctx context.Context, ops ...any) ([]zk.MultiResponse, error)
+}
+
+// commitWrite writes the holder's token with the lease's Commit: an
+// unconditional setData of the commit resource, guarded only by the server's
+// check of the lease's node. checkWrites then finds a stale commit as a
+// token lower than one committed before it. The ctx is not the lease's: a
+// holder that believes it holds after its node is gone (node watch not yet
+// set, a session expired while cut off) must be stopped by the server, and
+// a commit is not retried (its outcome may be unknown).
+func (w *workers) commitWrite(iv *Interval, l lease) {
+	cl, ok := l.(committer)
+	if !ok || !commits(iv.Recipe) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	rec := Write{Interval: iv.ID, Recipe: iv.Recipe + commitSuffix, Token: iv.Token, At: w.rec.now()}
+	res, err := cl.Commit(ctx, &zk.SetDataRequest{Path: w.guardPath(iv.Recipe) + commitSuffix, Data: []byte(strconv.FormatInt(iv.Token, 10)), Version: -1})
+	switch {
+	case err == nil:
+		rec.Accepted, rec.Version = true, res[0].Stat.Version
+	case errors.Is(err, recipes.ErrNotHeld):
+		rec.Refused = true
+	default:
+		rec.Err = err.Error()
+	}
+	rec.LeaseLive = l.Err() == nil
 	w.rec.write(rec)
 }
 
@@ -298,7 +334,7 @@ func (w *workers) runRWLock(c *client, seed int64) error {
 			w.pause(rng)
 			continue
 		}
-		lost := w.hold(c, rng, w.begin(c, recipe, name, true, &wl.Lease, a), &wl.Lease, nil)
+		lost := w.hold(c, rng, w.begin(c, recipe, name, true, wl, a), wl, nil)
 		if lost || rng.Intn(4) != 0 || w.stop.Err() != nil {
 			w.release("rwlock.Release(write)", name, wl.Release)
 			w.pause(rng)

@@ -52,7 +52,7 @@ func TestScrapeShowsLockWaits(t *testing.T) {
 		}
 		return false
 	}, "no acquisitions in the lock wait histogram at %s", url)
-	for _, want := range []string{"zkrecipes_acquire_duration_seconds_bucket{", "zkrecipes_request_duration_seconds_bucket{", "zkrecipes_leases_held"} {
+	for _, want := range []string{"zkrecipes_acquire_duration_seconds_bucket{", "zkrecipes_request_duration_seconds_bucket{", "zkrecipes_lease_active"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("scrape lacks %s", want)
 		}
