@@ -363,9 +363,12 @@ func TestPartitionShortCtx(t *testing.T) {
 				}
 				p.Heal()
 				rec.Wait(t, wait, session.Reconnected)
+				// The holder's node may have gone too, if a loaded machine
+				// made its short session look lost: only the waiter's
+				// nodes matter here.
 				zktest.Eventually(t, wait, func() bool {
 					ks := nodes(t, raw, ns)
-					return len(ks) == 1 && ks[0] == hl.Node()
+					return len(ks) == 0 || len(ks) == 1 && ks[0] == hl.Node()
 				}, "the waiter's node is left behind")
 				if err := hl.Release(ctx); err != nil {
 					t.Fatal(err)
