@@ -2,6 +2,7 @@ package zkotel_test
 
 import (
 	"context"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -74,51 +75,88 @@ func benchMutexes(b *testing.B, ns *zktest.Namespace, n int, opts []session.Opti
 	return ms
 }
 
-// BenchmarkContendedLock: 8 sessions contend for one mutex, each looping
-// Lock, a counter increment, Release (examples/lockload's contended
-// workload); ns/op is per lock.
-func BenchmarkContendedLock(b *testing.B) {
-	for _, v := range variants {
-		b.Run(v, func(b *testing.B) {
-			ns := zktest.NewNamespace(b)
-			ms := benchMutexes(b, ns, 8, benchHooks(b, v))
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			defer cancel()
-			var left atomic.Int64
-			left.Store(int64(b.N))
-			counter := 0
-			var wg sync.WaitGroup
-			errs := make(chan error, len(ms))
-			b.ResetTimer()
-			for _, m := range ms {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for left.Add(-1) >= 0 {
-						l, err := m.Lock(ctx)
-						if err != nil {
-							errs <- err
-							return
-						}
-						counter++
-						if err := l.Release(ctx); err != nil {
-							errs <- err
-							return
-						}
-					}
-				}()
+// runContended runs n Lock+counter+Release cycles over ms from one
+// goroutine per mutex and returns the time they took.
+func runContended(b *testing.B, ms []*mutex.Mutex, n int) time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var left atomic.Int64
+	left.Store(int64(n))
+	counter := 0
+	var wg sync.WaitGroup
+	errs := make(chan error, len(ms))
+	start := time.Now()
+	for _, m := range ms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for left.Add(-1) >= 0 {
+				l, err := m.Lock(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				counter++
+				if err := l.Release(ctx); err != nil {
+					errs <- err
+					return
+				}
 			}
-			wg.Wait()
-			b.StopTimer()
-			close(errs)
-			for err := range errs {
-				b.Fatal(err)
-			}
-			if counter != b.N {
-				b.Fatalf("counter %d after %d locks: two holders at once", counter, b.N)
-			}
-		})
+		}()
 	}
+	wg.Wait()
+	d := time.Since(start)
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	if counter != n {
+		b.Fatalf("counter %d after %d locks: two holders at once", counter, n)
+	}
+	return d
+}
+
+// BenchmarkContendedLock: 8 sessions per variant contend for one mutex,
+// each looping Lock, a counter increment, Release (examples/lockload's
+// contended workload). The variants take turns, in a rotating order, for 5
+// rounds of b.N/5 locks each, so that the machine's load moves them alike;
+// it reports each variant's µs per lock (the median of the rounds) and its
+// ratio to nohooks in the same round (the median).
+func BenchmarkContendedLock(b *testing.B) {
+	const rounds = 5
+	sets := map[string][]*mutex.Mutex{}
+	for _, v := range variants {
+		sets[v] = benchMutexes(b, zktest.NewNamespace(b), 8, benchHooks(b, v))
+	}
+	per := max(b.N/rounds, 1)
+	took := map[string][]float64{}
+	ratio := map[string][]float64{}
+	b.ResetTimer()
+	for r := 0; r < rounds; r++ {
+		round := map[string]float64{}
+		for i := range variants {
+			v := variants[(i+r)%len(variants)]
+			round[v] = float64(runContended(b, sets[v], per).Microseconds()) / float64(per)
+			took[v] = append(took[v], round[v])
+		}
+		for _, v := range variants {
+			ratio[v] = append(ratio[v], round[v]/round["nohooks"])
+		}
+	}
+	b.StopTimer()
+	for _, v := range variants {
+		b.ReportMetric(median(took[v]), "µs/lock:"+v)
+		if v != "nohooks" {
+			b.ReportMetric(median(ratio[v]), "time-ratio:"+v)
+		}
+	}
+}
+
+// median returns the median of xs.
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
 }
 
 // BenchmarkUncontendedLock: one session, Lock and Release in a loop;
