@@ -204,13 +204,14 @@ func (c *core) run(sub *zksession.Subscription[zksession.Event]) {
 	}
 }
 
-// absent reports whether what the cache watches is missing: then no watch
-// fires at its creation, and run polls.
+// absent reports whether what the cache watches was missing at its last
+// read: then no watch fires at its creation, and run polls.
 func (c *core) absent(st *loop) bool {
 	if c.kids {
 		return st.pw == nil
 	}
-	return c.watchers[""] == nil
+	_, ok := c.get("")
+	return !ok
 }
 
 // sleep waits d; false when the cache is closed first.
@@ -231,7 +232,7 @@ func (c *core) step(ep *zksession.Epoch, st *loop) error {
 	if st.full {
 		// Marks made before now are covered by the reload; those made during
 		// it are newer than its reads and stay.
-		c.takeDirty()
+		c.forgetFired(c.takeDirty())
 		if err := c.reload(ep, st); err != nil {
 			return err
 		}
@@ -244,10 +245,9 @@ func (c *core) step(ep *zksession.Epoch, st *loop) error {
 		}
 		st.relist = false
 	}
-	for name, w := range c.takeDirty() {
-		if c.watchers[name] == w {
-			delete(c.watchers, name)
-		}
+	dirty := c.takeDirty()
+	c.forgetFired(dirty)
+	for name := range dirty {
 		n, ok, err := c.read(ep, name)
 		if err != nil {
 			return err
@@ -255,6 +255,16 @@ func (c *core) step(ep *zksession.Epoch, st *loop) error {
 		c.apply(name, n, ok)
 	}
 	return nil
+}
+
+// forgetFired forgets the watches that fired: their goroutines have
+// exited.
+func (c *core) forgetFired(fired map[string]*zksession.Watch) {
+	for name, w := range fired {
+		if c.watchers[name] == w {
+			delete(c.watchers, name)
+		}
+	}
 }
 
 // reload reads everything again and reports the differences.
