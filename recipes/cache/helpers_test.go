@@ -2,7 +2,6 @@ package cache_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -30,12 +29,6 @@ const convergeBound = 20 * time.Second
 // longSession is the timeout of a session that a test keeps away from the
 // server for a while without losing it.
 var longSession = session.WithSessionTimeout(10 * time.Second)
-
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 func newNode(t testing.TB, s *session.Session, p string, opts ...cache.Option) *cache.NodeCache {
 	t.Helper()
