@@ -74,6 +74,9 @@ func TestChaos(t *testing.T) {
 			t.Errorf("no acquisition of %s: the run did not exercise it", key)
 		}
 	}
+	if rep.CacheRounds != rep.Rounds {
+		t.Errorf("the caches were compared with the server at the end of %d rounds of %d", rep.CacheRounds, rep.Rounds)
+	}
 	if len(rep.Violations) > 0 {
 		t.Errorf("%d violations (seed %d, replay with ZKRECIPES_CHAOS_SEED=%d); see the report", len(rep.Violations), rep.Seed, rep.Seed)
 	}

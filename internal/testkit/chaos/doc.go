@@ -21,7 +21,11 @@
 //     downgraded to a read with WriteLease.Downgrade;
 //   - semaphore.New with a maximum of 3 (SemaphoreMax);
 //   - leader.Run, whose work lasts 1 to 1.6 s (a term of a second or more does
-//     not make Run pause before campaigning again).
+//     not make Run pause before campaigning again);
+//   - a cache.NewChildren of Root+"-cache" and a cache.NewNode of
+//     Root+"-cache-flag", which the observer changes (creates, writes,
+//     deletes, a delete and a create at once, every 10 to 60 ms from an RNG
+//     of its own) while each round's fault is held.
 //
 // A worker acquires with a ctx of 0.2 to 2 session timeouts (so some acquires
 // time out while queued), holds for 10 to 150 ms (the leader's work: its
@@ -131,6 +135,13 @@
 //     3 s after the hold on it ended (or after the heal of a fault that hit
 //     its session and was under way then: a frozen ensemble leader deletes
 //     nothing) blocks every other holder until its session ends: a violation.
+//   - Caches converge: at the end of every round, after the heal and the
+//     pause, every session's caches match the server (read by the observer
+//     after a sync: the same children, data, czxid and mzxid) within 15 s;
+//     at the end of the run each cache's events, replayed from nothing, are
+//     consistent (Added of a node not held, Updated of the same incarnation
+//     with a later write, Removed of the node held, one Initialized) and
+//     give its copy.
 //   - Nothing left behind: once every session is closed, no node exists below
 //     any recipe path (read by the observer, waiting up to 20 s for the
 //     server), and, once the observers are closed too, runtime.NumGoroutine

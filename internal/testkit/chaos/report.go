@@ -64,6 +64,11 @@ type Report struct {
 	GoroutinesBaseline   int
 	GoroutinesAfter      int
 	SessionCloseMax      time.Duration
+	// CacheRounds is the number of rounds at whose end the caches were
+	// compared with the server, and CacheConverge how long they took to
+	// match it.
+	CacheRounds   int
+	CacheConverge Dist
 
 	overlapped map[int]bool // interval IDs that another hold began during
 }
@@ -268,6 +273,8 @@ func (r *Report) String() string {
 			p("  %-28s %6d  %s", op, m[k], k)
 		}
 	}
+	p("caches (a children and a node cache per session): compared with the server at the end of %d rounds; time to match: %s",
+		r.CacheRounds, r.CacheConverge)
 	p("after close: %d nodes left, goroutines %d (baseline %d), slowest session Close %s",
 		r.LeftNodes, r.GoroutinesAfter, r.GoroutinesBaseline, ms(r.SessionCloseMax))
 	return b.String()

@@ -185,6 +185,14 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 		r.clients = append(r.clients, c)
 	}
 
+	caches, err := startCaches(r.obs, r.clients, cfg.Root)
+	if err != nil {
+		return fail(err)
+	}
+	cacheRNG := rand.New(rand.NewSource(cfg.Seed + 1)) // apart from the faults' RNG: the schedule replays as before
+	var cacheTook []time.Duration
+	var cacheBad []Violation
+
 	stopObs := make(chan struct{})
 	var obsWG sync.WaitGroup
 	obsWG.Add(2)
@@ -228,7 +236,11 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 	div := &divergences{seen: map[string]*Divergence{}}
 	for round := 1; round <= cfg.Rounds && ctx.Err() == nil; round++ {
 		p := drawPlan(rng, cfg)
+		stopChurn, churned := make(chan struct{}), make(chan struct{})
+		go func() { defer close(churned); caches.churn(r.obs, cacheRNG, stopChurn) }()
 		f, err := r.inject(ctx, round, p)
+		close(stopChurn)
+		<-churned
 		r.rec.fault(f)
 		rounds = round
 		if cfg.Verbose {
@@ -251,6 +263,15 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 			}
 			div.observe(r.rec.now(), dir, r.mem.view(dir, 2*time.Second))
 		}
+		took, bad := caches.converge(ctx, r.obs)
+		cacheTook = append(cacheTook, took)
+		for _, b := range bad {
+			cacheBad = append(cacheBad, Violation{Kind: "cache not converged", Recipe: "cache", At: r.rec.now(),
+				Detail: fmt.Sprintf("round %d (%s): %s, %v after the round", round, f.Kind, b, cacheConverge)})
+		}
+	}
+	for _, b := range caches.replayCheck() {
+		cacheBad = append(cacheBad, Violation{Kind: "cache events", Recipe: "cache", At: r.rec.now(), Detail: b})
 	}
 
 	owners := map[int64]int{}
@@ -271,6 +292,7 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 	case <-time.After(60 * time.Second):
 		hung = true
 	}
+	caches.close()
 	closeTimes := closeSessions()
 	if hung {
 		<-joined // Close ends every lease and wait: the workers return now
@@ -291,6 +313,8 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 	checkServer(rep, ivs, server)
 	checkOrphans(rep, ivs, faults, firsts, owners)
 	rep.Diverged = div.persistent()
+	rep.CacheRounds, rep.CacheConverge = len(cacheTook), distOf(cacheTook)
+	rep.Violations = append(rep.Violations, cacheBad...)
 	if hung {
 		rep.addViolation("workers did not stop", "", 0, "a worker was still blocked 60s after the run stopped (its calls' ctx had ended)")
 	}

@@ -9,6 +9,7 @@ import (
 // machinery.
 const (
 	libraryBudget = 250
+	cacheBudget   = 40
 	zktestBudget  = 110
 )
 
@@ -28,6 +29,21 @@ func TestSurfaceWithinBudget(t *testing.T) {
 	}
 	if total > libraryBudget {
 		t.Errorf("library packages export %d identifiers, over the budget of %d", total, libraryBudget)
+	}
+	cacheTotal := 0
+	for _, dir := range cachePackages {
+		names, err := exported(filepath.Join(root, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(names) == 0 {
+			t.Fatalf("%s: no exported names found: the count is not reading the package", dir)
+		}
+		t.Logf("%-10s %d", dir, len(names))
+		cacheTotal += len(names)
+	}
+	if cacheTotal > cacheBudget {
+		t.Errorf("cache packages export %d identifiers, over the budget of %d", cacheTotal, cacheBudget)
 	}
 	names, err := exported(filepath.Join(root, "zktest"))
 	if err != nil {

@@ -6,7 +6,8 @@
 //	session                                the public session
 //	recipes                                the vocabulary every recipe shares
 //	internal/engine                        the engine behind the recipes
-//	mutex, rwlock, semaphore, leader       the recipes (never each other)
+//	mutex, rwlock, semaphore, leader,      the recipes (never each other)
+//	recipes/cache
 //	zktest                                 real ZooKeeper for tests and demos
 //	internal/testkit/...                   test tooling (chaos run, Curator programs)
 //	examples/..., cmd/..., internal/tools/...

@@ -1,0 +1,315 @@
+package cache_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/recipes/cache"
+	"github.com/zkrecipes/zkrecipes/session"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// wait bounds every wait on something that should happen promptly.
+const wait = 15 * time.Second
+
+// convergeBound is the bound the tests state for a cache to match the
+// server once its connection is allowed back: go-zookeeper's reconnect
+// (about 1 s), the session's Reconnected, one reload, and a wide margin for
+// a busy machine.
+const convergeBound = 20 * time.Second
+
+// longSession is the timeout of a session that a test keeps away from the
+// server for a while without losing it.
+var longSession = session.WithSessionTimeout(10 * time.Second)
+
+func newNode(t testing.TB, s *session.Session, p string, opts ...cache.Option) *cache.NodeCache {
+	t.Helper()
+	c, err := cache.NewNode(s, p, opts...)
+	if err != nil {
+		t.Fatalf("NewNode: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func newChildren(t testing.TB, s *session.Session, p string, opts ...cache.Option) *cache.ChildrenCache {
+	t.Helper()
+	c, err := cache.NewChildren(s, p, opts...)
+	if err != nil {
+		t.Fatalf("NewChildren: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// recorder collects a cache's events until its channel closes.
+type recorder struct {
+	mu     sync.Mutex
+	evs    []cache.Event
+	more   chan struct{} // closed and replaced at each event
+	closed chan struct{} // the channel was closed
+}
+
+func record(ch <-chan cache.Event) *recorder {
+	r := &recorder{more: make(chan struct{}), closed: make(chan struct{})}
+	go func() {
+		defer close(r.closed)
+		for ev := range ch {
+			r.mu.Lock()
+			r.evs = append(r.evs, ev)
+			close(r.more)
+			r.more = make(chan struct{})
+			r.mu.Unlock()
+		}
+	}()
+	return r
+}
+
+func (r *recorder) events() []cache.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]cache.Event(nil), r.evs...)
+}
+
+// waitFor waits until cond holds for the events recorded so far.
+func (r *recorder) waitFor(t testing.TB, d time.Duration, what string, cond func([]cache.Event) bool) []cache.Event {
+	t.Helper()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		r.mu.Lock()
+		evs := append([]cache.Event(nil), r.evs...)
+		more := r.more
+		r.mu.Unlock()
+		if cond(evs) {
+			return evs
+		}
+		select {
+		case <-more:
+		case <-r.closed:
+			if !cond(r.events()) {
+				t.Fatalf("events closed before %s; got %s", what, fmtEvents(evs))
+			}
+		case <-deadline.C:
+			t.Fatalf("no %s within %v; got %s", what, d, fmtEvents(evs))
+		}
+	}
+}
+
+// waitClosed waits for the events channel to be closed.
+func (r *recorder) waitClosed(t testing.TB, d time.Duration) {
+	t.Helper()
+	select {
+	case <-r.closed:
+	case <-time.After(d):
+		t.Fatalf("Events not closed within %v", d)
+	}
+}
+
+// waitInit waits for an Initialized event.
+func (r *recorder) waitInit(t testing.TB) []cache.Event {
+	t.Helper()
+	return r.waitFor(t, wait, "Initialized", func(evs []cache.Event) bool {
+		return countType(evs, cache.Initialized) > 0
+	})
+}
+
+func countType(evs []cache.Event, typ cache.EventType) int {
+	n := 0
+	for _, ev := range evs {
+		if ev.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+func fmtEvents(evs []cache.Event) string {
+	var b strings.Builder
+	b.WriteString("[")
+	for i, ev := range evs {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%v(%s=%q c%d m%d)", ev.Type, ev.Node.Path, ev.Node.Data, ev.Node.Stat.Czxid, ev.Node.Stat.Mzxid)
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+// replay applies evs to an empty copy, checking that each event follows
+// from the copy: Added for a node it does not hold, Updated and Removed for
+// one it holds, an Updated of the same incarnation (Czxid) with a later
+// write (Mzxid), an Added of a later incarnation than the last Removed, a
+// Removed that names the node as the copy holds it; Initialized exactly
+// once. It returns the copy by path.
+func replay(evs []cache.Event) (map[string]cache.Node, error) {
+	cp := map[string]cache.Node{}
+	lastCzxid := map[string]int64{}
+	inits := 0
+	for i, ev := range evs {
+		n := ev.Node
+		old, had := cp[n.Path]
+		switch ev.Type {
+		case cache.Initialized:
+			inits++
+			continue
+		case cache.Added:
+			if had {
+				return nil, fmt.Errorf("event %d: Added %s, held already", i, n.Path)
+			}
+			if n.Stat.Czxid <= lastCzxid[n.Path] {
+				return nil, fmt.Errorf("event %d: Added %s of czxid %d, not after %d", i, n.Path, n.Stat.Czxid, lastCzxid[n.Path])
+			}
+			cp[n.Path] = n
+		case cache.Updated:
+			if !had {
+				return nil, fmt.Errorf("event %d: Updated %s, not held", i, n.Path)
+			}
+			if n.Stat.Czxid != old.Stat.Czxid || n.Stat.Mzxid <= old.Stat.Mzxid {
+				return nil, fmt.Errorf("event %d: Updated %s c%d m%d after c%d m%d", i, n.Path, n.Stat.Czxid, n.Stat.Mzxid, old.Stat.Czxid, old.Stat.Mzxid)
+			}
+			cp[n.Path] = n
+		case cache.Removed:
+			if !had || old.Stat != n.Stat || !bytes.Equal(old.Data, n.Data) {
+				return nil, fmt.Errorf("event %d: Removed %s (held %v) is not the node held", i, n.Path, had)
+			}
+			delete(cp, n.Path)
+			lastCzxid[n.Path] = n.Stat.Czxid
+		default:
+			return nil, fmt.Errorf("event %d: type %v", i, ev.Type)
+		}
+	}
+	if inits != 1 {
+		return nil, fmt.Errorf("%d Initialized events, want 1", inits)
+	}
+	return cp, nil
+}
+
+// rawNode is a node as a raw read on the server sees it.
+type rawNode struct {
+	data         []byte
+	czxid, mzxid int64
+}
+
+// rawChildren reads the children of full (a server path) with their data;
+// keys are the cache's paths: p (the cache's path) + "/" + name.
+func rawChildren(t testing.TB, c *zk.Conn, full, p string) map[string]rawNode {
+	t.Helper()
+	out := map[string]rawNode{}
+	names, _, err := c.Children(full)
+	if errors.Is(err, zk.ErrNoNode) {
+		return out
+	}
+	if err != nil {
+		t.Fatalf("raw children %s: %v", full, err)
+	}
+	for _, name := range names {
+		data, st, err := c.Get(full + "/" + name)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("raw get: %v", err)
+		}
+		out[p+"/"+name] = rawNode{data, st.Czxid, st.Mzxid}
+	}
+	return out
+}
+
+// rawOne reads one node: keyed by p, or empty if it does not exist.
+func rawOne(t testing.TB, c *zk.Conn, full, p string) map[string]rawNode {
+	t.Helper()
+	data, st, err := c.Get(full)
+	if errors.Is(err, zk.ErrNoNode) {
+		return map[string]rawNode{}
+	}
+	if err != nil {
+		t.Fatalf("raw get %s: %v", full, err)
+	}
+	return map[string]rawNode{p: {data, st.Czxid, st.Mzxid}}
+}
+
+// sameAs says how the cached nodes differ from the raw ones ("" if not).
+func sameAs(cached []cache.Node, raw map[string]rawNode) string {
+	var diffs []string
+	seen := map[string]bool{}
+	for _, n := range cached {
+		seen[n.Path] = true
+		r, ok := raw[n.Path]
+		switch {
+		case !ok:
+			diffs = append(diffs, n.Path+": cached, not on the server")
+		case !bytes.Equal(r.data, n.Data) || r.czxid != n.Stat.Czxid || r.mzxid != n.Stat.Mzxid:
+			diffs = append(diffs, fmt.Sprintf("%s: cached %q c%d m%d, server %q c%d m%d", n.Path, n.Data, n.Stat.Czxid, n.Stat.Mzxid, r.data, r.czxid, r.mzxid))
+		}
+	}
+	for p := range raw {
+		if !seen[p] {
+			diffs = append(diffs, p+": on the server, not cached")
+		}
+	}
+	sort.Strings(diffs)
+	return strings.Join(diffs, "; ")
+}
+
+// nodesOf returns a replayed copy as a list.
+func nodesOf(cp map[string]cache.Node) []cache.Node {
+	out := make([]cache.Node, 0, len(cp))
+	for _, n := range cp {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// nodeList is a NodeCache's Get as a list of 0 or 1 nodes.
+func nodeList(c *cache.NodeCache) []cache.Node {
+	if n, ok := c.Get(); ok {
+		return []cache.Node{n}
+	}
+	return nil
+}
+
+// mustCreate creates a persistent node on the raw connection.
+func mustCreate(t testing.TB, c *zk.Conn, p string, data string) *zk.Stat {
+	t.Helper()
+	if _, err := c.Create(p, []byte(data), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("create %s: %v", p, err)
+	}
+	_, st, err := c.Get(p)
+	if err != nil {
+		t.Fatalf("get %s: %v", p, err)
+	}
+	return st
+}
+
+func mustSet(t testing.TB, c *zk.Conn, p string, data string) *zk.Stat {
+	t.Helper()
+	st, err := c.Set(p, []byte(data), -1)
+	if err != nil {
+		t.Fatalf("set %s: %v", p, err)
+	}
+	return st
+}
+
+func mustDelete(t testing.TB, c *zk.Conn, p string) {
+	t.Helper()
+	if err := c.Delete(p, -1); err != nil {
+		t.Fatalf("delete %s: %v", p, err)
+	}
+}
+
+// zktestNS is a namespace with its raw connection.
+func zktestNS(t *testing.T) (*zktest.Namespace, *zk.Conn) {
+	ns := zktest.NewNamespace(t)
+	return ns, ns.Conn(t)
+}
