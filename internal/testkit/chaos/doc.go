@@ -100,6 +100,13 @@
 //     refused while its lease was live belongs to a hold that another acquired
 //     during; and every hold's token is higher than that of every conflicting
 //     hold that ended before it began (tokens grow).
+//   - Guarded commits: every fenced hold but the non-fair lock's also writes
+//     its token with its lease's Commit to Root+"-guard/<recipe>+commit", an
+//     unconditional setData behind the server's check of the lease's node.
+//     Checked as the fenced writes: ordered by version, committed tokens
+//     never go down (a stale guarded write never commits). A commit refused
+//     with ErrNotHeld while its holder still believed it held is the guard at
+//     work, counted, not a violation.
 //   - Every call returns within its ctx: each acquire (Lock, RLock, Acquire),
 //     release, Downgrade and leader.Run (at the stop) returns at most
 //     Config.Tolerance after its ctx ended. The default of 100 ms is the
