@@ -73,6 +73,9 @@ func TestChaos(t *testing.T) {
 		if rep.Acquisitions[key] == 0 {
 			t.Errorf("no acquisition of %s: the run did not exercise it", key)
 		}
+		if recipe != chaos.RecipeSemaphore && recipe != chaos.RecipeNonFair && rep.Writes[recipe+"+commit"].Accepted == 0 {
+			t.Errorf("no guarded commit of %s was accepted: the run did not exercise Commit", recipe)
+		}
 	}
 	if rep.CacheRounds != rep.Rounds {
 		t.Errorf("the caches were compared with the server at the end of %d rounds of %d", rep.CacheRounds, rep.Rounds)

@@ -427,6 +427,7 @@ func (w *workers) leaderWork(ctx context.Context, c *client, name string, rng *r
 	defer tick.Stop()
 	for {
 		w.guardWrite(c, iv, term)
+		w.commitWrite(iv, term)
 		select {
 		case <-ctx.Done():
 			// The term ended: lost, unless the run is stopping.
