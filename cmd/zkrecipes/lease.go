@@ -56,7 +56,7 @@ func (a *app) parseLease(kind string, args []string) (*leaseArgs, error) {
 	fs.StringVar(&la.id, "id", "", "")
 	if kind != "elect" {
 		fs.BoolVar(&la.try, "try", false, "")
-		fs.DurationVar(&la.timeout, "timeout", 0, "")
+		durationVar(fs, &la.timeout, "timeout", 0)
 	}
 	if kind == "sem" {
 		fs.IntVar(&la.n, "n", 0, "")
@@ -83,8 +83,8 @@ func (a *app) parseLease(kind string, args []string) (*leaseArgs, error) {
 		return nil, usagef("no command after --")
 	}
 	la.path, la.argv = rest[0], rest[2:]
-	if !strings.HasPrefix(la.path, "/") || la.path == "/" {
-		return nil, usagef("PATH %q: want an absolute path such as /locks/backup", la.path)
+	if err := checkPath(la.path); err != nil {
+		return nil, err
 	}
 	if err := la.conn.check(); err != nil {
 		return nil, err
