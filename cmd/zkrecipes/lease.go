@@ -296,22 +296,19 @@ func (a *app) startUnder(ctx context.Context, l held, la *leaseArgs, r *router) 
 		"ZKRECIPES_ID=" + la.id,
 		"ZKRECIPES_NODE=" + l.Node(),
 	}
-	// A signal that comes before the router knows the job cancels ctx
-	// instead: it is forwarded below.
-	j, err := startJob(la.argv, env)
-	if err != nil {
+	j, sig, err := r.startJob(func() (*job, error) { return startJob(la.argv, env) })
+	switch {
+	case sig != 0:
+		return 0, nil, exitWith(128+int(sig), fmt.Errorf("%v before the job started", signalCause{sig}))
+	case err != nil:
 		var se *startError
 		if errors.As(err, &se) {
 			return 0, nil, exitWith(se.code, err)
 		}
 		return 0, nil, exitWith(exitFailure, err)
 	}
-	r.setJob(j)
-	defer r.setJob(nil)
+	defer r.endJob()
 	a.logf("job started: process group %d", j.pgid)
-	if sig := r.signaled(); sig != 0 && ctx.Err() != nil {
-		j.signal(sig)
-	}
 	select {
 	case <-j.leaderDone:
 		code = j.exitCode()
