@@ -314,11 +314,11 @@ func (a *app) startUnder(ctx context.Context, l held, la *leaseArgs, r *router) 
 		code = j.exitCode()
 		a.logf("job exited with code %d", code)
 		select {
-		case <-j.groupGone:
+		case <-j.allGone:
 		default:
-			a.logf("stopping the processes the job left in its process group")
+			a.logf("stopping the processes the job left behind, in its process group or outside it")
 			if !j.stop(la.grace, a.logf) {
-				fmt.Fprintf(a.stderr, "%s: process group %d still there %v after SIGKILL\n", a.name, j.pgid, killBound)
+				fmt.Fprintf(a.stderr, "%s: processes of the job (process group %d) still there %v after SIGKILL\n", a.name, j.pgid, killBound)
 			}
 		}
 		return code, nil, nil
@@ -326,7 +326,7 @@ func (a *app) startUnder(ctx context.Context, l held, la *leaseArgs, r *router) 
 		lost = l.Err()
 		a.logf("lease ended (%v): stopping the job", lost)
 		if !j.stop(la.grace, a.logf) {
-			fmt.Fprintf(a.stderr, "%s: process group %d still there %v after SIGKILL\n", a.name, j.pgid, killBound)
+			fmt.Fprintf(a.stderr, "%s: processes of the job (process group %d) still there %v after SIGKILL\n", a.name, j.pgid, killBound)
 		}
 		return exitLost, lost, nil
 	}
