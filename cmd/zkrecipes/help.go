@@ -38,7 +38,10 @@ const helpExit = `Exit codes:
   the job's own    the job ran and exited (128+N: killed by signal N)
   2                bad usage: a flag, an argument or an environment variable
   69               no connection to ZooKeeper
-  70               other failure (ZooKeeper refused a request, e.g. by ACL)
+  70               other failure (ZooKeeper refused a request, e.g. by ACL), or a
+                   process of the job outlived SIGKILL by 5s (uninterruptible
+                   sleep): zkrecipes then exits without releasing the lease or
+                   closing its session, and the node goes when the session expires
   75               not acquired: --try found it taken, or --timeout passed
   79               the lease ended while the job ran; the job was stopped
   126, 127         COMMAND cannot be executed, or was not found

@@ -318,7 +318,7 @@ func (a *app) startUnder(ctx context.Context, l held, la *leaseArgs, r *router) 
 		default:
 			a.logf("stopping the processes the job left behind, in its process group or outside it")
 			if !j.stop(la.grace, a.logf) {
-				fmt.Fprintf(a.stderr, "%s: processes of the job (process group %d) still there %v after SIGKILL\n", a.name, j.pgid, killBound)
+				a.abandon(j)
 			}
 		}
 		return code, nil, nil
@@ -326,10 +326,20 @@ func (a *app) startUnder(ctx context.Context, l held, la *leaseArgs, r *router) 
 		lost = l.Err()
 		a.logf("lease ended (%v): stopping the job", lost)
 		if !j.stop(la.grace, a.logf) {
-			fmt.Fprintf(a.stderr, "%s: processes of the job (process group %d) still there %v after SIGKILL\n", a.name, j.pgid, killBound)
+			a.abandon(j)
 		}
 		return exitLost, lost, nil
 	}
+}
+
+// abandon ends the command with exitFailure when a process of the job
+// outlived SIGKILL by killBound (uninterruptible sleep): it neither releases
+// the lease nor closes the session, whose expiry then deletes the node, so
+// that the next holder cannot start before the server gives up on this one.
+func (a *app) abandon(j *job) {
+	fmt.Fprintf(a.stderr, "%s: processes of the job (process group %d) still there %v after SIGKILL: exiting without releasing; the node goes when the session expires\n",
+		a.name, j.pgid, killBound)
+	a.exitNow(exitFailure)
 }
 
 // elect runs the job while this process leads, once or, with --requeue,

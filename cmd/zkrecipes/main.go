@@ -71,12 +71,13 @@ type app struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	verbose        bool
-	name           string // "zkrecipes lock", for messages
+	name           string    // "zkrecipes lock", for messages
+	exitNow        func(int) // os.Exit: ends the process without running defers
 }
 
 // run runs the command line args and returns the exit code.
 func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	a := &app{stdout: stdout, stderr: stderr, getenv: getenv, name: "zkrecipes"}
+	a := &app{stdout: stdout, stderr: stderr, getenv: getenv, name: "zkrecipes", exitNow: os.Exit}
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "zkrecipes: no command (see zkrecipes help)")
 		return exitUsage

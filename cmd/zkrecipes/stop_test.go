@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -117,4 +118,84 @@ func procState(pid int) byte {
 		return 0
 	}
 	return s[i+2]
+}
+
+// A process of the job that SIGKILL cannot end (frozen by the cgroup v1
+// freezer, in uninterruptible sleep as after a hung NFS read): the command
+// gives up after its kill bound and exits 70 without releasing the lock or
+// closing its session, so the node stays until the session expires.
+func TestLockUnkillableLeftoverKeepsNode(t *testing.T) {
+	freezer := freezerGroup(t)
+	ns := zktest.NewNamespace(t)
+	zc := ns.Conn(t)
+	dir := t.TempDir()
+	job := script(t, dir, "job.sh", `sleep 1000 </dev/null >/dev/null 2>&1 &
+echo $! > "$1/gc.pid.tmp"; mv "$1/gc.pid.tmp" "$1/gc.pid"
+while [ ! -e "$1/go" ]; do sleep 0.02; done
+`)
+	const sessionTimeout = 2 * time.Second
+	p := start(t, "lock", nil, args([]string{"lock", "-v", "--grace", "100ms"}, conn(ns, sessionTimeout), []string{"/frozen", "--", "sh", job, dir})...)
+	zktest.Eventually(t, waitLong, func() bool { return exists(filepath.Join(dir, "gc.pid")) }, "the job did not start")
+	gc := readPID(t, filepath.Join(dir, "gc.pid"))
+	freezer.freeze(t, gc)
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code := p.wait(t)
+	kids := children(zc, ns, "/frozen")
+	t.Logf("exit %d; lock nodes right after: %v\n%s", code, kids, p.stderr.String())
+	if code != exitFailure {
+		t.Errorf("exit %d, want %d", code, exitFailure)
+	}
+	if !strings.Contains(p.stderr.String(), "without releasing") {
+		t.Errorf("stderr does not say the lock was left to the session's expiry")
+	}
+	if len(kids) != 1 {
+		t.Fatalf("lock nodes %v right after the exit: want the node left to the session's expiry", kids)
+	}
+	zktest.Eventually(t, waitLong, func() bool { return len(children(zc, ns, "/frozen")) == 0 }, "the node outlived the session")
+}
+
+// cgroupFreezer is a cgroup v1 freezer group of one test.
+type cgroupFreezer struct{ dir string }
+
+// freezerGroup makes a freezer cgroup, thawed and removed in t.Cleanup with
+// the processes in it killed. It needs root and the cgroup v1 freezer
+// (/sys/fs/cgroup/freezer): only there does a frozen process stay after
+// SIGKILL, as one in uninterruptible sleep does.
+func freezerGroup(t *testing.T) *cgroupFreezer {
+	t.Helper()
+	root := "/sys/fs/cgroup/freezer"
+	dir := filepath.Join(root, fmt.Sprintf("zkrecipes-test-%d-%d", os.Getpid(), time.Now().UnixNano()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatalf("this test needs root and the cgroup v1 freezer at %s to hold a process that SIGKILL cannot end: %v", root, err)
+	}
+	t.Cleanup(func() {
+		_ = os.WriteFile(filepath.Join(dir, "freezer.state"), []byte("THAWED"), 0o644)
+		b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		zktest.Eventually(t, waitLong, func() bool {
+			return os.Remove(dir) == nil || !exists(dir)
+		}, "cgroup %s not removed", dir)
+	})
+	return &cgroupFreezer{dir}
+}
+
+// freeze moves pid into the group and freezes it.
+func (f *cgroupFreezer) freeze(t *testing.T, pid int) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(f.dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, "freezer.state"), []byte("FROZEN"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, waitLong, func() bool {
+		b, err := os.ReadFile(filepath.Join(f.dir, "freezer.state"))
+		return err == nil && strings.TrimSpace(string(b)) == "FROZEN"
+	}, "pid %d not frozen", pid)
 }
