@@ -88,6 +88,21 @@ func TestHelp(t *testing.T) {
 			}
 		}
 	}
+	// What the job commands' help owes the user since they stop every
+	// process of the job: which programs leave its group, and that a job's
+	// own code may look like zkrecipes's.
+	for _, argv := range [][]string{{"help"}, {"help", "lock"}} {
+		c := strings.Join(argv, " ")
+		_, out, _ := runCmd(t, nil, argv...)
+		for _, want := range []string{"setsid", "sudo", "script", "tmux", "systemd-run", "75 or 79"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s lacks %q", c, want)
+			}
+		}
+		if n := strings.Count(out, "SIGTTIN"); n > 1 {
+			t.Errorf("%s warns of SIGTTIN %d times", c, n)
+		}
+	}
 	code, out, _ = runCmd(t, nil, "lock", "-h")
 	if code != 0 || !strings.Contains(out, "Usage: zkrecipes lock") {
 		t.Errorf("lock -h: exit %d, stdout %q", code, out)
