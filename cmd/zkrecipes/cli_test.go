@@ -24,13 +24,23 @@ func TestUsageErrors(t *testing.T) {
 		{"flag after path", nil, args([]string{"lock"}, dead, []string{"/a", "--try", "--", "true"}), "flags go before PATH"},
 		{"no job", nil, args([]string{"lock"}, dead, []string{"/a", "--"}), "no command after --"},
 		{"relative path", nil, args([]string{"lock"}, dead, []string{"a", "--", "true"}), `PATH "a"`},
+		{"trailing slash", nil, args([]string{"lock"}, dead, []string{"/a/", "--", "true"}), `PATH "/a/": trailing '/'`},
+		{"empty segment", nil, args([]string{"sem", "-n", "2"}, dead, []string{"/a//b", "--", "true"}), `PATH "/a//b": empty segment`},
+		{"dot segment", nil, args([]string{"elect"}, dead, []string{"/a/../b", "--", "true"}), `PATH "/a/../b": ".." segment`},
+		{"query trailing slash", nil, args([]string{"holders"}, dead, []string{"/a/"}), `PATH "/a/": trailing '/'`},
+		{"query root", nil, args([]string{"leader"}, dead, []string{"/"}), `PATH "/"`},
+		{"bad timeout", nil, args([]string{"lock", "--timeout", "soon"}, dead, []string{"/a", "--", "true"}), "-timeout: not a duration such as 1.5s or 500ms"},
+		{"bad grace", nil, args([]string{"lock", "--grace", "1"}, dead, []string{"/a", "--", "true"}), "-grace: not a duration such as 1.5s or 500ms"},
+		{"bad session timeout", nil, args([]string{"holders", "--session-timeout", "10"}, dead, []string{"/a"}), "-session-timeout: not a duration such as 1.5s or 500ms"},
 		{"unknown flag", nil, args([]string{"lock", "--bogus"}, dead, []string{"/a", "--", "true"}), "-bogus"},
 		{"grace too long", nil, args([]string{"lock", "--session-timeout", "4s", "--grace", "1500ms"}, dead, []string{"/a", "--", "true"}),
 			"--grace 1.5s is too long for --session-timeout 4s: at most 1s"},
 		{"negative grace", nil, args([]string{"lock", "--grace", "-1s"}, dead, []string{"/a", "--", "true"}), "--grace -1s"},
 		{"try and timeout", nil, args([]string{"lock", "--try", "--timeout", "1s"}, dead, []string{"/a", "--", "true"}), "--try and --timeout"},
 		{"sem without n", nil, args([]string{"sem"}, dead, []string{"/a", "--", "true"}), "-n 0"},
-		{"bad env timeout", []string{"ZKRECIPES_SESSION_TIMEOUT=soon"}, args([]string{"lock"}, dead, []string{"/a", "--", "true"}), `ZKRECIPES_SESSION_TIMEOUT="soon"`},
+		{"bad env timeout", []string{"ZKRECIPES_SESSION_TIMEOUT=soon"}, args([]string{"lock"}, dead, []string{"/a", "--", "true"}), `ZKRECIPES_SESSION_TIMEOUT="soon": not a duration such as 1.5s or 500ms`},
+		{"bad env connect timeout", []string{"ZKRECIPES_CONNECT_TIMEOUT=5"}, args([]string{"lock"}, []string{"--servers", deadAddr(t)}, []string{"/a", "--", "true"}),
+			`ZKRECIPES_CONNECT_TIMEOUT="5": not a duration such as 1.5s or 500ms`},
 		{"bad auth", []string{"ZKRECIPES_AUTH=nopassword"}, args([]string{"lock"}, dead, []string{"/a", "--", "true"}), "want user:password"},
 		{"cert without key", nil, args([]string{"holders", "--tls-cert", "c.pem"}, dead, []string{"/a"}), "--tls-cert and --tls-key go together"},
 		{"missing ca file", nil, args([]string{"leader", "--tls-ca", "/nonexistent/ca.pem"}, dead, []string{"/a"}), "--tls-ca: open /nonexistent/ca.pem"},
@@ -76,6 +86,21 @@ func TestHelp(t *testing.T) {
 			if !strings.Contains(out, want) {
 				t.Errorf("help %s lacks %q", c, want)
 			}
+		}
+	}
+	// What the job commands' help owes the user since they stop every
+	// process of the job: which programs leave its group, and that a job's
+	// own code may look like zkrecipes's.
+	for _, argv := range [][]string{{"help"}, {"help", "lock"}} {
+		c := strings.Join(argv, " ")
+		_, out, _ := runCmd(t, nil, argv...)
+		for _, want := range []string{"setsid", "sudo", "script", "tmux", "systemd-run", "75 or 79"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s lacks %q", c, want)
+			}
+		}
+		if n := strings.Count(out, "SIGTTIN"); n > 1 {
+			t.Errorf("%s warns of SIGTTIN %d times", c, n)
 		}
 	}
 	code, out, _ = runCmd(t, nil, "lock", "-h")

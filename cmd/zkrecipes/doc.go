@@ -24,6 +24,7 @@
 // a cron line and a deploy script.
 //
 // The job commands need Linux: zkrecipes makes itself the child subreaper of
-// the job's processes, so that it knows when every process of the job's group
-// has exited before it releases the lease.
+// the job's processes, so that it stops, and waits for, every process the job
+// started, in its process group or outside it (setsid, sudo, script, tmux),
+// before it releases the lease.
 package main

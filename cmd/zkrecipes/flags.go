@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/zksession"
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
@@ -36,11 +37,59 @@ func (o *optDuration) String() string {
 }
 
 func (o *optDuration) Set(s string) error {
-	d, err := time.ParseDuration(s)
+	d, err := parseDuration(s)
 	if err != nil {
-		return errors.New("not a duration such as 1.5s or 500ms")
+		return err
 	}
 	o.d, o.set = d, true
+	return nil
+}
+
+// durationFlag is a duration flag whose error shows the expected form.
+type durationFlag struct{ d *time.Duration }
+
+func (f durationFlag) String() string {
+	if f.d == nil {
+		return ""
+	}
+	return f.d.String()
+}
+
+func (f durationFlag) Set(s string) error {
+	d, err := parseDuration(s)
+	if err != nil {
+		return err
+	}
+	*f.d = d
+	return nil
+}
+
+// durationVar defines a duration flag with the value d.
+func durationVar(fs *flag.FlagSet, p *time.Duration, name string, d time.Duration) {
+	*p = d
+	fs.Var(durationFlag{p}, name, "")
+}
+
+// errNotDuration is the error of every duration flag and variable.
+var errNotDuration = errors.New("not a duration such as 1.5s or 500ms")
+
+func parseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, errNotDuration
+	}
+	return d, nil
+}
+
+// checkPath validates a recipe path as the session does, before anything
+// connects.
+func checkPath(p string) error {
+	var pe *zksession.PathError
+	if err := zksession.ValidatePath(p); errors.As(err, &pe) {
+		return usagef("PATH %q: %s; want an absolute path such as /locks/backup", p, pe.Reason)
+	} else if err != nil {
+		return usagef("PATH %q: %v", p, err)
+	}
 	return nil
 }
 
@@ -74,8 +123,8 @@ var envDefaults = []struct{ flag, env string }{
 
 func (c *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.servers, "servers", "127.0.0.1:2181", "")
-	fs.DurationVar(&c.sessionTimeout, "session-timeout", session.DefaultSessionTimeout, "")
-	fs.DurationVar(&c.connectTimeout, "connect-timeout", session.DefaultConnectTimeout, "")
+	durationVar(fs, &c.sessionTimeout, "session-timeout", session.DefaultSessionTimeout)
+	durationVar(fs, &c.connectTimeout, "connect-timeout", session.DefaultConnectTimeout)
 	fs.StringVar(&c.namespace, "namespace", "", "")
 	fs.StringVar(&c.tlsCA, "tls-ca", "", "")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "")

@@ -25,12 +25,15 @@ The job runs in its own process group, in the background of a terminal: a
 job that reads from the terminal is stopped (SIGTTIN), so give it its input
 from a file or /dev/null. When the lease ends for any reason
 (the connection to ZooKeeper is suspended, the session is lost, someone
-deletes the node), the whole group gets SIGTERM at once and SIGKILL after
---grace; after a suspension the job is dead before the server can expire the
-session and admit the next holder (see zkrecipes help lock). SIGINT, SIGTERM
-and SIGHUP sent to zkrecipes go to the job's group. The lease is released
-after the job has exited; processes it left running in its group are
-stopped first (SIGTERM, SIGKILL after --grace).
+deletes the node), the whole group gets SIGTERM and SIGCONT at once and
+SIGKILL after --grace; after a suspension the job is dead before the server
+can expire the session and admit the next holder (see zkrecipes help lock).
+zkrecipes is the subreaper of every process the job starts: processes that
+left the group (setsid, sudo with use_pty, script, tmux, systemd-run --scope)
+get the same signals, and the lease is released only when no process of the
+job is left. SIGINT, SIGTERM and SIGHUP sent to zkrecipes go to the job's group. The
+lease is released after the job has exited; processes it left running, in
+its group or outside it, are stopped first (SIGTERM, SIGKILL after --grace).
 
 ` + helpExit + helpConnection
 
@@ -38,11 +41,16 @@ const helpExit = `Exit codes:
   the job's own    the job ran and exited (128+N: killed by signal N)
   2                bad usage: a flag, an argument or an environment variable
   69               no connection to ZooKeeper
-  70               other failure (ZooKeeper refused a request, e.g. by ACL)
+  70               other failure (ZooKeeper refused a request, e.g. by ACL), or a
+                   process of the job outlived SIGKILL by 5s (uninterruptible
+                   sleep): zkrecipes then exits without releasing the lease or
+                   closing its session, and the node goes when the session expires
   75               not acquired: --try found it taken, or --timeout passed
   79               the lease ended while the job ran; the job was stopped
   126, 127         COMMAND cannot be executed, or was not found
   128+N            interrupted by signal N before the job started
+A job may exit with 75 or 79 itself: zkrecipes's own come with a line on
+stderr that says why.
 `
 
 const helpConnection = `
@@ -78,14 +86,17 @@ the next holder in, no sooner than T after it last heard from it. So from the
 end of the lease the job has T/3: SIGTERM at once, SIGKILL after --grace,
 which must be at most T/4 (checked against --session-timeout, and lowered
 if the server grants less), leaving T/12 for SIGKILL to take effect. Give a
-round trip to the servers well under T/3. Not covered: a node deleted by
-someone else, or a session killed on the server, ends the lease without
-warning (the job still gets SIGTERM at once); a process that leaves the job's
-process group (setsid), or one in uninterruptible sleep, escapes; if
-zkrecipes itself is killed with SIGKILL, nothing stops the job. The job
-runs in the background of a terminal: one that reads from it is stopped
-(SIGTTIN). Fence the guarded resource with ZKRECIPES_TOKEN where two
-writers must never meet.
+round trip to the servers well under T/3. Processes that leave the job's
+process group (setsid, sudo with use_pty, script, tmux, systemd-run --scope)
+are stopped with it. Not covered: a node deleted by someone else, or a
+session killed on the server, ends the lease without warning (the job still
+gets SIGTERM at once); what another daemon starts on the job's behalf
+(systemd-run without --scope, the container of docker run) is not below
+zkrecipes and is not stopped; a process in uninterruptible sleep cannot be
+killed (zkrecipes then exits 70 and leaves the node to the session's
+expiry); if zkrecipes itself is killed with SIGKILL, nothing stops the job.
+Fence the guarded resource with ZKRECIPES_TOKEN where two writers must never
+meet.
 `
 
 var helpCommands = map[string]string{

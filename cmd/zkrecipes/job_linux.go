@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,17 +25,20 @@ func becomeSubreaper() error {
 	return nil
 }
 
-// job is a command started in its own process group. The group is reaped by
-// one goroutine, which waits for any member of the group until none is left.
+// job is a command started in its own process group. Every process below
+// this one is reaped by one goroutine, which waits for any child until none is
+// left: the job's processes, and those that left its group (setsid, sudo with
+// use_pty, script, tmux, systemd-run --scope, docker run...) and were orphaned
+// to this process, their subreaper.
 type job struct {
 	pgid int
 
 	leaderDone chan struct{} // the first process exited (status is set)
-	groupGone  chan struct{} // no process of the group is left
+	allGone    chan struct{} // no process below this one is left
 	status     syscall.WaitStatus
 
 	mu   sync.Mutex
-	gone bool // groupGone is closed: never signal the id again
+	gone bool // allGone is closed: never signal the ids again
 }
 
 // startError is a job that could not be started; code is the shell's: 127
@@ -69,8 +73,8 @@ func startJob(argv []string, env []string) (*job, error) {
 		}
 		return nil, &startError{code, err}
 	}
-	j := &job{pgid: p.Pid, leaderDone: make(chan struct{}), groupGone: make(chan struct{})}
-	// The group is reaped with wait4 on the group id, not through p.
+	j := &job{pgid: p.Pid, leaderDone: make(chan struct{}), allGone: make(chan struct{})}
+	// Every child is reaped with wait4(-1), not through p.
 	_ = p.Release()
 	go j.reap()
 	return j, nil
@@ -94,18 +98,20 @@ func jobEnviron(base, env []string) []string {
 	return append(out, env...)
 }
 
-// reap waits for every member of the group. Members orphaned by the job's
-// exit are this process's children (it is their subreaper), so wait4 on the
-// group returns ECHILD only once no member is left.
+// reap waits for every child of this process. Processes orphaned by the
+// job's exit are this process's children (it is their subreaper), so wait4
+// returns ECHILD only once no process below this one is left, in the job's
+// group or outside it. One job runs at a time, and nothing else in this
+// process starts children.
 func (j *job) reap() {
 	leader := false
 	for {
 		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(-j.pgid, &ws, 0, nil)
+		pid, err := syscall.Wait4(-1, &ws, 0, nil)
 		if errors.Is(err, syscall.EINTR) {
 			continue
 		}
-		if err != nil { // ECHILD: nothing of the group is left
+		if err != nil { // ECHILD: nothing is left
 			break
 		}
 		if pid == j.pgid {
@@ -120,7 +126,7 @@ func (j *job) reap() {
 	if !leader { // cannot happen: the leader is our child until reaped here
 		close(j.leaderDone)
 	}
-	close(j.groupGone)
+	close(j.allGone)
 }
 
 // signal sends sig to every process of the group, unless it is gone.
@@ -130,6 +136,72 @@ func (j *job) signal(sig syscall.Signal) {
 	if !j.gone {
 		_ = syscall.Kill(-j.pgid, sig)
 	}
+}
+
+// signalAll sends sig to every process of the group and to every other
+// process below this one, unless none is left; it returns how many were
+// outside the group. A process that forks or leaves the group while this
+// runs may be missed: stop repeats SIGKILL until none is left.
+func (j *job) signalAll(sig syscall.Signal) (outside int) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.gone {
+		return 0
+	}
+	_ = syscall.Kill(-j.pgid, sig)
+	for _, d := range descendants(os.Getpid()) {
+		if d.pgid != j.pgid { // the group got it already: a handler runs once
+			_ = syscall.Kill(d.pid, sig)
+			outside++
+		}
+	}
+	return outside
+}
+
+// procInfo is a process found in /proc.
+type procInfo struct{ pid, pgid int }
+
+// descendants lists the processes below pid, found through the parent ids
+// in /proc/*/stat. While this process has not reaped them, the pids of its
+// children cannot be reused.
+func descendants(pid int) []procInfo {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	kids := map[int][]procInfo{}
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil { // gone meanwhile
+			continue
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces and ')'.
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) < 3 {
+			continue
+		}
+		ppid, err1 := strconv.Atoi(f[1])
+		pgrp, err2 := strconv.Atoi(f[2])
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		kids[ppid] = append(kids[ppid], procInfo{p, pgrp})
+	}
+	var out []procInfo
+	queue := []int{pid}
+	for len(queue) > 0 {
+		for _, k := range kids[queue[0]] {
+			out = append(out, k)
+			queue = append(queue, k.pid)
+		}
+		queue = queue[1:]
+	}
+	return out
 }
 
 // exitCode is the job's exit status as a shell reports it: its code, or 128
@@ -144,28 +216,41 @@ func (j *job) exitCode() int {
 	return exitFailure
 }
 
-// stop ends the group: SIGTERM to every member at once, SIGKILL to those
-// left after grace. It returns when the group is gone, or false after
-// killBound more.
+// killRescan is how often stop looks again for processes to SIGKILL.
+const killRescan = 20 * time.Millisecond
+
+// stop ends the job: SIGTERM to every process of its group and every other
+// process below this one, at once, then SIGCONT (a stopped process would
+// otherwise not act on SIGTERM during the whole grace), and SIGKILL to those
+// left after grace, again until none is left. It returns when none is left,
+// or false after killBound more.
 func (j *job) stop(grace time.Duration, logf func(string, ...any)) bool {
-	j.signal(syscall.SIGTERM)
-	logf("sent SIGTERM to process group %d", j.pgid)
+	outside := j.signalAll(syscall.SIGTERM)
+	j.signalAll(syscall.SIGCONT)
+	logf("sent SIGTERM and SIGCONT to process group %d and %d processes outside it", j.pgid, outside)
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
-	case <-j.groupGone:
-		logf("process group %d gone", j.pgid)
+	case <-j.allGone:
+		logf("process group %d gone, and every process below zkrecipes", j.pgid)
 		return true
 	case <-t.C:
 	}
-	j.signal(syscall.SIGKILL)
-	logf("sent SIGKILL to process group %d after %v", j.pgid, grace)
+	outside = j.signalAll(syscall.SIGKILL)
+	logf("sent SIGKILL to process group %d and %d processes outside it after %v", j.pgid, outside, grace)
 	t.Reset(killBound)
-	select {
-	case <-j.groupGone:
-		logf("process group %d gone", j.pgid)
-		return true
-	case <-t.C:
-		return false
+	// A process may have forked, or left the group, between two scans.
+	tick := time.NewTicker(killRescan)
+	defer tick.Stop()
+	for {
+		select {
+		case <-j.allGone:
+			logf("process group %d gone, and every process below zkrecipes", j.pgid)
+			return true
+		case <-t.C:
+			return false
+		case <-tick.C:
+			j.signalAll(syscall.SIGKILL)
+		}
 	}
 }

@@ -17,7 +17,7 @@ func becomeSubreaper() error { return errNotLinux }
 type job struct {
 	pgid       int
 	leaderDone chan struct{}
-	groupGone  chan struct{}
+	allGone    chan struct{}
 }
 
 type startError struct {

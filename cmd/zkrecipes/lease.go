@@ -56,7 +56,7 @@ func (a *app) parseLease(kind string, args []string) (*leaseArgs, error) {
 	fs.StringVar(&la.id, "id", "", "")
 	if kind != "elect" {
 		fs.BoolVar(&la.try, "try", false, "")
-		fs.DurationVar(&la.timeout, "timeout", 0, "")
+		durationVar(fs, &la.timeout, "timeout", 0)
 	}
 	if kind == "sem" {
 		fs.IntVar(&la.n, "n", 0, "")
@@ -83,8 +83,8 @@ func (a *app) parseLease(kind string, args []string) (*leaseArgs, error) {
 		return nil, usagef("no command after --")
 	}
 	la.path, la.argv = rest[0], rest[2:]
-	if !strings.HasPrefix(la.path, "/") || la.path == "/" {
-		return nil, usagef("PATH %q: want an absolute path such as /locks/backup", la.path)
+	if err := checkPath(la.path); err != nil {
+		return nil, err
 	}
 	if err := la.conn.check(); err != nil {
 		return nil, err
@@ -296,32 +296,29 @@ func (a *app) startUnder(ctx context.Context, l held, la *leaseArgs, r *router) 
 		"ZKRECIPES_ID=" + la.id,
 		"ZKRECIPES_NODE=" + l.Node(),
 	}
-	// A signal that comes before the router knows the job cancels ctx
-	// instead: it is forwarded below.
-	j, err := startJob(la.argv, env)
-	if err != nil {
+	j, sig, err := r.startJob(func() (*job, error) { return startJob(la.argv, env) })
+	switch {
+	case sig != 0:
+		return 0, nil, exitWith(128+int(sig), fmt.Errorf("%v before the job started", signalCause{sig}))
+	case err != nil:
 		var se *startError
 		if errors.As(err, &se) {
 			return 0, nil, exitWith(se.code, err)
 		}
 		return 0, nil, exitWith(exitFailure, err)
 	}
-	r.setJob(j)
-	defer r.setJob(nil)
+	defer r.endJob()
 	a.logf("job started: process group %d", j.pgid)
-	if sig := r.signaled(); sig != 0 && ctx.Err() != nil {
-		j.signal(sig)
-	}
 	select {
 	case <-j.leaderDone:
 		code = j.exitCode()
 		a.logf("job exited with code %d", code)
 		select {
-		case <-j.groupGone:
+		case <-j.allGone:
 		default:
-			a.logf("stopping the processes the job left in its process group")
+			a.logf("stopping the processes the job left behind, in its process group or outside it")
 			if !j.stop(la.grace, a.logf) {
-				fmt.Fprintf(a.stderr, "%s: process group %d still there %v after SIGKILL\n", a.name, j.pgid, killBound)
+				a.abandon(j)
 			}
 		}
 		return code, nil, nil
@@ -329,10 +326,20 @@ func (a *app) startUnder(ctx context.Context, l held, la *leaseArgs, r *router) 
 		lost = l.Err()
 		a.logf("lease ended (%v): stopping the job", lost)
 		if !j.stop(la.grace, a.logf) {
-			fmt.Fprintf(a.stderr, "%s: process group %d still there %v after SIGKILL\n", a.name, j.pgid, killBound)
+			a.abandon(j)
 		}
 		return exitLost, lost, nil
 	}
+}
+
+// abandon ends the command with exitFailure when a process of the job
+// outlived SIGKILL by killBound (uninterruptible sleep): it neither releases
+// the lease nor closes the session, whose expiry then deletes the node, so
+// that the next holder cannot start before the server gives up on this one.
+func (a *app) abandon(j *job) {
+	fmt.Fprintf(a.stderr, "%s: processes of the job (process group %d) still there %v after SIGKILL: exiting without releasing; the node goes when the session expires\n",
+		a.name, j.pgid, killBound)
+	a.exitNow(exitFailure)
 }
 
 // elect runs the job while this process leads, once or, with --requeue,

@@ -287,7 +287,7 @@ exit 3
 		t.Errorf("the job's background sleep (pid %d) outlived the command", gc)
 	}
 	stderr := p.stderr.String()
-	stopped, released := strings.Index(stderr, "left in its process group"), strings.Index(stderr, "released /left")
+	stopped, released := strings.Index(stderr, "the job left behind"), strings.Index(stderr, "released /left")
 	if stopped < 0 || released < stopped {
 		t.Errorf("stderr does not show the leftover stopped before the release:\n%s", stderr)
 	}

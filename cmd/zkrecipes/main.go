@@ -71,12 +71,13 @@ type app struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	verbose        bool
-	name           string // "zkrecipes lock", for messages
+	name           string    // "zkrecipes lock", for messages
+	exitNow        func(int) // os.Exit: ends the process without running defers
 }
 
 // run runs the command line args and returns the exit code.
 func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	a := &app{stdout: stdout, stderr: stderr, getenv: getenv, name: "zkrecipes"}
+	a := &app{stdout: stdout, stderr: stderr, getenv: getenv, name: "zkrecipes", exitNow: os.Exit}
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "zkrecipes: no command (see zkrecipes help)")
 		return exitUsage
@@ -166,7 +167,9 @@ func interrupted(ctx context.Context, err error) error {
 }
 
 // router sends the signals the command gets to the running job's process
-// group, and, while no job runs, cancels the command's wait.
+// group, and, while no job runs, cancels the command's wait. Both the choice
+// and the start of a job happen under mu, so a signal is either forwarded to
+// the job or keeps it from starting, never neither.
 type router struct {
 	ch     chan os.Signal
 	cancel context.CancelCauseFunc
@@ -192,27 +195,48 @@ func route(cancel context.CancelCauseFunc, logf func(string, ...any)) *router {
 				return
 			case s := <-r.ch:
 				sig, _ := s.(syscall.Signal)
-				r.mu.Lock()
-				if r.first == 0 {
-					r.first = sig
-				}
-				j := r.job
-				r.mu.Unlock()
-				if j != nil {
-					r.logf("forwarding %s to process group %d", signalName(sig), j.pgid)
-					j.signal(sig)
-				} else {
-					r.cancel(signalCause{sig})
-				}
+				r.deliver(sig)
 			}
 		}
 	}()
 	return r
 }
 
-func (r *router) setJob(j *job) {
+// deliver forwards sig to the job, or cancels the wait while no job runs.
+func (r *router) deliver(sig syscall.Signal) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.first == 0 {
+		r.first = sig
+	}
+	if r.job != nil {
+		r.logf("forwarding %s to process group %d", signalName(sig), r.job.pgid)
+		r.job.signal(sig)
+		return
+	}
+	r.cancel(signalCause{sig})
+}
+
+// startJob starts a job with start and routes the signals to it, unless a
+// signal came first: then it starts nothing and returns that signal.
+func (r *router) startJob(start func() (*job, error)) (*job, syscall.Signal, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.first != 0 {
+		return nil, r.first, nil
+	}
+	j, err := start()
+	if err != nil {
+		return nil, 0, err
+	}
 	r.job = j
+	return j, 0, nil
+}
+
+// endJob stops routing signals to the job.
+func (r *router) endJob() {
+	r.mu.Lock()
+	r.job = nil
 	r.mu.Unlock()
 }
 

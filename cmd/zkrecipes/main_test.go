@@ -88,6 +88,9 @@ func start(t *testing.T, name string, env []string, args ...string) *proc {
 	p.cmd = exec.Command(binPath, args...)
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	// A process that outlives the command and holds its output open must
+	// not keep Wait, and so the test, waiting.
+	p.cmd.WaitDelay = 10 * time.Second
 	p.started = time.Now()
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ while :; do sleep 0.02; done' gc "$1" &
 trap 'date +%s.%N > "$1/job.end"; exit 0' TERM
 while :; do sleep 0.02; done
 `)
-	pr := partitionFirst(t, dir, first)
+	pr := partitionFirst(t, dir, first, 500*time.Millisecond)
 	a, relayed, partitioned, sessionTimeout, grace := pr.first, pr.relayed, pr.partitioned, pr.sessionTimeout, pr.grace
 
 	jobEnd, gcEnd := readStamp(t, filepath.Join(dir, "job.end")), readStamp(t, filepath.Join(dir, "gc.end"))
@@ -104,11 +104,11 @@ type partitioned struct {
 }
 
 // partitionFirst runs the first command, through a fault proxy, with job
-// firstJob (sh firstJob dir), waits for dir/job.start and dir/gc.start,
+// firstJob (sh firstJob dir) and a session timeout of 3 s, waits for dir/job.start and dir/gc.start,
 // queues a second command directly, partitions the first, and returns once
 // both commands have exited: the first with 79, the second with 0 after its
 // job wrote dir/second.start.
-func partitionFirst(t *testing.T, dir, firstJob string) partitioned {
+func partitionFirst(t *testing.T, dir, firstJob string, grace time.Duration) partitioned {
 	t.Helper()
 	ns := zktest.NewNamespace(t)
 	zc := ns.Conn(t)
@@ -122,7 +122,7 @@ func partitionFirst(t *testing.T, dir, firstJob string) partitioned {
 		mu.Unlock()
 		return zktest.Forward
 	})
-	pr := partitioned{sessionTimeout: 3 * time.Second, grace: 500 * time.Millisecond}
+	pr := partitioned{sessionTimeout: 3 * time.Second, grace: grace}
 	second := script(t, dir, "second.sh", `date +%s.%N > "$1/second.start"`)
 	flags := []string{"--namespace", ns.Root, "--session-timeout", pr.sessionTimeout.String(), "--grace", pr.grace.String(), "-v"}
 
@@ -152,9 +152,11 @@ func partitionFirst(t *testing.T, dir, firstJob string) partitioned {
 }
 
 // The same partition with a job and a grandchild that ignore SIGTERM and
-// write a heartbeat every 20 ms: SIGKILL after the grace kills both, and
-// the group is gone, and the heartbeats have stopped, before the earliest
-// possible expiry and before the second job starts.
+// write a heartbeat every 20 ms, and --grace at the documented maximum, a
+// quarter of the session timeout (the case the timing bound promises, with
+// T/12 left for SIGKILL): SIGKILL after the grace kills both, and the group
+// is gone, and the heartbeats have stopped, before the earliest possible
+// expiry and before the second job starts.
 func TestPartitionKillsIgnoringJobBeforeNextHolder(t *testing.T) {
 	dir := t.TempDir()
 	first := script(t, dir, "first.sh", `trap '' TERM
@@ -162,7 +164,7 @@ date +%s.%N > "$1/job.start"
 sh -c 'date +%s.%N > "$1/gc.start"; while :; do date +%s.%N >> "$1/gc.beats"; sleep 0.02; done' gc "$1" &
 while :; do date +%s.%N >> "$1/job.beats"; sleep 0.02; done
 `)
-	pr := partitionFirst(t, dir, first)
+	pr := partitionFirst(t, dir, first, maxGrace(3*time.Second))
 	stderr := pr.first.stderr.String()
 	term, kill := logTime(t, stderr, "sent SIGTERM"), logTime(t, stderr, "sent SIGKILL")
 	gone := logTime(t, stderr, "process group [0-9]+ gone")

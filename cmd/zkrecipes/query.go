@@ -72,6 +72,9 @@ func (a *app) query(kind string, args []string) (err error) {
 		return err
 	}
 	path := fs.Arg(0)
+	if err := checkPath(path); err != nil {
+		return err
+	}
 
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
