@@ -85,59 +85,44 @@ func (l *Lease) Commit(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 // guardedOp returns a copy of op with its path under the session's
 // namespace (and the session's ACL for a create without one).
 func (e *Engine) guardedOp(op any) (any, error) {
-	full := func(p string) (string, error) { return e.zs.Path(p) }
+	var out any
+	var path *string // the copy's path
 	switch o := op.(type) {
 	case *zk.CreateRequest:
-		if o == nil {
-			break
+		if o != nil {
+			c := *o
+			if len(c.Acl) == 0 {
+				c.Acl = e.zs.ACL()
+			}
+			out, path = &c, &c.Path
 		}
-		c := *o
-		p, err := full(o.Path)
-		if err != nil {
-			return nil, err
-		}
-		c.Path = p
-		if len(c.Acl) == 0 {
-			c.Acl = e.zs.ACL()
-		}
-		return &c, nil
 	case *zk.SetDataRequest:
-		if o == nil {
-			break
+		if o != nil {
+			c := *o
+			out, path = &c, &c.Path
 		}
-		c := *o
-		p, err := full(o.Path)
-		if err != nil {
-			return nil, err
-		}
-		c.Path = p
-		return &c, nil
 	case *zk.DeleteRequest:
-		if o == nil {
-			break
+		if o != nil {
+			c := *o
+			out, path = &c, &c.Path
 		}
-		c := *o
-		p, err := full(o.Path)
-		if err != nil {
-			return nil, err
-		}
-		c.Path = p
-		return &c, nil
 	case *zk.CheckVersionRequest:
-		if o == nil {
-			break
+		if o != nil {
+			c := *o
+			out, path = &c, &c.Path
 		}
-		c := *o
-		p, err := full(o.Path)
-		if err != nil {
-			return nil, err
-		}
-		c.Path = p
-		return &c, nil
 	default:
 		return nil, fmt.Errorf("%T is not a *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest or *zk.CheckVersionRequest", op)
 	}
-	return nil, fmt.Errorf("nil %T", op)
+	if path == nil {
+		return nil, fmt.Errorf("nil %T", op)
+	}
+	full, err := e.zs.Path(*path)
+	if err != nil {
+		return nil, err
+	}
+	*path = full
+	return out, nil
 }
 
 // opPath names an operation's kind and path for an error.
