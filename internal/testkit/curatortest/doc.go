@@ -27,7 +27,10 @@
 //   - CuratorRWLock (RWLock): an InterProcessReadWriteLock, with a mixed
 //     read/write loop on a counter znode that counts reads seeing a write in
 //     progress, and a benchmark mode running the same mix on several Curator
-//     clients.
+//     clients;
+//   - CuratorGroup (Group): a GroupMember with an id and data, answering
+//     getCurrentMembers, and on demand a PersistentNode
+//     (EPHEMERAL_SEQUENTIAL with protection) reporting its actual path.
 //
 // The programs' Curator clients ask for a session timeout of SessionTimeout
 // (10 s), so that a stalled JVM on a loaded machine keeps its session; a test

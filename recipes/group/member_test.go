@@ -1,0 +1,192 @@
+package group_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
+	"github.com/zkrecipes/zkrecipes/recipes/group"
+	"github.com/zkrecipes/zkrecipes/session"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+const groupPath = "/groups/workers"
+
+// converged waits until every member's view equals the server's children
+// and their data, and that view has the given ids.
+func converged(t *testing.T, raw *zk.Conn, ns *zktest.Namespace, ms []*group.Member, want ...string) map[string]string {
+	t.Helper()
+	var server map[string]string
+	zktest.Eventually(t, wait, func() bool {
+		server = serverView(t, raw, ns.Path(groupPath))
+		if fmt.Sprint(ids(server)) != fmt.Sprint(want) {
+			return false
+		}
+		for _, m := range ms {
+			if !sameView(text(m.Members()), server) {
+				return false
+			}
+		}
+		return true
+	}, "views converge to the server's children %v", want)
+	return server
+}
+
+// TestMembersConverge: several members, each on its own session, see the
+// same group as the server: joins, data changes, a leave, and a child
+// created by someone else (every child is a member, as in Curator).
+func TestMembersConverge(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	var ms []*group.Member
+	for i := 0; i < 4; i++ {
+		s := sessiontest.Connect(t, ns)
+		m := startMember(t, s, groupPath, fmt.Sprintf("w%d", i), fmt.Sprintf("data-%d", i))
+		ms = append(ms, m)
+	}
+	for _, m := range ms {
+		waitFor(t, "Wait", m.Wait)
+	}
+	server := converged(t, raw, ns, ms, "w0", "w1", "w2", "w3")
+	if server["w2"] != "data-2" {
+		t.Fatalf("server data of w2 = %q", server["w2"])
+	}
+
+	waitFor(t, "SetData", func(ctx context.Context) error { return ms[1].SetData(ctx, []byte("busy")) })
+	server = converged(t, raw, ns, ms, "w0", "w1", "w2", "w3")
+	if server["w1"] != "busy" {
+		t.Fatalf("server data of w1 = %q, want busy", server["w1"])
+	}
+
+	if err := ms[3].Close(); err != nil {
+		t.Fatal(err)
+	}
+	converged(t, raw, ns, ms[:3], "w0", "w1", "w2")
+
+	if _, err := raw.Create(ns.Path(groupPath+"/outsider"), []byte("x"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	converged(t, raw, ns, ms[:3], "outsider", "w0", "w1", "w2")
+	if err := raw.Delete(ns.Path(groupPath+"/outsider"), -1); err != nil {
+		t.Fatal(err)
+	}
+	converged(t, raw, ns, ms[:3], "w0", "w1", "w2")
+}
+
+// TestMemberChanges: Changes delivers the view once loaded, then each
+// change; it is closed when its ctx ends, and at Close.
+func TestMemberChanges(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	a := startMember(t, sessiontest.Connect(t, ns), groupPath, "a", "da")
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	ch := a.Changes(ctx)
+	untilView := func(c <-chan map[string][]byte, want map[string]string) {
+		t.Helper()
+		deadline := time.NewTimer(wait)
+		defer deadline.Stop()
+		var last map[string][]byte
+		for {
+			select {
+			case v, ok := <-c:
+				if !ok {
+					t.Fatalf("Changes closed; last view %v, want %v", text(last), want)
+				}
+				last = v
+				if sameView(text(v), want) {
+					return
+				}
+			case <-deadline.C:
+				t.Fatalf("no view %v within %v; last %v", want, wait, text(last))
+			}
+		}
+	}
+	untilView(ch, map[string]string{"a": "da"})
+	b := startMember(t, sessiontest.Connect(t, ns), groupPath, "b", "db")
+	untilView(ch, map[string]string{"a": "da", "b": "db"})
+	waitFor(t, "SetData", func(ctx context.Context) error { return b.SetData(ctx, []byte("db2")) })
+	untilView(ch, map[string]string{"a": "da", "b": "db2"})
+	// A second channel starts with the current view.
+	ch2 := a.Changes(ctxT(t))
+	untilView(ch2, map[string]string{"a": "da", "b": "db2"})
+	b.Close()
+	untilView(ch, map[string]string{"a": "da"})
+
+	cancel()
+	closedWithin(t, ch, "Changes after its ctx ended")
+	a.Close()
+	closedWithin(t, ch2, "Changes after Close")
+	if _, ok := <-a.Changes(ctxT(t)); ok {
+		t.Fatal("Changes after Close delivered a view, want a closed channel")
+	}
+}
+
+// TestMemberBackAfterExpiry: a member's session expires; its node is back
+// on the new session within backBound of Reconnected, and the other
+// members' views converge with it in.
+func TestMemberBackAfterExpiry(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	a := startMember(t, sessiontest.Connect(t, ns), groupPath, "a", "da")
+	s, p, tap := sessiontest.ConnectProxyTap(t, ns)
+	b := startMember(t, s, groupPath, "b", "db")
+	waitFor(t, "Wait", a.Wait)
+	waitFor(t, "Wait", b.Wait)
+	converged(t, raw, ns, []*group.Member{a, b}, "a", "b")
+	rec := sessiontest.Record(t, s)
+	old := s.SessionID()
+	sessiontest.Expire(t, s, tap, ns.Servers()...)
+	p.Cut()
+	rec.Wait(t, wait, session.Lost)
+	ev := rec.Wait(t, wait, session.Reconnected)
+	if ev.SessionID == old {
+		t.Fatalf("reconnected to the expired session")
+	}
+	zktest.Eventually(t, time.Until(ev.At.Add(backBound)), func() bool {
+		_, st, ok := stat(t, raw, ns.Path(groupPath+"/b"))
+		return ok && st.EphemeralOwner == ev.SessionID
+	}, "b's node back on the new session within %v of Reconnected", backBound)
+	converged(t, raw, ns, []*group.Member{a, b}, "a", "b")
+}
+
+// TestMemberCloseWhileJoining: Close while the connection is partitioned
+// and the member is joining: Close returns promptly, Wait returns
+// session.ErrClosed, Changes channels close, nothing is left on the server.
+func TestMemberCloseWhileJoining(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	s, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(10*time.Second))
+	p.Partition()
+	m, err := group.NewMember(s, groupPath, "m", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	ch := m.Changes(ctx)
+	errs := make(chan error, 1)
+	go func() { errs <- m.Wait(ctx) }()
+	start := time.Now()
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > cleanupBound {
+		t.Fatalf("Close took %v, want at most %v", d, cleanupBound)
+	}
+	if err := sessiontest.Recv(t, errs, wait, "Wait returns"); !errorsIs(err, session.ErrClosed) {
+		t.Fatalf("Wait: %v, want session.ErrClosed", err)
+	}
+	closedWithin(t, ch, "Changes after Close")
+	rec := sessiontest.Record(t, s)
+	p.Heal()
+	rec.Wait(t, wait, session.Reconnected)
+	if v := serverView(t, raw, ns.Path(groupPath)); len(v) != 0 {
+		t.Fatalf("members left on the server: %v", v)
+	}
+}
