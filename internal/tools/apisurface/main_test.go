@@ -10,6 +10,7 @@ import (
 const (
 	libraryBudget = 250
 	zktestBudget  = 110
+	groupBudget   = 30
 )
 
 func TestSurfaceWithinBudget(t *testing.T) {
@@ -36,5 +37,20 @@ func TestSurfaceWithinBudget(t *testing.T) {
 	t.Logf("%-10s %d (library total %d)", "zktest", len(names), total)
 	if len(names) > zktestBudget {
 		t.Errorf("zktest exports %d identifiers, over the budget of %d", len(names), zktestBudget)
+	}
+	groupTotal := 0
+	for _, dir := range groupPackages {
+		names, err := exported(filepath.Join(root, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(names) == 0 {
+			t.Fatalf("%s: no exported names found: the count is not reading the package", dir)
+		}
+		t.Logf("%-13s %d", dir, len(names))
+		groupTotal += len(names)
+	}
+	if groupTotal > groupBudget {
+		t.Errorf("%v export %d identifiers, over the budget of %d", groupPackages, groupTotal, groupBudget)
 	}
 }
