@@ -2,9 +2,11 @@ package group_test
 
 import (
 	"context"
+	"errors"
 	"path"
-	"regexp"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/testkit/curatortest"
 	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
@@ -81,46 +83,80 @@ func TestCuratorGroupMember(t *testing.T) {
 	goSees(t, all, g1)
 }
 
-// protected is a protected name of base "api" with a sequence number, as
-// Curator's PersistentNode (EPHEMERAL_SEQUENTIAL, protection) creates it.
-var protected = regexp.MustCompile(`^_c_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-api([0-9]{10})$`)
+// uuidOf returns the uuid of a protected node path ("" for another path).
+func uuidOf(p string) string {
+	b := path.Base(p)
+	if len(b) < len("_c_")+36 || b[:3] != "_c_" {
+		return ""
+	}
+	return b[3 : 3+36]
+}
 
-// TestCuratorPersistentNodeLayout: a Curator PersistentNode
-// (EPHEMERAL_SEQUENTIAL with protection) and a Go Node in
-// ProtectedEphemeralSequential mode on one base path create nodes of the
-// same form, side by side in one directory, each with its own uuid and the
-// directory's sequence; a Go member of that directory sees both.
-func TestCuratorPersistentNodeLayout(t *testing.T) {
-	ns := zktest.NewNamespace(t)
-	ctx := ctxT(t)
-	j := curatortest.StartGroup(t, ns.Servers(), ns.Path(groupPath), "java1", "jdata")
-	jpath, err := j.StartNode(ctx, ns.Path("/services/api"), "jnode")
-	if err != nil {
-		t.Fatal(err)
+// TestCuratorPersistentNode: a Curator PersistentNode and a Go Node in the
+// matching mode on one path. With protection (EPHEMERAL, and
+// EPHEMERAL_SEQUENTIAL) both create nodes of the same form side by side,
+// each with its own uuid; a Go member of the directory sees both with their
+// data, and the Curator one leave. Without protection (EPHEMERAL, the path
+// itself) the Go Node leaves the Curator node alone and creates its own once
+// Curator's is gone.
+func TestCuratorPersistentNode(t *testing.T) {
+	for _, tc := range []struct {
+		mode group.Mode
+		java curatortest.NodeMode
+	}{
+		{group.ProtectedEphemeralSequential, curatortest.NodeProtectedSequential},
+		{group.ProtectedEphemeral, curatortest.NodeProtectedEphemeral},
+		{group.Ephemeral, curatortest.NodeEphemeral},
+	} {
+		t.Run(tc.mode.String(), func(t *testing.T) {
+			ns := zktest.NewNamespace(t)
+			raw := ns.Conn(t)
+			ctx := ctxT(t)
+			j := curatortest.StartGroup(t, ns.Servers(), ns.Path(groupPath), "java1", "jdata")
+			jfull, err := j.StartNode(ctx, tc.java, ns.Path(nodePath), "jnode")
+			if err != nil {
+				t.Fatal(err)
+			}
+			jpath := strings.TrimPrefix(jfull, ns.Root)
+			if !nameOf[tc.mode].MatchString(jpath) {
+				t.Fatalf("Curator's node %q does not match the Go mode's form %v", jpath, nameOf[tc.mode])
+			}
+			s := sessiontest.Connect(t, ns)
+			n := startNode(t, s, nodePath, tc.mode, "gnode")
+			if tc.mode == group.Ephemeral {
+				wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				err := n.Wait(wctx)
+				cancel()
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("Wait while Curator holds the node: %v, want DeadlineExceeded", err)
+				}
+				if d, _, _ := stat(t, raw, jfull); string(d) != "jnode" {
+					t.Fatalf("Curator's node holds %q, want jnode", d)
+				}
+				if err := j.CloseNode(ctx); err != nil {
+					t.Fatal(err)
+				}
+				waitFor(t, "Wait", n.Wait)
+				if d, st, _ := stat(t, raw, jfull); string(d) != "gnode" || st.EphemeralOwner != s.SessionID() {
+					t.Fatalf("after Curator's close the node holds %q owned by 0x%x, want gnode of 0x%x", d, ownerOf(st), s.SessionID())
+				}
+				return
+			}
+			waitFor(t, "Wait", n.Wait)
+			gpath := n.Path()
+			if !nameOf[tc.mode].MatchString(gpath) || uuidOf(gpath) == uuidOf(jpath) {
+				t.Fatalf("Go node %q, Curator node %q: want the same form with different uuids", gpath, jpath)
+			}
+			// A Go member of the directory sees both nodes, with their data.
+			m := startMember(t, s, path.Dir(nodePath), "watcher", "w")
+			waitFor(t, "Member.Wait", m.Wait)
+			want := map[string]string{path.Base(jpath): "jnode", path.Base(gpath): "gnode", "watcher": "w"}
+			goSees(t, want, m)
+			if err := j.CloseNode(ctx); err != nil {
+				t.Fatal(err)
+			}
+			delete(want, path.Base(jpath))
+			goSees(t, want, m)
+		})
 	}
-	s := sessiontest.Connect(t, ns)
-	n := startNode(t, s, "/services/api", group.ProtectedEphemeralSequential, "gnode")
-	waitFor(t, "Wait", n.Wait)
-	gpath := n.Path()
-	if path.Dir(jpath) != ns.Path("services") || path.Dir(gpath) != "/services" {
-		t.Fatalf("Curator node %s and Go node %s are not in %s", jpath, gpath, ns.Path("services"))
-	}
-	jm := protected.FindStringSubmatch(path.Base(jpath))
-	gm := protected.FindStringSubmatch(path.Base(gpath))
-	if jm == nil || gm == nil {
-		t.Fatalf("names %q (Curator) and %q (Go): want both to match %v", path.Base(jpath), path.Base(gpath), protected)
-	}
-	if jm[1] == gm[1] || jm[2] == gm[2] {
-		t.Fatalf("Curator %q and Go %q share a uuid or a sequence number", jm, gm)
-	}
-	// A Go member of /services sees both nodes, with their data.
-	m := startMember(t, s, "/services", "watcher", "w")
-	waitFor(t, "Member.Wait", m.Wait)
-	want := map[string]string{path.Base(jpath): "jnode", path.Base(gpath): "gnode", "watcher": "w"}
-	goSees(t, want, m)
-	if err := j.CloseNode(ctx); err != nil {
-		t.Fatal(err)
-	}
-	delete(want, path.Base(jpath))
-	goSees(t, want, m)
 }

@@ -29,8 +29,9 @@
 //     progress, and a benchmark mode running the same mix on several Curator
 //     clients;
 //   - CuratorGroup (Group): a GroupMember with an id and data, answering
-//     getCurrentMembers, and on demand a PersistentNode
-//     (EPHEMERAL_SEQUENTIAL with protection) reporting its actual path.
+//     getCurrentMembers, and on demand a PersistentNode (EPHEMERAL, with or
+//     without protection, or EPHEMERAL_SEQUENTIAL with protection) reporting
+//     its actual path.
 //
 // The programs' Curator clients ask for a session timeout of SessionTimeout
 // (10 s), so that a stalled JVM on a loaded machine keeps its session; a test

@@ -86,11 +86,25 @@ func (g *Group) Close(ctx context.Context) error {
 	return err
 }
 
-// StartNode starts a PersistentNode with CreateMode.EPHEMERAL_SEQUENTIAL and
-// protection on the full server path base with data (no white space),
-// waits for its initial create and returns its actual path.
-func (g *Group) StartNode(ctx context.Context, base, data string) (string, error) {
-	l, err := g.Call(ctx, "node "+base+" "+dashIfEmpty(data), "NODE")
+// NodeMode is the CreateMode and protection of a PersistentNode.
+type NodeMode string
+
+// The modes of StartNode.
+const (
+	// NodeEphemeral is CreateMode.EPHEMERAL without protection.
+	NodeEphemeral NodeMode = "eph"
+	// NodeProtectedEphemeral is CreateMode.EPHEMERAL with protection.
+	NodeProtectedEphemeral NodeMode = "peph"
+	// NodeProtectedSequential is CreateMode.EPHEMERAL_SEQUENTIAL with
+	// protection.
+	NodeProtectedSequential NodeMode = "pseq"
+)
+
+// StartNode starts a PersistentNode in the given mode on the full server
+// path base with data (no white space), waits for its initial create and
+// returns its actual path. One node at a time: CloseNode before the next.
+func (g *Group) StartNode(ctx context.Context, mode NodeMode, base, data string) (string, error) {
+	l, err := g.Call(ctx, "node "+string(mode)+" "+base+" "+dashIfEmpty(data), "NODE")
 	if err != nil {
 		return "", err
 	}

@@ -12,9 +12,10 @@
 //   members             -> MEMBERS <id>=<data>...       (getCurrentMembers, sorted by id)
 //   setdata <data>      -> SET                         (setThisData)
 //   close               -> CLOSED                      (member.close(); leaves the group)
-//   node <path> <data>  -> NODE <actualPath>           (a PersistentNode, EPHEMERAL_SEQUENTIAL
-//                                                        with protection, started and waited for
-//                                                        up to 20 s)
+//   node <mode> <path> <data> -> NODE <actualPath>     (a PersistentNode, started and waited for
+//                                                        up to 20 s; mode: eph = EPHEMERAL,
+//                                                        peph = EPHEMERAL with protection,
+//                                                        pseq = EPHEMERAL_SEQUENTIAL with protection)
 //   nodeclose           -> NODECLOSED                  (closes that PersistentNode)
 //   quit or end of input -> the process exits
 //
@@ -99,7 +100,11 @@ public final class CuratorGroup {
                         Proto.print("CLOSED");
                         break;
                     case "node":
-                        node = new PersistentNode(client, CreateMode.EPHEMERAL_SEQUENTIAL, true, f[1], bytes(f[2]));
+                        if (node != null) {
+                            throw new IllegalStateException("a node is running: nodeclose first");
+                        }
+                        CreateMode mode = f[1].equals("pseq") ? CreateMode.EPHEMERAL_SEQUENTIAL : CreateMode.EPHEMERAL;
+                        node = new PersistentNode(client, mode, !f[1].equals("eph"), f[2], bytes(f[3]));
                         node.start();
                         if (!node.waitForInitialCreate(20, TimeUnit.SECONDS)) {
                             Proto.print("ERR " + line + ": not created within 20s");
