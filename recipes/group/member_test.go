@@ -190,3 +190,59 @@ func TestMemberCloseWhileJoining(t *testing.T) {
 		t.Fatalf("members left on the server: %v", v)
 	}
 }
+
+// TestMemberViewAcrossPartition: while a member's connection is down its
+// view is the last one read; after the reconnect it catches up with what
+// changed meanwhile.
+func TestMemberViewAcrossPartition(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	s, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(10*time.Second))
+	a := startMember(t, s, groupPath, "a", "da")
+	b := startMember(t, sessiontest.Connect(t, ns), groupPath, "b", "db")
+	waitFor(t, "Wait", a.Wait)
+	waitFor(t, "Wait", b.Wait)
+	before := converged(t, raw, ns, []*group.Member{a, b}, "a", "b")
+	rec := sessiontest.Record(t, s)
+	p.Partition()
+	rec.Wait(t, wait, session.Suspended)
+	if _, err := raw.Create(ns.Path(groupPath+"/c"), []byte("dc"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, wait, func() bool { return len(b.Members()) == 3 }, "b sees c")
+	if v := text(a.Members()); !sameView(v, before) {
+		t.Fatalf("a's view while disconnected: %v, want the last one read, %v", v, before)
+	}
+	p.Heal()
+	rec.Wait(t, wait, session.Reconnected)
+	converged(t, raw, ns, []*group.Member{a, b}, "a", "b", "c")
+}
+
+// TestMemberWatchCost: a member holds one child watch on the group path and
+// one data watch per member (its own node's shared with its Node), in the
+// client and on the server, and nothing else.
+func TestMemberWatchCost(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	s, tap := sessiontest.ConnectTap(t, ns)
+	a := startMember(t, s, groupPath, "a", "da")
+	var ms = []*group.Member{a}
+	for _, id := range []string{"b", "c"} {
+		ms = append(ms, startMember(t, sessiontest.Connect(t, ns), groupPath, id, "d"+id))
+	}
+	converged(t, raw, ns, ms, "a", "b", "c")
+	dir := ns.Path(groupPath)
+	client := map[string]int{dir: 1, dir + "/a": 1, dir + "/b": 1, dir + "/c": 1}
+	server := map[string]bool{dir + "/a": true, dir + "/b": true, dir + "/c": true}
+	var gotClient map[string]int
+	var gotServer map[string]bool
+	zktest.Eventually(t, wait, func() bool {
+		if _, err := tap.Notifications(); err != nil {
+			t.Fatal(err)
+		}
+		gotClient = tap.Watches()
+		// wchc lists the server's data watches only.
+		gotServer = sessiontest.Watches(t, ns.Server.Addr(), s.SessionID())
+		return fmt.Sprint(gotClient) == fmt.Sprint(client) && fmt.Sprint(gotServer) == fmt.Sprint(server)
+	}, "watches of a's session: want %v in the client and data watches %v on the server", client, server)
+}

@@ -187,7 +187,13 @@ func TestNodeBackWhileOldSessionLives(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			ns := zktest.NewNamespace(t)
 			raw := ns.Conn(t)
-			s, p := sessiontest.ConnectProxy(t, ns)
+			// In the protected modes the old session lives longer than the
+			// check takes, so only the Node's delete can remove its node.
+			timeout := 10 * time.Second
+			if mode == group.Ephemeral {
+				timeout = sessiontest.SessionTimeout
+			}
+			s, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(timeout))
 			n := startNode(t, s, nodePath, mode, "v1")
 			waitFor(t, "Wait", n.Wait)
 			old := s.SessionID()
@@ -200,9 +206,16 @@ func TestNodeBackWhileOldSessionLives(t *testing.T) {
 			}
 			bound := backBound
 			if mode == group.Ephemeral {
-				bound += sessiontest.SessionTimeout
+				bound += timeout
 			}
 			checkBack(t, raw, ns, n, ev.SessionID, ev.At, bound, mode)
+			if mode != group.Ephemeral {
+				kids, _, err := raw.Children(ns.Path("services"))
+				if err != nil || len(kids) != 1 || time.Since(ev.At) >= timeout {
+					t.Fatalf("%v after Reconnected: children %q (%v); want only the new node, before the old session (timeout %v) could expire",
+						time.Since(ev.At), kids, err, timeout)
+				}
+			}
 		})
 	}
 }
@@ -444,4 +457,125 @@ func TestNodeSessionClosed(t *testing.T) {
 		defer cancel()
 		return errors.Is(n.Wait(ctx), session.ErrClosed)
 	}, "Wait returns session.ErrClosed after the session closed")
+}
+
+// TestNodeDeletedWhileDisconnected: someone deletes the node while the
+// Node's connection is down; when the session reconnects (the same one),
+// the Node creates the node again.
+func TestNodeDeletedWhileDisconnected(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	s, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(10*time.Second))
+	n := startNode(t, s, nodePath, group.Ephemeral, "v1")
+	waitFor(t, "Wait", n.Wait)
+	_, st, _ := stat(t, raw, ns.Root+nodePath)
+	rec := sessiontest.Record(t, s)
+	p.Partition()
+	rec.Wait(t, wait, session.Suspended)
+	if err := raw.Delete(ns.Root+nodePath, -1); err != nil {
+		t.Fatal(err)
+	}
+	p.Heal()
+	ev := rec.Wait(t, wait, session.Reconnected)
+	if ev.SessionID != st.EphemeralOwner {
+		t.Fatalf("the session did not survive the partition")
+	}
+	zktest.Eventually(t, wait, func() bool {
+		d, st2, ok := stat(t, raw, ns.Root+nodePath)
+		return ok && st2.Czxid != st.Czxid && st2.EphemeralOwner == ev.SessionID && string(d) == "v1"
+	}, "node created again after the reconnect")
+}
+
+// TestNodeSetDataNeverWritesAnotherSessionsNode: the node is deleted and
+// another session creates the same name; SetData waits for the Node's own
+// node and leaves the other one's data alone.
+func TestNodeSetDataNeverWritesAnotherSessionsNode(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	other := zktest.Conn(t, ns.Servers(), 0)
+	s := sessiontest.Connect(t, ns)
+	n := startNode(t, s, nodePath, group.Ephemeral, "v1")
+	waitFor(t, "Wait", n.Wait)
+	// Replace our node with another session's in one transaction, so that
+	// the Node never sees the name free.
+	_, st, _ := stat(t, raw, ns.Root+nodePath)
+	if _, err := other.Multi(
+		&zk.DeleteRequest{Path: ns.Root + nodePath, Version: st.Version},
+		&zk.CreateRequest{Path: ns.Root + nodePath, Data: []byte("theirs"), Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral},
+	); err != nil {
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, wait, func() bool { return n.Path() == "" }, "the Node sees its node gone")
+	ctx, cancel := context.WithTimeout(ctxT(t), 2*time.Second)
+	err := n.SetData(ctx, []byte("v2"))
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("SetData while another session holds the name: %v, want DeadlineExceeded", err)
+	}
+	if d, st, _ := stat(t, raw, ns.Root+nodePath); string(d) != "theirs" || st.EphemeralOwner != other.SessionID() {
+		t.Fatalf("the other session's node holds %q owned by 0x%x, want theirs", d, ownerOf(st))
+	}
+	other.Close()
+	zktest.Eventually(t, wait, func() bool {
+		d, st, ok := stat(t, raw, ns.Root+nodePath)
+		return ok && string(d) == "v2" && st.EphemeralOwner == s.SessionID()
+	}, "the Node's own node back with v2")
+}
+
+// TestNodeRefused: ZooKeeper refuses the create for good (the parent's ACL
+// lacks CREATE): the Node stops, and Wait returns an error matching
+// zk.ErrNoAuth.
+func TestNodeRefused(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	if _, err := raw.Create(ns.Path("locked"), nil, 0, zk.WorldACL(zk.PermRead)); err != nil {
+		t.Fatal(err)
+	}
+	s := sessiontest.Connect(t, ns)
+	n := startNode(t, s, "/locked/x", group.Ephemeral, "v1")
+	ctx, cancel := context.WithTimeout(ctxT(t), wait)
+	defer cancel()
+	if err := n.Wait(ctx); !errors.Is(err, zk.ErrNoAuth) || !strings.Contains(err.Error(), "/locked/x") {
+		t.Fatalf("Wait: %v, want zk.ErrNoAuth naming /locked/x", err)
+	}
+	if err := n.SetData(ctx, nil); !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("SetData after the Node stopped: %v, want zk.ErrNoAuth", err)
+	}
+}
+
+// TestNodeCloseWhileDisconnected: Close while the connection is down
+// returns within the cleanup bound, and the session's background queue
+// deletes the node once the connection is back (the session survives, so
+// only that delete can remove it).
+func TestNodeCloseWhileDisconnected(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	s, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(10*time.Second))
+	n := startNode(t, s, nodePath, group.Ephemeral, "v1")
+	waitFor(t, "Wait", n.Wait)
+	rec := sessiontest.Record(t, s)
+	// Refuse and cut rather than partition: the client sees the drop at
+	// once, so Close runs well within the session timeout.
+	p.Refuse(true)
+	p.Cut()
+	rec.Wait(t, wait, session.Suspended)
+	start := time.Now()
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > cleanupBound {
+		t.Fatalf("Close took %v, want at most %v", d, cleanupBound)
+	}
+	if _, _, ok := stat(t, raw, ns.Root+nodePath); !ok {
+		t.Fatal("the node went while the connection was down: the check below would prove nothing")
+	}
+	p.Heal()
+	ev := rec.Wait(t, wait, session.Reconnected)
+	zktest.Eventually(t, wait, func() bool {
+		_, _, ok := stat(t, raw, ns.Root+nodePath)
+		return !ok
+	}, "the node deleted after the reconnect")
+	if s.SessionID() != ev.SessionID {
+		t.Fatal("the session changed: its expiry, not the delete, may have removed the node")
+	}
 }
