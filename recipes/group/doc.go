@@ -37,11 +37,12 @@
 //
 // The node is ephemeral: it goes with its session. A Node creates it again:
 //
-//   - after a session loss, as soon as the session is connected again on a
-//     new ZooKeeper session: its first request after the Reconnected event
-//     creates the node (for the protected modes, after one listing of the
-//     parent); it is back within one or two request round trips of
-//     Reconnected (the tests hold it to 5 s on a loaded machine);
+//   - after a session loss, as soon as the session is connected on a new
+//     ZooKeeper session: its first requests after the Reconnected event
+//     create the node (a create and the read that checks its owner; for the
+//     protected modes, a listing of the parent first), so it is back a few
+//     request round trips after Reconnected (the tests allow 5 s on a
+//     loaded machine);
 //   - after someone else deleted it, at once (its data watch fires);
 //   - after a suspension that the session survived, it reads the node
 //     again and creates it if it is gone, as Curator does at RECONNECTED.
@@ -51,12 +52,13 @@
 // adopted when the current session owns it, and deleted otherwise (protected
 // modes). When the fixed name of an Ephemeral node is held by another
 // session, the Node waits until that node is gone, then creates its own; it
-// never writes another session's node (Curator writes its data into it).
-// SetData writes with the node's version, so it lands only on this Node's
-// node. A Member's view is read again after every change of the group and
-// after every new session; while the connection is down it is the last view
-// read. ZooKeeper refusing the node for good (zk.ErrNoAuth, ...) stops the
-// Node: Wait returns the error.
+// never writes another session's node it has read (Curator writes its data
+// into it). SetData writes with the node's version as last read (see
+// Node.SetData for the one case ZooKeeper cannot rule out). A Member's view
+// is read again after every change of the group and after every new
+// session; while the connection is down it is the last view read.
+// ZooKeeper refusing the node for good (zk.ErrNoAuth, ...) stops the Node:
+// Wait returns the error.
 //
 // # Costs
 //

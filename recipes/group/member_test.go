@@ -245,4 +245,21 @@ func TestMemberWatchCost(t *testing.T) {
 		gotServer = sessiontest.Watches(t, ns.Server.Addr(), s.SessionID())
 		return fmt.Sprint(gotClient) == fmt.Sprint(client) && fmt.Sprint(gotServer) == fmt.Sprint(server)
 	}, "watches of a's session: want %v in the client and data watches %v on the server", client, server)
+
+	// A change costs a's session n+1 reads: one listing, one read per
+	// member (n = 3), and nothing else.
+	before := tap.Requests()
+	waitFor(t, "SetData", func(ctx context.Context) error { return ms[1].SetData(ctx, []byte("changed")) })
+	zktest.Eventually(t, wait, func() bool { return string(a.Members()["b"]) == "changed" }, "a sees b's change")
+	after := tap.Requests()
+	for op := range after {
+		after[op] -= before[op]
+		if after[op] == 0 {
+			delete(after, op)
+		}
+	}
+	want := map[int32]int64{zktest.OpGetChildren2: 1, zktest.OpGetData: 3}
+	if fmt.Sprint(after) != fmt.Sprint(want) {
+		t.Fatalf("requests of a's session for one change: %v, want %v (getChildren2 %d, getData %d)", after, want, zktest.OpGetChildren2, zktest.OpGetData)
+	}
 }

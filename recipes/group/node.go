@@ -257,9 +257,13 @@ func (n *Node) Data() []byte {
 // kept all the same and written as soon as it can be. It returns
 // session.ErrClosed after Close, the error that stopped the Node (see Wait),
 // and session.ErrBadArgument for a nil ctx or data too large. The write is
-// conditional on the node's version, so it never lands on a node that is not
-// this Node's own. Safe to call concurrently: the data of the call that came
-// last wins.
+// conditional on the node's version as last read, so it never overwrites a
+// change it has not read; a conflict is retried only on the node this Node
+// created (the same czxid). ZooKeeper cannot make a write conditional on a
+// node's owner: a node that another session deleted and created again under
+// the same name just before the write, with the same version, can still
+// receive it. Safe to call concurrently: the data of the call that came last
+// wins.
 func (n *Node) SetData(ctx context.Context, data []byte) error {
 	if ctx == nil {
 		return n.errf(fmt.Errorf("%w: nil context", session.ErrBadArgument))

@@ -486,10 +486,10 @@ func TestNodeDeletedWhileDisconnected(t *testing.T) {
 	}, "node created again after the reconnect")
 }
 
-// TestNodeSetDataNeverWritesAnotherSessionsNode: the node is deleted and
-// another session creates the same name; SetData waits for the Node's own
-// node and leaves the other one's data alone.
-func TestNodeSetDataNeverWritesAnotherSessionsNode(t *testing.T) {
+// TestNodeSetDataWaitsForItsOwnNode: the node is deleted and another
+// session creates the same name; once the Node has seen that, SetData waits
+// for the Node's own node and leaves the other one's data alone.
+func TestNodeSetDataWaitsForItsOwnNode(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	raw := ns.Conn(t)
 	other := zktest.Conn(t, ns.Servers(), 0)
