@@ -28,20 +28,25 @@ func ExampleMember() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	join := func(id, addr string) *group.Member {
+	join := func(id, addr string) (*group.Member, error) {
 		m, err := group.NewMember(sess, "/workers", id, []byte(addr))
 		if err != nil {
-			panic(err) // bad input only
+			return nil, err // bad input
 		}
-		if err := m.Start(); err != nil {
-			panic(err)
-		}
-		return m
+		return m, m.Start()
 	}
-	a := join("worker-a", "10.0.0.1:8080")
-	defer a.Close()
+	a, err := join("worker-a", "10.0.0.1:8080")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer a.Close() // leaves the group
 	views := a.Changes(ctx)
-	b := join("worker-b", "10.0.0.2:8080")
+	b, err := join("worker-b", "10.0.0.2:8080")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
 	show := func(want int) {
 		for view := range views {

@@ -94,7 +94,12 @@ func newMember(sess *session.Session, path, id string, data []byte, opts []Optio
 		return nil, fmt.Errorf("%w: member id %q: want a non-empty path segment", session.ErrBadArgument, id)
 	}
 	if err := zksession.ValidatePath(path + "/" + id); err != nil {
-		return nil, fmt.Errorf("%w: member id %q: %s", session.ErrBadArgument, id, err.(*zksession.PathError).Reason)
+		reason := err.Error()
+		var pe *zksession.PathError
+		if errors.As(err, &pe) {
+			reason = pe.Reason
+		}
+		return nil, fmt.Errorf("%w: member id %q: %s", session.ErrBadArgument, id, reason)
 	}
 	node, err := newNode(sess, path+"/"+id, Ephemeral, data, opts)
 	if err != nil {

@@ -172,6 +172,10 @@ func TestMemberCloseWhileJoining(t *testing.T) {
 	ch := m.Changes(ctx)
 	errs := make(chan error, 1)
 	go func() { errs <- m.Wait(ctx) }()
+	// The group has never been read: the view holds only this member.
+	if v := text(m.Members()); !sameView(v, map[string]string{"m": ""}) {
+		t.Fatalf("Members before the first read: %v, want only m", v)
+	}
 	start := time.Now()
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
@@ -261,5 +265,32 @@ func TestMemberWatchCost(t *testing.T) {
 	want := map[int32]int64{zktest.OpGetChildren2: 1, zktest.OpGetData: 3}
 	if fmt.Sprint(after) != fmt.Sprint(want) {
 		t.Fatalf("requests of a's session for one change: %v, want %v (getChildren2 %d, getData %d)", after, want, zktest.OpGetChildren2, zktest.OpGetData)
+	}
+}
+
+// TestMemberSessionClosed: closing the member's session closes its Changes
+// channels and makes Wait return session.ErrClosed; Start twice and after
+// Close fail.
+func TestMemberSessionClosed(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	s := sessiontest.Connect(t, ns)
+	m := startMember(t, s, groupPath, "a", "da")
+	waitFor(t, "Wait", m.Wait)
+	if err := m.Start(); !errorsIs(err, group.ErrStarted) {
+		t.Fatalf("second Start: %v, want ErrStarted", err)
+	}
+	ch := m.Changes(ctxT(t))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closedWithin(t, ch, "Changes after the session closed")
+	zktest.Eventually(t, wait, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		return errorsIs(m.Wait(ctx), session.ErrClosed)
+	}, "Wait returns session.ErrClosed")
+	m.Close()
+	if err := m.Start(); !errorsIs(err, session.ErrClosed) {
+		t.Fatalf("Start after Close: %v, want session.ErrClosed", err)
 	}
 }

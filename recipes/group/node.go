@@ -395,7 +395,7 @@ func (n *Node) run() {
 // stop records why the Node stopped before Close.
 func (n *Node) stop(err error) {
 	err = n.errf(err)
-	n.lg.Error("node stopped: it will not be created again", zap.Error(err))
+	n.lg.Info("node stopped: it will not be created again", zap.Error(err))
 	n.mu.Lock()
 	n.err = err
 	n.node = ""
