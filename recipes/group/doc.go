@@ -65,10 +65,11 @@
 // A Node holds one data watch on its node; keeping it costs nothing more
 // while nothing happens. A Member holds one child watch on the group path
 // and one data watch per member (shared with the session's other users of
-// those nodes), and reads the whole group, one listing plus one read per
-// member, at every change: a group of n members costs n+1 requests per
-// member per change. While the group path does not exist it polls it (from
-// 50 ms, backing off to a second) rather than leave an exists-watch.
+// those nodes). When a member joins or leaves, and after a new session, it
+// reads the whole group: one listing plus one read per member, so n+1
+// requests of each of n members; when a member changes its data, one read
+// of that member's node (rarely two). While the group path does not exist it polls it
+// (from 50 ms, backing off to a second) rather than leave an exists-watch.
 //
 // # Close
 //

@@ -40,7 +40,7 @@ type Member struct {
 	subs    map[*memberSub]struct{}
 	changed chan struct{} // closed and replaced when loaded or the view changes
 
-	kick kicker // a member's node changed (data watch events)
+	kick *kicker // members' nodes changed (data watch events)
 
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -56,15 +56,32 @@ type memberSub struct {
 	unhook func() bool
 }
 
-// kicker wakes the view's goroutine when a data watch on a member's node
-// fires (zksession.NodeEvents, called on go-zookeeper's goroutine).
-type kicker chan struct{}
+// kicker records the members' nodes whose data watch fired and wakes the
+// view's goroutine (zksession.NodeEvents, called on go-zookeeper's
+// goroutine: it never blocks).
+type kicker struct {
+	c     chan struct{} // capacity 1
+	mu    sync.Mutex
+	dirty map[string]bool // full server paths
+}
 
-func (k kicker) NodeEvent(zk.Event) {
+func (k *kicker) NodeEvent(ev zk.Event) {
+	k.mu.Lock()
+	k.dirty[ev.Path] = true
+	k.mu.Unlock()
 	select {
-	case k <- struct{}{}:
+	case k.c <- struct{}{}:
 	default:
 	}
+}
+
+// take returns the paths recorded since the last take.
+func (k *kicker) take() map[string]bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	d := k.dirty
+	k.dirty = make(map[string]bool)
+	return d
 }
 
 // NewMember returns a member with the given id and data of the group at
@@ -115,7 +132,7 @@ func newMember(sess *session.Session, path, id string, data []byte, opts []Optio
 		lg:      node.lg.With(zap.String("id", id)),
 		subs:    make(map[*memberSub]struct{}),
 		changed: make(chan struct{}),
-		kick:    make(kicker, 1),
+		kick:    &kicker{c: make(chan struct{}, 1), dirty: make(map[string]bool)},
 		ctx:     ctx,
 		cancel:  cancel,
 	}, nil
@@ -297,7 +314,9 @@ func (m *Member) publish(view map[string][]byte) {
 
 // watch reads the group whenever it changes, until Close: the children of
 // the group path with a child watch, and each child's data with a data watch
-// (watches shared with the session's other users of the same nodes).
+// (watches shared with the session's other users of the same nodes). A
+// change of the children, and a new session, make it read the whole group
+// again; a data change, only the member whose data changed.
 func (m *Member) watch() {
 	defer m.wg.Done()
 	subs := make(map[string]*zksession.NodeSub)
@@ -310,6 +329,8 @@ func (m *Member) watch() {
 	bo.InitialInterval = 50 * time.Millisecond
 	bo.MaxInterval = time.Second
 	bo.MaxElapsedTime = 0
+	var view map[string][]byte // as last read
+	var cw *zksession.Watch    // the child watch of that read
 	for m.ctx.Err() == nil {
 		ep, err := m.zs.WaitConnected(m.ctx)
 		if err != nil {
@@ -318,20 +339,28 @@ func (m *Member) watch() {
 			}
 			return
 		}
-		view, cw, err := m.read(ep, subs)
+		if cw == nil {
+			m.kick.take() // a full read reads every member
+			view, cw, err = m.read(ep, subs)
+		} else {
+			view, err = m.reread(ep, subs, view, m.kick.take())
+		}
 		if err == nil {
 			bo.Reset()
 			m.publish(view)
 			select {
 			case ev, ok := <-cw.Events():
 				cw.Event(ev, ok)
-			case <-m.kick:
+				cw = nil
+			case <-m.kick.c:
 			case <-ep.Lost():
+				cw = nil
 			case <-m.ctx.Done():
 				return
 			}
 			continue
 		}
+		cw = nil
 		if m.ctx.Err() != nil {
 			return
 		}
@@ -354,6 +383,58 @@ func (m *Member) watch() {
 	}
 }
 
+// reread reads again, with a data watch, the members among dirty (full
+// server paths) and returns the view updated (a new map: view is left as it
+// is). A member found gone leaves the view: the child watch fires for it too.
+func (m *Member) reread(ep *zksession.Epoch, subs map[string]*zksession.NodeSub, view map[string][]byte, dirty map[string]bool) (map[string][]byte, error) {
+	out := maps.Clone(view)
+	for p := range dirty {
+		k := strings.TrimPrefix(p, m.dir+"/")
+		if _, ok := out[k]; !ok || k == p {
+			continue // not a member as last listed: the next full read decides
+		}
+		data, err := m.readMember(ep, subs, k)
+		if errors.Is(err, zk.ErrNoNode) {
+			delete(out, k)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[k] = data
+	}
+	return out, nil
+}
+
+// readMember subscribes to the data events of member k's node, then reads
+// it with a data watch. Unsubscribed when the node is missing.
+func (m *Member) readMember(ep *zksession.Epoch, subs map[string]*zksession.NodeSub, k string) ([]byte, error) {
+	p := m.dir + "/" + k
+	s := subs[k]
+	if s == nil {
+		s = new(zksession.NodeSub)
+		subs[k] = s
+	}
+	m.zs.SubscribeNode(s, p, m.kick)
+	var data []byte
+	err := m.zs.Retry(m.ctx, ep, func(*zk.Conn) error {
+		d, _, _, err := m.zs.GetW(p)
+		if err == nil {
+			data = d
+		}
+		return err
+	})
+	if err != nil {
+		// data is not read: a try abandoned when ctx ended may still write it.
+		if errors.Is(err, zk.ErrNoNode) {
+			m.zs.CancelNode(s, p)
+			delete(subs, k)
+		}
+		return nil, err
+	}
+	return data, nil
+}
+
 // read lists the group with a child watch and reads every member's data
 // with a data watch, subscribing subs to their events first.
 func (m *Member) read(ep *zksession.Epoch, subs map[string]*zksession.NodeSub) (map[string][]byte, *zksession.Watch, error) {
@@ -371,21 +452,7 @@ func (m *Member) read(ep *zksession.Epoch, subs map[string]*zksession.NodeSub) (
 	}
 	view := make(map[string][]byte, len(kids))
 	for _, k := range kids {
-		p := m.dir + "/" + k
-		s := subs[k]
-		if s == nil {
-			s = new(zksession.NodeSub)
-			subs[k] = s
-		}
-		m.zs.SubscribeNode(s, p, m.kick)
-		var data []byte
-		err := m.zs.Retry(m.ctx, ep, func(*zk.Conn) error {
-			d, _, _, err := m.zs.GetW(p)
-			if err == nil {
-				data = d
-			}
-			return err
-		})
+		data, err := m.readMember(ep, subs, k)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // gone since the listing: the child watch fires
 		}
