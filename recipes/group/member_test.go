@@ -309,3 +309,43 @@ func TestMemberSessionClosed(t *testing.T) {
 		t.Fatalf("Start after Close: %v, want session.ErrClosed", err)
 	}
 }
+
+// TestMembersConvergeUnderChurn: five members, each on its own session
+// through its own proxy, while members change their data, connections are
+// cut, members leave and join again, and a third party adds and removes a
+// child: at the end every view equals the server's children and data.
+func TestMembersConvergeUnderChurn(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	const n = 5
+	sessions := make([]*session.Session, n)
+	proxies := make([]*zktest.Proxy, n)
+	ms := make([]*group.Member, n)
+	for i := range ms {
+		sessions[i], proxies[i] = sessiontest.ConnectProxy(t, ns)
+		ms[i] = startMember(t, sessions[i], groupPath, fmt.Sprintf("m%d", i), "v0")
+	}
+	outsider := ns.Path(groupPath + "/outsider")
+	for round := 1; round <= 10; round++ {
+		i := round % n
+		data := fmt.Sprintf("v%d", round)
+		waitFor(t, "SetData", func(ctx context.Context) error { return ms[i].SetData(ctx, []byte(data)) })
+		proxies[(i+1)%n].Cut()
+		j := (i + 2) % n
+		ms[j].Close()
+		ms[j] = startMember(t, sessions[j], groupPath, fmt.Sprintf("m%d", j), data)
+		if round%2 == 1 {
+			if _, err := raw.Create(outsider, []byte(data), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := raw.Delete(outsider, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	server := converged(t, raw, ns, ms, "m0", "m1", "m2", "m3", "m4")
+	for i, m := range ms {
+		if got := server[m.ID()]; got != string(m.Data()) {
+			t.Fatalf("member %d: the server has %q, the member %q", i, got, m.Data())
+		}
+	}
+}
