@@ -17,7 +17,8 @@
 // "NOTLEADER", "STATUS ...", "PARTICIPANTS ...", "CLOSED", "ERR ..."). The Go
 // side keeps every line with the time it was read; Process.Expect takes the
 // earliest line not yet taken that starts with a given word, waiting under a
-// context, and fails on an "ERR" line. Mutex, Latch, RWLock and Group wrap the programs:
+// context, and fails on an "ERR" line. Mutex, Latch, RWLock and Group wrap
+// the programs:
 //
 //   - CuratorMutex: an InterProcessMutex on a full server path, with a loop
 //     mode that increments a counter znode under the lock without version
