@@ -17,7 +17,8 @@
 // "NOTLEADER", "STATUS ...", "PARTICIPANTS ...", "CLOSED", "ERR ..."). The Go
 // side keeps every line with the time it was read; Process.Expect takes the
 // earliest line not yet taken that starts with a given word, waiting under a
-// context, and fails on an "ERR" line. Mutex, Latch and RWLock wrap the programs:
+// context, and fails on an "ERR" line. Mutex, Latch, RWLock and Group wrap
+// the programs:
 //
 //   - CuratorMutex: an InterProcessMutex on a full server path, with a loop
 //     mode that increments a counter znode under the lock without version
@@ -27,7 +28,11 @@
 //   - CuratorRWLock (RWLock): an InterProcessReadWriteLock, with a mixed
 //     read/write loop on a counter znode that counts reads seeing a write in
 //     progress, and a benchmark mode running the same mix on several Curator
-//     clients.
+//     clients;
+//   - CuratorGroup (Group): a GroupMember with an id and data, answering
+//     getCurrentMembers, and on demand a PersistentNode (EPHEMERAL, with or
+//     without protection, or EPHEMERAL_SEQUENTIAL with protection) reporting
+//     its actual path.
 //
 // The programs' Curator clients ask for a session timeout of SessionTimeout
 // (10 s), so that a stalled JVM on a loaded machine keeps its session; a test

@@ -8,7 +8,8 @@
 //	go run ./internal/tools/apisurface -v     # and every name
 //
 // Its test holds the budgets: at most 250 for the core library packages
-// together, at most 40 for the cache package, at most 110 for zktest.
+// together, at most 110 for zktest, and one for each recipe package beyond
+// the core (recipePackages).
 package main
 
 import (
@@ -24,48 +25,50 @@ import (
 	"strings"
 )
 
-// libraryPackages are the packages a service imports; zktest is counted
-// apart.
+// libraryPackages are the core packages a service imports; the recipes
+// beyond them and zktest are counted apart.
 var libraryPackages = []string{"session", "recipes", "mutex", "rwlock", "semaphore", "leader"}
 
-// cachePackages are the caches of ZooKeeper nodes, counted apart from the
-// core packages, with a budget of their own.
-var cachePackages = []string{"recipes/cache"}
+// recipePackages are the recipes beyond the core, each counted apart with a
+// budget of its own.
+var recipePackages = []struct {
+	dir    string
+	budget int
+}{
+	{"recipes/cache", 40},
+	{"recipes/group", 30},
+}
 
 func main() {
 	verbose := flag.Bool("v", false, "list every exported name")
 	flag.Parse()
-	total := 0
-	for _, dir := range append(append(libraryPackages, cachePackages...), "zktest") {
-		names, err := exported(dir)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "apisurface:", err)
-			os.Exit(1)
-		}
-		switch {
-		case dir == "zktest":
-			fmt.Printf("%-10s %4d\n", "(library)", total)
-		case dir == cachePackages[0]:
-			fmt.Printf("%-10s %4d\n", "(core)", total)
-		case !contains(cachePackages, dir):
-			total += len(names)
-		}
-		fmt.Printf("%-10s %4d\n", dir, len(names))
+	show := func(label string, names []string) {
+		fmt.Printf("%-16s %4d\n", label, len(names))
 		if *verbose {
 			for _, n := range names {
 				fmt.Println("   ", n)
 			}
 		}
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
+	count := func(dir string) []string {
+		names, err := exported(dir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "apisurface:", err)
+			os.Exit(1)
 		}
+		return names
 	}
-	return false
+	total := 0
+	for _, dir := range libraryPackages {
+		names := count(dir)
+		total += len(names)
+		show(dir, names)
+	}
+	fmt.Printf("%-16s %4d\n", "(core)", total)
+	for _, rp := range recipePackages {
+		show(rp.dir, count(rp.dir))
+	}
+	show("zktest", count("zktest"))
 }
 
 // exported returns the exported identifiers of the package in dir, each as

@@ -30,7 +30,7 @@ func layerOf(p string) (layer, bool) {
 		return layer{3, false}, true
 	case "internal/engine":
 		return layer{4, false}, true
-	case "mutex", "rwlock", "semaphore", "leader", "recipes/cache":
+	case "mutex", "rwlock", "semaphore", "leader", "recipes/cache", "recipes/group":
 		return layer{5, false}, true
 	case "zktest":
 		return layer{6, false}, true
@@ -116,6 +116,9 @@ func TestLayerTable(t *testing.T) {
 		{"recipes/cache", "internal/engine", true},
 		{"recipes/cache", "mutex", false},
 		{"leader", "recipes/cache", false},
+		{"recipes/group", "internal/engine", true},
+		{"recipes/group", "leader", false},
+		{"recipes/group", "recipes/cache", false},
 		{"session", "internal/zksession", true},
 		{"internal/zksession", "session", false},
 		{"mutex", "zktest", false},
