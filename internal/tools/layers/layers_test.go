@@ -30,7 +30,7 @@ func layerOf(p string) (layer, bool) {
 		return layer{3, false}, true
 	case "internal/engine":
 		return layer{4, false}, true
-	case "mutex", "rwlock", "semaphore", "leader":
+	case "mutex", "rwlock", "semaphore", "leader", "recipes/barrier", "recipes/counter":
 		return layer{5, false}, true
 	case "zktest":
 		return layer{6, false}, true
@@ -106,6 +106,9 @@ func TestLayerTable(t *testing.T) {
 		{"mutex", "internal/engine", true},
 		{"internal/engine", "mutex", false},
 		{"mutex", "rwlock", false},
+		{"recipes/counter", "internal/engine", true},
+		{"recipes/counter", "mutex", false},
+		{"recipes/barrier", "recipes/counter", false},
 		{"session", "internal/zksession", true},
 		{"internal/zksession", "session", false},
 		{"mutex", "zktest", false},
