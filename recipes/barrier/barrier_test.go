@@ -57,6 +57,10 @@ func TestBarrierSetWaitRemove(t *testing.T) {
 	if ok, _, _ := raw.Exists(ns.Path(bpath)); ok {
 		t.Fatal("barrier node still there")
 	}
+	zktest.Eventually(t, wait, func() bool {
+		ok, _, err := raw.Exists(ns.Path("/barriers"))
+		return err == nil && !ok
+	}, "the server reaps the empty parent container")
 }
 
 // A Wait goes on through a partition that expires its session: the barrier

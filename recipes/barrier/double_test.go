@@ -26,7 +26,7 @@ func TestDoubleEnterAndLeave(t *testing.T) {
 	ctx := ctxT(t)
 	var ds []*barrier.DoubleBarrier
 	for i := 0; i < 3; i++ {
-		ds = append(ds, newDouble(t, sessiontest.Connect(t, ns), 3))
+		ds = append(ds, newDouble(t, sessiontest.Connect(t, ns), 3, barrier.WithID("member")))
 	}
 	for round := 0; round < 2; round++ {
 		e0 := async(func() error { return ds[0].Enter(ctx) })
@@ -34,8 +34,8 @@ func TestDoubleEnterAndLeave(t *testing.T) {
 		waitMembers(t, raw, ns, 2)
 		pending(t, "Enter", e0, e1)
 		for _, k := range kids(t, raw, ns) {
-			_, st, err := raw.Get(ns.Path(bpath + "/" + k))
-			if !memberNode.MatchString(k) || err != nil || st.EphemeralOwner == 0 {
+			data, st, err := raw.Get(ns.Path(bpath + "/" + k))
+			if !memberNode.MatchString(k) || err != nil || st.EphemeralOwner == 0 || string(data) != "member" {
 				t.Fatalf("member node %q (%+v, %v): want an ephemeral UUID", k, st, err)
 			}
 		}
@@ -70,6 +70,10 @@ func TestDoubleEnterAndLeave(t *testing.T) {
 			t.Fatalf("round %d left %v", round, k)
 		}
 	}
+	zktest.Eventually(t, wait, func() bool {
+		ok, _, err := raw.Exists(ns.Path(bpath))
+		return err == nil && !ok
+	}, "the server reaps the empty directory, a container")
 }
 
 // A member whose session is lost while the others wait in Enter is no

@@ -101,8 +101,10 @@ func TestCompareAndSetAndTrySet(t *testing.T) {
 	}
 }
 
-// Eight sessions increment one counter 1,000 times each: the total is exact,
-// and every increment returned a different value (each won one version).
+// Eight sessions increment one counter 1,000 times each, four of them
+// promoted to a lock after a lost race and four optimistic: the total is
+// exact, and every increment returned a different value (each won one
+// version).
 func TestContention(t *testing.T) {
 	const sessions, each = 8, 1000
 	n := each
@@ -118,7 +120,11 @@ func TestContention(t *testing.T) {
 		errs = make(chan error, sessions)
 	)
 	for i := 0; i < sessions; i++ {
-		c := newCounter(t, sessiontest.Connect(t, ns))
+		var opts []counter.Option
+		if i%2 == 1 { // half of them take a lock after a lost race; the others stay optimistic
+			opts = append(opts, counter.WithPromotion("/counters/lock", 1))
+		}
+		c := newCounter(t, sessiontest.Connect(t, ns), opts...)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -295,4 +301,46 @@ func TestBadInputAndClose(t *testing.T) {
 	if _, err := c.Get(ctx); !errors.Is(err, session.ErrClosed) {
 		t.Fatalf("Get after Close = %v, want ErrClosed", err)
 	}
+}
+
+// An uncontended change costs two requests (a read and a conditional
+// write) and sets no watch; the first creates the node, and its parents,
+// which are containers: the server reaps them once the counter is deleted.
+func TestCostsAndContainers(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	ctx := ctxT(t)
+	s, tap := sessiontest.ConnectTap(t, ns)
+	c, err := counter.New(s, "/deep/er/count")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Increment(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := tap.Requests()
+	for i := 0; i < 10; i++ {
+		if _, err := c.Increment(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := tap.Requests()
+	var total int64
+	for op, n := range after {
+		total += n - before[op]
+	}
+	if got := after[zktest.OpGetData] - before[zktest.OpGetData]; total != 20 || got != 10 {
+		t.Fatalf("10 increments sent %d requests (%d reads), want 20 (10)", total, got)
+	}
+	if n := tap.WatchCount(); n != 0 {
+		t.Fatalf("%d watches, want none", n)
+	}
+	if err := raw.Delete(ns.Path("/deep/er/count"), -1); err != nil {
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, wait, func() bool {
+		ok, _, err := raw.Exists(ns.Path("/deep"))
+		return err == nil && !ok
+	}, "the server reaps the empty parent containers")
 }
