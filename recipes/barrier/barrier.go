@@ -31,7 +31,7 @@ func New(sess *session.Session, path string, opts ...Option) (*Barrier, error) {
 
 // Set creates the barrier's node (a persistent node; missing parents are
 // created as container nodes); a barrier already set stays set. ctx bounds
-// it; it goes on across a session loss. Errors: ctx's error,
+// it. Errors: ctx's error,
 // session.ErrClosed, ZooKeeper errors (zk.ErrNoAuth). Safe for concurrent
 // use.
 func (b *Barrier) Set(ctx context.Context) error {

@@ -288,3 +288,71 @@ func TestDoubleNodeDeleted(t *testing.T) {
 		t.Fatalf("Enter = %v, want ErrNodeDeleted", err)
 	}
 }
+
+// A member's own session is lost while it waits in Leave: Leave goes on on
+// the new session and returns once the others have left. A member that
+// never entered only waits in Leave. More members than the threshold may
+// enter.
+func TestDoubleLeaveAcrossOwnLoss(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	ctx := ctxT(t)
+	sa, p := sessiontest.ConnectProxy(t, ns)
+	rec := sessiontest.Record(t, sa)
+	a := newDouble(t, sa, 1)
+	b := newDouble(t, sessiontest.Connect(t, ns), 1)
+	for _, d := range []*barrier.DoubleBarrier{a, b} { // a threshold of 1: both enter
+		if err := d.Enter(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitMembers(t, raw, ns, 2)
+	la := async(func() error { return a.Leave(ctx) })
+	waitMembers(t, raw, ns, 1)
+	outsider := newDouble(t, sessiontest.Connect(t, ns), 1)
+	lo := async(func() error { return outsider.Leave(ctx) })
+	p.Partition()
+	rec.Wait(t, wait, session.Lost)
+	pending(t, "Leave", la, lo)
+	p.Heal()
+	rec.Wait(t, wait, session.Reconnected)
+	pending(t, "Leave", la, lo)
+	if err := b.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range []<-chan error{la, lo} {
+		if err := sessiontest.Recv(t, ch, wait, "Leave"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A member's calls run one at a time: a Leave called while its Enter waits
+// starts only after the Enter has returned (here: canceled), so it never
+// deletes the node of a pending Enter.
+func TestDoubleCallsInTurn(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	ctx := ctxT(t)
+	a := newDouble(t, sessiontest.Connect(t, ns), 2)
+	cctx, cancel := context.WithCancel(ctx)
+	ea := async(func() error { return a.Enter(cctx) })
+	waitMembers(t, raw, ns, 1)
+	la := async(func() error { return a.Leave(ctx) })
+	other := newDouble(t, sessiontest.Connect(t, ns), 3)
+	eo := async(func() error { return other.Enter(ctx) })
+	waitMembers(t, raw, ns, 2)
+	pending(t, "Leave", la)
+	cancel()
+	if err := sessiontest.Recv(t, ea, wait, "Enter at cancel"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Enter = %v", err)
+	}
+	pending(t, "Leave (waits for the other member)", la)
+	other.Close()
+	if err := sessiontest.Recv(t, eo, wait, "Enter at Close"); !errors.Is(err, session.ErrClosed) {
+		t.Fatalf("Enter = %v", err)
+	}
+	if err := sessiontest.Recv(t, la, wait, "Leave"); err != nil {
+		t.Fatal(err)
+	}
+}

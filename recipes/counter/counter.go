@@ -449,10 +449,9 @@ func (c *Counter[T]) trySet(ctx, actx context.Context, prev Value[T], n T) (Valu
 	return v, false, c.result(ctx, err)
 }
 
-// Close makes every call in progress return session.ErrClosed (a write in
-// flight then says ErrUnknownOutcome too), and later calls fail with it.
-// The node stays. Idempotent; it returns once a held promotion lock is
-// released.
+// Close makes every call in progress return an error matching
+// session.ErrClosed, and later calls fail with it. The node stays.
+// Idempotent.
 func (c *Counter[T]) Close() error {
 	c.once.Do(func() {
 		c.cancel()

@@ -237,13 +237,24 @@ func bumpFirstSet(t *testing.T, ns *zktest.Namespace, raw *zk.Conn, to []byte) f
 // path (Curator's InterProcessMutex layout, so package mutex excludes it):
 // while another process holds it the Add waits, and it completes, exactly
 // once, after the release; the lock node goes afterwards.
+// The same when the BackOff stops before the promotion's count of lost
+// races.
 func TestPromotionToLock(t *testing.T) {
-	const lockPath = "/counters/a-lock"
+	t.Run("after 1", func(t *testing.T) { testPromotion(t, counter.WithPromotion(lockPath, 1)) })
+	t.Run("backoff stops", func(t *testing.T) {
+		testPromotion(t, counter.WithPromotion(lockPath, 100),
+			counter.WithRetry(func() backoff.BackOff { return &backoff.StopBackOff{} }))
+	})
+}
+
+const lockPath = "/counters/a-lock"
+
+func testPromotion(t *testing.T, opts ...counter.Option) {
 	ns := zktest.NewNamespace(t)
 	raw := ns.Conn(t)
 	ctx := ctxT(t)
 	s, p := sessiontest.ConnectProxy(t, ns)
-	c := newCounter(t, s, counter.WithPromotion(lockPath, 1))
+	c := newCounter(t, s, opts...)
 	if _, err := c.Add(ctx, 10); err != nil {
 		t.Fatal(err)
 	}

@@ -19,11 +19,11 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// Four Go sessions and two Curator processes increment one 64-bit counter
-// 500 times each, at the same time: the total is exact, and each side reads
-// the value the other wrote.
+// Six Go sessions and two Curator processes increment one 64-bit counter
+// 1,000 times each, at the same time: the total is exact, and each side
+// reads the value the other wrote.
 func TestInteropLongExactTotal(t *testing.T) {
-	const goSessions, javas, each = 4, 2, 500
+	const goSessions, javas, each = 6, 2, 1000
 	ns := zktest.NewNamespace(t)
 	ctx := ctxT(t)
 	var js []*curatortest.Counter

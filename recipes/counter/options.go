@@ -45,9 +45,9 @@ func buildConfig(opts []Option) (*config, error) {
 	return c, nil
 }
 
-// WithRetry sets the pauses between the optimistic attempts of one call
-// that lost a race with another writer (Curator's RetryPolicy): factory is
-// called once per call. When the BackOff returns backoff.Stop the call
+// WithRetry sets the pauses between the attempts of one call that lost a
+// race with another writer (Curator's RetryPolicy): each call gets a
+// BackOff from factory. When the BackOff returns backoff.Stop the call
 // takes the promotion lock (WithPromotion) or, without one, fails with an
 // error matching recipes.ErrBusy. Default: from 1 ms doubling to 100 ms,
 // jittered, never stopping: ctx is the only bound.
