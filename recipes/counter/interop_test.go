@@ -6,9 +6,6 @@ package counter_test
 // server paths (the Go sessions' namespace root plus the path).
 
 import (
-	"context"
-	"fmt"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -126,90 +123,4 @@ func TestInteropInt(t *testing.T) {
 	if v, err := j.Get(ctx); err != nil || v != -800 {
 		t.Fatalf("Curator reads %d, %v; want -800", v, err)
 	}
-}
-
-// The benchmark of contended increments: 8 Go sessions, then 8 Curator
-// clients (in one JVM), each side incrementing a counter of its own 2,000
-// times in all, alternately for three rounds; the figures go to the log (run
-// with -run IncrementRate -v), the median last. It checks the totals, so it
-// is a test too.
-func TestIncrementRate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a benchmark")
-	}
-	const clients, n, rounds = 8, 2000, 3
-	ns := zktest.NewNamespace(t)
-	ctx := ctxT(t)
-	var goRates, javaRates []float64
-	for r := 0; r < rounds; r++ {
-		p := fmt.Sprintf("/counters/go-%d", r)
-		var cs []*counter.Counter[int64]
-		for i := 0; i < clients; i++ {
-			c, err := counter.New(sessiontest.Connect(t, ns), p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { c.Close() })
-			cs = append(cs, c)
-		}
-		if _, err := cs[0].Get(ctx); err != nil {
-			t.Fatal(err)
-		}
-		goTook := rate(ctx, t, cs, n)
-		if v, err := cs[0].Get(ctx); err != nil || v.Value != n {
-			t.Fatalf("Go total %+v, %v; want %d", v, err, n)
-		}
-		jr := curatortest.StartCounter(t, ns.Servers(), ns.Path(fmt.Sprintf("/counters/java-%d", r)), true)
-		javaTook, err := jr.Bench(ctx, clients, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v, err := jr.Get(ctx); err != nil || v != n {
-			t.Fatalf("Curator total %d, %v; want %d", v, err, n)
-		}
-		goRates = append(goRates, float64(n)/goTook.Seconds())
-		javaRates = append(javaRates, float64(n)/javaTook.Seconds())
-		t.Logf("round %d: contended increments, %d clients, %d in all: Go %.0f/s (%v), Curator %.0f/s (%v)",
-			r+1, clients, n, goRates[r], goTook.Round(time.Millisecond), javaRates[r], javaTook.Round(time.Millisecond))
-	}
-	sort.Float64s(goRates)
-	sort.Float64s(javaRates)
-	t.Logf("median of %d rounds: Go %.0f increments/s, Curator %.0f increments/s", rounds, goRates[rounds/2], javaRates[rounds/2])
-}
-
-// rate has the counters increment n times in all, concurrently, and returns
-// how long it took.
-func rate(ctx context.Context, t *testing.T, cs []*counter.Counter[int64], n int) time.Duration {
-	t.Helper()
-	var left sync.WaitGroup
-	var mu sync.Mutex
-	remaining := n
-	errs := make(chan error, len(cs))
-	start := time.Now()
-	for _, c := range cs {
-		left.Add(1)
-		go func() {
-			defer left.Done()
-			for {
-				mu.Lock()
-				if remaining == 0 {
-					mu.Unlock()
-					return
-				}
-				remaining--
-				mu.Unlock()
-				if _, err := c.Increment(ctx); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	left.Wait()
-	took := time.Since(start)
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	return took
 }
