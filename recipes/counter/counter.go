@@ -305,8 +305,10 @@ func (c *Counter[T]) update(ctx context.Context, f func(cur Value[T]) (T, bool, 
 		switch out {
 		case applied:
 			return v, true, nil
-		case failed, unknown:
-			return v, false, err
+		case unknown:
+			return v, false, err // v: the value the write was conditional on
+		case failed:
+			return Value[T]{}, false, err
 		}
 		lost++
 		d := b.NextBackOff()
@@ -445,8 +447,10 @@ func (c *Counter[T]) trySet(ctx, actx context.Context, prev Value[T], n T) (Valu
 			return Value[T]{}, false, c.result(ctx, err)
 		}
 		return cur, false, nil
+	case unknown:
+		return v, false, c.result(ctx, err) // v is prev: TrySet again with it
 	}
-	return v, false, c.result(ctx, err)
+	return Value[T]{}, false, c.result(ctx, err)
 }
 
 // Close makes every call in progress return an error matching

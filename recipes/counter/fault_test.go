@@ -323,3 +323,65 @@ func TestRetryStops(t *testing.T) {
 		t.Fatalf("Increment with an ended ctx = %v", err)
 	}
 }
+
+// ctx ends while the write is on its way to the server (the proxy holds
+// it): Add returns at once with ErrUnknownOutcome and ctx's error; the
+// write then lands, and the documented retry does not apply it again.
+func TestUnknownOutcomeCtxEnds(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	ctx := ctxT(t)
+	s, p := sessiontest.ConnectProxy(t, ns)
+	c := newCounter(t, s)
+	before, err := c.Add(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	full := ns.Path(cpath)
+	p.OnRequest(func(r zktest.Request) zktest.Action {
+		if zktest.OpName(r.Op) == "setData" && r.Path == full {
+			once.Do(func() {
+				close(held)
+				<-release
+			})
+		}
+		return zktest.Forward
+	})
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	actx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	var got counter.Value[int64]
+	go func() {
+		v, err := c.Increment(actx)
+		got = v
+		done <- err
+	}()
+	select {
+	case <-held:
+	case <-time.After(wait):
+		t.Fatal("the set never reached the proxy")
+	}
+	cancel()
+	err = sessiontest.Recv(t, done, wait, "Increment at cancel")
+	if !errors.Is(err, counter.ErrUnknownOutcome) || !errors.Is(err, context.Canceled) || got != before {
+		t.Fatalf("Increment at cancel = %+v, %v; want ErrUnknownOutcome, context.Canceled and %+v", got, err, before)
+	}
+	close(release) // the held write reaches the server now
+	zktest.Eventually(t, wait, func() bool {
+		v, err := c.Get(ctx)
+		return err == nil && v.Value == 11
+	}, "the late write lands")
+	if _, ok, err := c.TrySet(ctx, got, got.Value+1); err != nil || ok {
+		t.Fatalf("the retry TrySet = %v, %v; want false", ok, err)
+	}
+	if g, _ := c.Get(ctx); g.Value != 11 {
+		t.Fatalf("value %d, want 11", g.Value)
+	}
+}
