@@ -19,6 +19,11 @@ import (
 // queue).
 const cleanupTimeout = 5 * time.Second
 
+// cleanupGrace is how long a call whose ctx has ended still waits for that
+// delete, so that on a healthy connection the node is gone when the call
+// returns. It is the most by which a failed call overshoots its ctx.
+const cleanupGrace = 10 * time.Millisecond
+
 // base is what both barriers share: the session, the path, the close
 // signal.
 type base struct {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/zksession"
@@ -77,8 +76,10 @@ func (d *DoubleBarrier) give() { d.turn <- struct{}{} }
 // If the session is lost before the barrier opens, the member's node is
 // gone (the others no longer count it) and Enter returns an error matching
 // session.ErrLost; calling Enter again joins on the new session. When ctx
-// ends or the DoubleBarrier is closed, Enter deletes the member's node before
-// it returns ctx's error or session.ErrClosed. A member node deleted by
+// ends or the DoubleBarrier is closed, Enter returns ctx's error or
+// session.ErrClosed within a few milliseconds, and its member node is
+// deleted: before it returns on a healthy connection, else as soon as the
+// connection allows. A member node deleted by
 // someone else ends it with recipes.ErrNodeDeleted. Safe for concurrent use.
 func (d *DoubleBarrier) Enter(ctx context.Context) error {
 	actx, end, err := d.b.begin(ctx)
@@ -99,30 +100,54 @@ func (d *DoubleBarrier) Enter(ctx context.Context) error {
 		return d.b.result(ctx, err)
 	}
 	if err := d.join(actx, ep); err != nil {
-		return d.b.result(ctx, d.abandon(ep, err))
+		return d.b.result(ctx, d.abandon(actx, ep, err))
 	}
 	if err := d.awaitReady(actx, ep); err != nil {
-		return d.b.result(ctx, d.abandon(ep, err))
+		return d.b.result(ctx, d.abandon(actx, ep, err))
 	}
 	d.entered = ep
 	return nil
 }
 
-// abandon deletes the member node of a failed Enter (waiting at most
-// cleanupTimeout) and returns err.
-func (d *DoubleBarrier) abandon(ep *zksession.Epoch, err error) error {
+// abandon queues the delete of the member node of a failed Enter (or of
+// Close), waits for it while the connection is up, at most cleanupTimeout
+// and, once ctx has ended, cleanupGrace more, and returns err. What is not
+// done by then the session's queue finishes.
+func (d *DoubleBarrier) abandon(ctx context.Context, ep *zksession.Epoch, err error) error {
 	if ep.Err() != nil || errors.Is(err, recipes.ErrNodeDeleted) {
 		return err // the node went with the session, or is gone
 	}
 	done := d.b.zs.GuaranteedDelete(ep, d.node, -1)
-	t := time.NewTimer(cleanupTimeout)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		d.b.lg.Warn("member node not deleted yet; the session's queue goes on", zap.String("node", d.name))
+	limit := time.NewTimer(cleanupTimeout)
+	defer limit.Stop()
+	ctxDone := ctx.Done()
+	if ctx.Err() != nil {
+		limit.Reset(cleanupGrace)
+		ctxDone = nil
 	}
-	return err
+	for {
+		changed := d.b.zs.Changed() // before the state: a change after it closes this
+		switch d.b.zs.State() {
+		case zksession.Connected, zksession.Reconnected, zksession.ReadOnly:
+		default:
+			return err // the queue deletes it once the connection is back
+		}
+		select {
+		case <-done:
+			return err
+		case <-limit.C:
+			return err
+		case <-d.b.zs.Done():
+			return err
+		case <-ctxDone:
+			ctxDone = nil
+			if !limit.Stop() {
+				<-limit.C
+			}
+			limit.Reset(cleanupGrace)
+		case <-changed:
+		}
+	}
 }
 
 // join creates the member node on ep's session, adopting it when a create
@@ -212,7 +237,11 @@ func (d *DoubleBarrier) list(ctx context.Context, ep *zksession.Epoch) ([]string
 		}
 		return zksession.Refused("list", d.b.full, err)
 	})
-	return kids, w, err
+	if err != nil {
+		// An attempt abandoned when ctx ended may still write kids and w.
+		return nil, nil, err
+	}
+	return kids, w, nil
 }
 
 // Leave deletes this member's node and blocks until no member node is left
@@ -282,8 +311,9 @@ func (d *DoubleBarrier) Leave(ctx context.Context) error {
 }
 
 // Close ends the calls in progress with session.ErrClosed, deletes this
-// member's node if it has entered and not left (waiting at most 5 s; the
-// session's queue goes on after), and makes later calls fail with
+// member's node if it has entered and not left (on a healthy connection
+// before it returns, waiting at most 5 s; else the session deletes it once
+// the connection is back), and makes later calls fail with
 // session.ErrClosed. Idempotent.
 func (d *DoubleBarrier) Close() error {
 	if d.b.ctx.Err() != nil {
@@ -294,7 +324,7 @@ func (d *DoubleBarrier) Close() error {
 	defer d.give()
 	if ep := d.entered; ep != nil {
 		d.entered = nil
-		d.abandon(ep, nil)
+		d.abandon(context.Background(), ep, nil)
 	}
 	return nil
 }
