@@ -330,7 +330,7 @@ func TestDoubleCallsInTurn(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	raw := ns.Conn(t)
 	ctx := ctxT(t)
-	a := newDouble(t, sessiontest.Connect(t, ns), 2)
+	a := newDouble(t, sessiontest.Connect(t, ns), 3)
 	cctx, cancel := context.WithCancel(ctx)
 	ea := async(func() error { return a.Enter(cctx) })
 	waitMembers(t, raw, ns, 1)
