@@ -27,12 +27,12 @@ const readyNode = "ready"
 type DoubleBarrier struct {
 	b       base
 	members int
-	name    string // our member node's name: a random UUID, as Curator's
-	node    string // its server path
 
 	turn chan struct{} // holds one token: the right to run a call
 
 	// Owned by the holder of the turn token.
+	name    string           // our member node's name: a random UUID, as Curator's, new at each Enter
+	node    string           // its server path
 	entered *zksession.Epoch // the session of our member node, or nil
 }
 
@@ -48,8 +48,7 @@ func NewDouble(sess *session.Session, path string, members int, opts ...Option) 
 	if members < 1 {
 		return nil, b.errf(fmt.Errorf("%w: %d members: want at least 1", session.ErrBadArgument, members))
 	}
-	d := &DoubleBarrier{b: b, members: members, name: engine.NewUUID(), turn: make(chan struct{}, 1)}
-	d.node = b.full + "/" + d.name
+	d := &DoubleBarrier{b: b, members: members, turn: make(chan struct{}, 1)}
 	d.turn <- struct{}{}
 	return d, nil
 }
@@ -66,7 +65,7 @@ func (d *DoubleBarrier) take(ctx context.Context) error {
 
 func (d *DoubleBarrier) give() { d.turn <- struct{}{} }
 
-// Enter creates this member's node (EPHEMERAL, named by a random UUID) and
+// Enter creates this member's node (EPHEMERAL, named by a new random UUID) and
 // blocks until the barrier is open: the "ready" node exists, or at least
 // the stated number of member nodes do, and then this member creates
 // "ready". It waits on a child watch of the barrier's directory, through
@@ -95,6 +94,11 @@ func (d *DoubleBarrier) Enter(ctx context.Context) error {
 		return nil
 	}
 	d.entered = nil
+	// A new name for each attempt: a create of an earlier attempt that
+	// go-zookeeper sends late, on a new session, is deleted by the session
+	// (it is not ours), and must not take this attempt's node with it.
+	d.name = engine.NewUUID()
+	d.node = d.b.full + "/" + d.name
 	ep, err := d.b.zs.WaitConnected(actx)
 	if err != nil {
 		return d.b.result(ctx, err)
