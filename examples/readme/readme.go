@@ -14,6 +14,8 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes/barrier"
+	"github.com/zkrecipes/zkrecipes/recipes/counter"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/session"
@@ -85,6 +87,32 @@ func export(ctx context.Context, sem *semaphore.Semaphore, job func(ctx context.
 	}
 	defer lease.Release(context.WithoutCancel(ctx))
 	return job(lease.Context())
+}
+
+// nextInvoiceNumber returns a number that no other process (Go, or Java on
+// Curator's DistributedAtomicLong) gets from ids, such as
+// counter.New(sess, "/ids/invoices"). After a lost answer it writes again
+// only if nothing was written since, so no number is handed out twice (one
+// may be skipped).
+func nextInvoiceNumber(ctx context.Context, ids *counter.Counter[int64]) (int64, error) {
+	v, err := ids.Increment(ctx)
+	for errors.Is(err, counter.ErrUnknownOutcome) {
+		var ok bool
+		if v, ok, err = ids.TrySet(ctx, v, v.Value+1); err == nil && !ok {
+			v, err = ids.Increment(ctx) // someone wrote since, perhaps this call: take another
+		}
+	}
+	return v.Value, err
+}
+
+// runBatchStep runs step once every worker of the batch has entered d, such
+// as barrier.NewDouble(sess, "/batches/nightly", 3), and returns once every
+// worker has finished its step and left.
+func runBatchStep(ctx context.Context, d *barrier.DoubleBarrier, step func(ctx context.Context) error) error {
+	if err := d.Enter(ctx); err != nil {
+		return err
+	}
+	return errors.Join(step(ctx), d.Leave(ctx))
 }
 
 // connectAs connects with the digest credentials of user. Every node the

@@ -35,6 +35,8 @@ var recipePackages = []struct {
 	dir    string
 	budget int
 }{
+	{"recipes/barrier", 20},
+	{"recipes/counter", 25},
 	{"recipes/cache", 40},
 	{"recipes/group", 30},
 }

@@ -30,7 +30,7 @@ func layerOf(p string) (layer, bool) {
 		return layer{3, false}, true
 	case "internal/engine":
 		return layer{4, false}, true
-	case "mutex", "rwlock", "semaphore", "leader", "recipes/cache", "recipes/group":
+	case "mutex", "rwlock", "semaphore", "leader", "recipes/barrier", "recipes/counter", "recipes/cache", "recipes/group":
 		return layer{5, false}, true
 	case "zktest":
 		return layer{6, false}, true
@@ -119,6 +119,9 @@ func TestLayerTable(t *testing.T) {
 		{"recipes/group", "internal/engine", true},
 		{"recipes/group", "leader", false},
 		{"recipes/group", "recipes/cache", false},
+		{"recipes/counter", "internal/engine", true},
+		{"recipes/counter", "mutex", false},
+		{"recipes/barrier", "recipes/counter", false},
 		{"session", "internal/zksession", true},
 		{"internal/zksession", "session", false},
 		{"mutex", "zktest", false},

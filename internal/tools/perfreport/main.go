@@ -138,6 +138,10 @@ func measurements() []measurement {
 			"The contended workload alternating with Curator's InterProcessSemaphoreV2, 600 leases per side and round.",
 			"./semaphore/", "BenchmarkVsCurator", "3x", "1x",
 			"acq/s", "curator-acq/s", "x-curator", "wait-p50-ms", "curator-wait-p50-ms", "req/acq", "curator-req/acq"),
+		bench("counter-curator", "Atomic counter against Curator",
+			"8 sessions incrementing one counter, alternating with 8 clients of Curator's DistributedAtomicLong, 2,000 increments per side and round.",
+			"./recipes/counter/", "BenchmarkVsCurator", "3x", "1x",
+			"incr/s", "curator-incr/s", "x-curator", "req/incr", "curator-req/incr"),
 	}
 }
 
