@@ -155,11 +155,18 @@ func TestPartitionRecordsSuspensionAndLoss(t *testing.T) {
 	}
 	timeout := sess.SessionTimeout()
 	var ms map[string]metricdata.Aggregation
+	// The lease ends as the session is suspended; the State hook hears of
+	// the transition on its own goroutine, a moment later.
 	zktest.Eventually(t, wait, func() bool {
 		ms = k.collect(t)
 		n, _ := histCount(t, ms, "zkrecipes.lease.loss.delay", map[string]string{"zkrecipes.kind": "mutex", "zkrecipes.name": "report", "zkrecipes.outcome": "suspended"})
-		return n == 1
-	}, "no loss delay recorded for the suspended lease")
+		s, _ := ms["zkrecipes.session.transitions"].(metricdata.Sum[int64])
+		suspended := false
+		for _, p := range s.DataPoints {
+			suspended = suspended || attrsMatch(p.Attributes, map[string]string{"zkrecipes.state": "Suspended"})
+		}
+		return n == 1 && suspended
+	}, "no loss delay or no Suspended transition recorded for the suspended lease")
 	_, delay := histCount(t, ms, "zkrecipes.lease.loss.delay", map[string]string{"zkrecipes.outcome": "suspended"})
 	if delay <= 0 || delay >= timeout.Seconds() {
 		t.Errorf("loss delay %.3fs, want within (0, %v)", delay, timeout)
