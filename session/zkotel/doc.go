@@ -24,6 +24,8 @@
 //	zkrecipes.session.suspended.duration histogram   zkrecipes.outcome: reconnected (the time to reconnect), lost, closed
 //	zkrecipes.session.pending_deletes    gauge       the guaranteed-delete backlog, summed over open sessions
 //	zkrecipes.session.watches            gauge       watches set and not yet fired, summed over open sessions
+//	zkrecipes.session.suspended.age      gauge       how long the longest-suspended open session has been suspended now (0: none)
+//	zkrecipes.session.timeout            gauge       the shortest negotiated session timeout among the open sessions
 //	zkrecipes.request.duration           histogram   zkrecipes.op (getData, create, multi, ping, ...), error.type (NONODE, CONNECTIONLOSS, ...; absent on success)
 //	zkrecipes.request.retries            counter     error.type
 //	zkrecipes.acquire.duration           histogram   kind, name, zkrecipes.outcome: acquired, busy, canceled, deadline, error

@@ -97,6 +97,8 @@ type recorder struct {
 	sessionGauges  metric.Registration
 	pendingDeletes metric.Int64ObservableGauge
 	watches        metric.Int64ObservableGauge
+	suspendedFor   metric.Float64ObservableGauge
+	timeout        metric.Float64ObservableGauge
 
 	attrMu sync.RWMutex
 	attrs  map[attrKey]*opts
@@ -165,10 +167,16 @@ func newRecorder(c config) (*recorder, error) {
 	r.watches, err = m.Int64ObservableGauge("zkrecipes.session.watches", metric.WithUnit("{watch}"),
 		metric.WithDescription("Watches the session's recipes have set and not yet seen fire."))
 	add(err)
+	r.suspendedFor, err = m.Float64ObservableGauge("zkrecipes.session.suspended.age", metric.WithUnit("s"),
+		metric.WithDescription("How long the longest-suspended open session has been suspended now (0 when none is)."))
+	add(err)
+	r.timeout, err = m.Float64ObservableGauge("zkrecipes.session.timeout", metric.WithUnit("s"),
+		metric.WithDescription("The shortest negotiated session timeout among the open sessions."))
+	add(err)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("zkotel: %w", errors.Join(errs...))
 	}
-	r.sessionGauges, err = m.RegisterCallback(r.observeSessions, r.pendingDeletes, r.watches)
+	r.sessionGauges, err = m.RegisterCallback(r.observeSessions, r.pendingDeletes, r.watches, r.suspendedFor, r.timeout)
 	if err != nil {
 		return nil, fmt.Errorf("zkotel: %w", err)
 	}
@@ -177,19 +185,32 @@ func newRecorder(c config) (*recorder, error) {
 
 // observeSessions reports the gauges of every open session.
 func (r *recorder) observeSessions(_ context.Context, o metric.Observer) error {
+	now := time.Now()
+	var longest time.Duration
 	r.mu.Lock()
 	ss := make([]*session.Session, 0, len(r.sessions))
-	for s := range r.sessions {
+	for s, st := range r.sessions {
 		ss = append(ss, s)
+		if !st.suspendedAt.IsZero() {
+			longest = max(longest, now.Sub(st.suspendedAt))
+		}
 	}
 	r.mu.Unlock()
 	var pending, watches int64
+	var timeout time.Duration
 	for _, s := range ss {
 		pending += int64(s.PendingDeletes())
 		watches += int64(s.Watches())
+		if t := s.SessionTimeout(); t > 0 && (timeout == 0 || t < timeout) {
+			timeout = t
+		}
 	}
 	o.ObserveInt64(r.pendingDeletes, pending)
 	o.ObserveInt64(r.watches, watches)
+	o.ObserveFloat64(r.suspendedFor, longest.Seconds())
+	if timeout > 0 {
+		o.ObserveFloat64(r.timeout, timeout.Seconds())
+	}
 	return nil
 }
 

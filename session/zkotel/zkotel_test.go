@@ -145,6 +145,10 @@ func TestPartitionRecordsSuspensionAndLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Partition()
+	zktest.Eventually(t, wait, func() bool {
+		g, ok := k.collect(t)["zkrecipes.session.suspended.age"].(metricdata.Gauge[float64])
+		return ok && len(g.DataPoints) == 1 && g.DataPoints[0].Value > 0
+	}, "the suspension's age gauge never rose while partitioned")
 	select {
 	case <-l.Done():
 	case <-time.After(wait):
@@ -167,6 +171,9 @@ func TestPartitionRecordsSuspensionAndLoss(t *testing.T) {
 		}
 		return n == 1 && suspended
 	}, "no loss delay or no Suspended transition recorded for the suspended lease")
+	if g, ok := ms["zkrecipes.session.timeout"].(metricdata.Gauge[float64]); !ok || len(g.DataPoints) != 1 || g.DataPoints[0].Value != timeout.Seconds() {
+		t.Errorf("session timeout gauge %+v, want %v", ms["zkrecipes.session.timeout"], timeout.Seconds())
+	}
 	_, delay := histCount(t, ms, "zkrecipes.lease.loss.delay", map[string]string{"zkrecipes.outcome": "suspended"})
 	if delay <= 0 || delay >= timeout.Seconds() {
 		t.Errorf("loss delay %.3fs, want within (0, %v)", delay, timeout)
