@@ -43,6 +43,9 @@ func TestScrapeShowsLockWaits(t *testing.T) {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		page = string(b)
+		if !strings.Contains(page, "zkrecipes_lease_duration_seconds_count{") {
+			return false // no lease has ended yet
+		}
 		for _, line := range strings.Split(page, "\n") {
 			if strings.HasPrefix(line, series) && strings.Contains(line, `zkrecipes_kind="mutex"`) &&
 				strings.Contains(line, `zkrecipes_name="report"`) && strings.Contains(line, `zkrecipes_outcome="acquired"`) &&
@@ -52,7 +55,9 @@ func TestScrapeShowsLockWaits(t *testing.T) {
 		}
 		return false
 	}, "no acquisitions in the lock wait histogram at %s", url)
-	for _, want := range []string{"zkrecipes_acquire_duration_seconds_bucket{", "zkrecipes_request_duration_seconds_bucket{", "zkrecipes_lease_active"} {
+	// The series the alerts of docs/observability.md use are there.
+	for _, want := range []string{"zkrecipes_acquire_duration_seconds_bucket{", "zkrecipes_request_duration_seconds_bucket{", "zkrecipes_lease_active",
+		"zkrecipes_lease_duration_seconds_count{", "zkrecipes_session_suspended_age_seconds", "zkrecipes_session_timeout_seconds"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("scrape lacks %s", want)
 		}
