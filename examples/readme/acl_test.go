@@ -58,3 +58,15 @@ func TestACLSnippet(t *testing.T) {
 		t.Fatalf("a second session with the same credentials: %v", err)
 	}
 }
+
+// connectAs connects with the digest credentials of user. Every node the
+// recipes create on this session then admits only sessions with the same
+// credentials: others can neither queue nor delete a holder's node, and
+// their attempts fail at once with an error matching zk.ErrNoAuth that names
+// the node whose ACL refused.
+func connectAs(ctx context.Context, servers []string, namespace, user, password string) (*session.Session, error) {
+	return session.Connect(ctx, servers,
+		session.WithNamespace(namespace),
+		session.WithDigestAuth(user, password),
+		session.WithACL(zk.AuthACL(zk.PermAll))) // or zk.DigestACL(zk.PermAll, user, password)
+}

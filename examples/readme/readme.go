@@ -1,23 +1,20 @@
 // Package readme holds the Go snippets of the repository's README.md,
 // verbatim, so that the test suite compiles them and runs them against a
-// real ZooKeeper. readme.go is the snippets of the tour and readme_test.go the
-// test snippet, each after this package clause and nothing else; the drift
-// test (snippets_test.go) fails when README.md and these files differ.
+// real ZooKeeper. readme.go is the snippets of the tour, after this package
+// clause and nothing else; the drift test (snippets_test.go) fails when
+// README.md and this file differ. The other files run them, and hold the
+// examples that docs/zktest.md and the package documentation show.
 package readme
 
 import (
 	"context"
 	"errors"
 
-	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/mutex"
-	"github.com/zkrecipes/zkrecipes/recipes/barrier"
 	"github.com/zkrecipes/zkrecipes/recipes/counter"
-	"github.com/zkrecipes/zkrecipes/rwlock"
-	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
@@ -67,28 +64,6 @@ func runScheduler(ctx context.Context, sess *session.Session,
 	})
 }
 
-// readCatalog runs read while this process holds the catalog's read lock,
-// which any number of readers share.
-func readCatalog(ctx context.Context, rw *rwlock.RWMutex, read func(ctx context.Context) error) error {
-	lease, err := rw.RLock(ctx)
-	if err != nil {
-		return err
-	}
-	defer lease.Release(context.WithoutCancel(ctx))
-	return read(lease.Context())
-}
-
-// export runs job while this process holds one of the leases of sem, such
-// as semaphore.New(sess, "/limits/exports", 3): at most 3 across all processes.
-func export(ctx context.Context, sem *semaphore.Semaphore, job func(ctx context.Context) error) error {
-	lease, err := sem.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer lease.Release(context.WithoutCancel(ctx))
-	return job(lease.Context())
-}
-
 // nextInvoiceNumber returns a number that no other process (Go, or Java on
 // Curator's DistributedAtomicLong) gets from ids, such as
 // counter.New(sess, "/ids/invoices"). After a lost answer it writes again
@@ -103,26 +78,4 @@ func nextInvoiceNumber(ctx context.Context, ids *counter.Counter[int64]) (int64,
 		}
 	}
 	return v.Value, err
-}
-
-// runBatchStep runs step once every worker of the batch has entered d, such
-// as barrier.NewDouble(sess, "/batches/nightly", 3), and returns once every
-// worker has finished its step and left.
-func runBatchStep(ctx context.Context, d *barrier.DoubleBarrier, step func(ctx context.Context) error) error {
-	if err := d.Enter(ctx); err != nil {
-		return err
-	}
-	return errors.Join(step(ctx), d.Leave(ctx))
-}
-
-// connectAs connects with the digest credentials of user. Every node the
-// recipes create on this session then admits only sessions with the same
-// credentials: others can neither queue nor delete a holder's node, and
-// their attempts fail at once with an error matching zk.ErrNoAuth that names
-// the node whose ACL refused.
-func connectAs(ctx context.Context, servers []string, namespace, user, password string) (*session.Session, error) {
-	return session.Connect(ctx, servers,
-		session.WithNamespace(namespace),
-		session.WithDigestAuth(user, password),
-		session.WithACL(zk.AuthACL(zk.PermAll))) // or zk.DigestACL(zk.PermAll, user, password)
 }

@@ -129,3 +129,13 @@ func TestTourBatchStepRuns(t *testing.T) {
 	}
 	snippetNoChildren(t, conn, ns.Path("/batches/nightly"))
 }
+
+// runBatchStep runs step once every worker of the batch has entered d, such
+// as barrier.NewDouble(sess, "/batches/nightly", 3), and returns once every
+// worker has finished its step and left.
+func runBatchStep(ctx context.Context, d *barrier.DoubleBarrier, step func(ctx context.Context) error) error {
+	if err := d.Enter(ctx); err != nil {
+		return err
+	}
+	return errors.Join(step(ctx), d.Leave(ctx))
+}

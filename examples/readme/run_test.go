@@ -470,3 +470,25 @@ func TestTourExportRuns(t *testing.T) {
 	}
 	snippetNoChildren(t, conn, ns.Path(exports+"/leases"))
 }
+
+// readCatalog runs read while this process holds the catalog's read lock,
+// which any number of readers share.
+func readCatalog(ctx context.Context, rw *rwlock.RWMutex, read func(ctx context.Context) error) error {
+	lease, err := rw.RLock(ctx)
+	if err != nil {
+		return err
+	}
+	defer lease.Release(context.WithoutCancel(ctx))
+	return read(lease.Context())
+}
+
+// export runs job while this process holds one of the leases of sem, such
+// as semaphore.New(sess, "/limits/exports", 3): at most 3 across all processes.
+func export(ctx context.Context, sem *semaphore.Semaphore, job func(ctx context.Context) error) error {
+	lease, err := sem.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer lease.Release(context.WithoutCancel(ctx))
+	return job(lease.Context())
+}
