@@ -168,8 +168,9 @@ func (m *Member) Start() error {
 // Wait blocks until this member's node exists and the group has been read
 // once, at once if both hold. Its errors are Node.Wait's (ErrNotStarted
 // before Start, session.ErrClosed after Close, ctx's error, the error that
-// stopped the member's node), and session.ErrClosed when the member's
-// session is closed before the group was read. Safe to call concurrently.
+// stopped the member's node), and session.ErrClosed once the member has seen
+// its session closed, even while the group has not been read. Safe to call
+// concurrently.
 func (m *Member) Wait(ctx context.Context) error {
 	if ctx == nil {
 		return m.errf(fmt.Errorf("%w: nil context", session.ErrBadArgument))
