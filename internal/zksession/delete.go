@@ -16,9 +16,10 @@ import (
 type gdKind int
 
 const (
-	gdDelete     gdKind = iota // delete path (at version), while on session id
-	gdSweep                    // delete every child of path named prefix*
-	gdDeleteData               // delete path while its data equals data
+	gdDelete      gdKind = iota // delete path (at version), while on session id
+	gdSweep                     // delete every child of path named prefix*
+	gdDeleteData                // delete path while its data equals data
+	gdDeleteOwned               // delete path while it is the node id created as czxid
 )
 
 // gdItem is one queued guaranteed delete or sweep.
@@ -29,6 +30,7 @@ type gdItem struct {
 	version int32
 	prefix  string
 	data    []byte
+	czxid   int64
 	attempt int
 	done    chan struct{} // closed when the item is finished or dropped
 }
@@ -62,6 +64,11 @@ func (s *Session) guaranteedSweep(ep *Epoch, dir, prefix string) <-chan struct{}
 // guaranteedDeleteIfData implements Session.GuaranteedDeleteIfData.
 func (s *Session) guaranteedDeleteIfData(ep *Epoch, path string, data []byte) <-chan struct{} {
 	return s.enqueue(ep, &gdItem{kind: gdDeleteData, path: path, data: append([]byte(nil), data...)})
+}
+
+// guaranteedDeleteOwned implements Session.GuaranteedDeleteOwned.
+func (s *Session) guaranteedDeleteOwned(ep *Epoch, path string, czxid int64) <-chan struct{} {
+	return s.enqueue(ep, &gdItem{kind: gdDeleteOwned, path: path, czxid: czxid})
 }
 
 // enqueue validates and queues it for ep's session.
@@ -148,6 +155,8 @@ func (s *Session) work(it *gdItem, cur int64) (finished bool, err error) {
 			}
 			return false, err
 		}
+	case gdDeleteOwned:
+		return s.deleteOwned(it, cur)
 	default:
 		if it.id != cur {
 			return s.deleteLeftBehind(it, cur)
@@ -189,6 +198,35 @@ func (s *Session) deleteLeftBehind(it *gdItem, cur int64) (finished bool, err er
 				zap.String("path", it.path), hexID(it.id), zap.String("current_session_id", fmtID(cur)))
 			return true, nil
 		case errors.Is(err, zk.ErrNoNode):
+			return true, nil
+		case errors.Is(err, zk.ErrBadVersion):
+			continue
+		}
+		return false, err
+	}
+}
+
+// deleteOwned deletes the node of a gdDeleteOwned item while it is the node
+// its session created (the same czxid and ephemeral owner), at the version
+// read with them, on whatever session the connection is on now.
+func (s *Session) deleteOwned(it *gdItem, cur int64) (finished bool, err error) {
+	for {
+		ok, st, err := s.conn.Exists(it.path)
+		if err != nil {
+			return false, err
+		}
+		if !ok || st.Czxid != it.czxid || st.EphemeralOwner != it.id {
+			return true, nil // gone, or another node under the same name
+		}
+		// As in gdDeleteData: a delete queued in go-zookeeper when the
+		// connection drops is sent on the next session, where the version
+		// read here may be another node's.
+		if state, id := s.conn.State(), s.conn.SessionID(); state != zk.StateHasSession || id != cur {
+			return false, zk.ErrConnectionClosed
+		}
+		err = s.conn.Delete(it.path, st.Version)
+		switch {
+		case err == nil, errors.Is(err, zk.ErrNoNode):
 			return true, nil
 		case errors.Is(err, zk.ErrBadVersion):
 			continue

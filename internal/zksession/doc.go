@@ -23,8 +23,9 @@
 //     cleanup function.
 //   - CreateEphemeral: a create checked against its epoch's session and
 //     undone when it ran on another.
-//   - GuaranteedDelete, GuaranteedDeleteIfData, GuaranteedSweep: deletes
-//     that outlive their caller and retry across disconnects.
+//   - GuaranteedDelete, GuaranteedDeleteIfData, GuaranteedDeleteOwned,
+//     GuaranteedSweep: deletes that outlive their caller and retry across
+//     disconnects.
 //   - GetW and ChildrenW: watches shared per node, since go-zookeeper cannot
 //     remove one.
 //   - CreatedZxid: the czxid of a create, read off the wire from its reply.

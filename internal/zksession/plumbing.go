@@ -43,6 +43,23 @@ func (s *Session) GuaranteedDeleteIfData(ep *Epoch, path string, data []byte) <-
 	return s.guaranteedDeleteIfData(ep, path, data)
 }
 
+// GuaranteedDeleteOwned queues the deletion of the ephemeral node path (full
+// server path) that ep's session created as czxid (the node's Czxid): the
+// durable cleanup of a node whose name another session may take once it is
+// gone. Once the connection is up, on any session, the background goroutine
+// reads the node and deletes it, at the version read, only while its Czxid
+// is czxid and its ephemeral owner is ep's session; it is finished once the
+// node is gone or is another node. The delete is sent only while connected
+// on the session it read on. ZooKeeper cannot make a delete conditional on
+// a node's owner: a node that another session deleted and created again
+// under the same name between the read and the delete, with the same
+// version, is deleted all the same. Other failures and Close are handled as
+// for GuaranteedDelete. The returned channel is closed when the item is
+// finished or dropped. Never blocks; safe for concurrent use.
+func (s *Session) GuaranteedDeleteOwned(ep *Epoch, path string, czxid int64) <-chan struct{} {
+	return s.guaranteedDeleteOwned(ep, path, czxid)
+}
+
 // GuaranteedSweep queues the deletion of every child of the directory dir
 // (full server path) whose name starts with prefix, whoever owns it: the
 // durable cleanup after a create whose outcome is unknown (its reply was

@@ -75,5 +75,9 @@
 //
 // Close deletes the node (waiting a few seconds at most; when the connection
 // is down the session's background queue deletes it later, or it goes with
-// the session) and returns after every goroutine it started has exited.
+// the session) and returns after every goroutine it started has exited. The
+// delete reads the node first and is sent only while the node is the one
+// this Node created (its czxid and owner), at the version read: another
+// session's node under the same name is left alone (see Node.Close for the
+// one case ZooKeeper cannot rule out).
 package group

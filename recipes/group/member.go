@@ -38,7 +38,8 @@ type Member struct {
 	loaded  bool              // the view has been read once
 	view    map[string][]byte // members as last read, by id
 	subs    map[*memberSub]struct{}
-	changed chan struct{} // closed and replaced when loaded or the view changes
+	stopped error         // why the member stopped reading the group before Close (its session was closed)
+	changed chan struct{} // closed and replaced when loaded, the view changes or stopped is set
 
 	kick *kicker // members' nodes changed (data watch events)
 
@@ -167,7 +168,9 @@ func (m *Member) Start() error {
 // Wait blocks until this member's node exists and the group has been read
 // once, at once if both hold. Its errors are Node.Wait's (ErrNotStarted
 // before Start, session.ErrClosed after Close, ctx's error, the error that
-// stopped the member's node). Safe to call concurrently.
+// stopped the member's node), and session.ErrClosed once the member has seen
+// its session closed, even while the group has not been read. Safe to call
+// concurrently.
 func (m *Member) Wait(ctx context.Context) error {
 	if ctx == nil {
 		return m.errf(fmt.Errorf("%w: nil context", session.ErrBadArgument))
@@ -177,11 +180,13 @@ func (m *Member) Wait(ctx context.Context) error {
 	}
 	for {
 		m.mu.Lock()
-		loaded, st, ch := m.loaded, m.state, m.changed
+		loaded, st, stopped, ch := m.loaded, m.state, m.stopped, m.changed
 		m.mu.Unlock()
 		switch {
 		case st == closed:
 			return m.errf(engine.Closed())
+		case stopped != nil:
+			return stopped
 		case loaded:
 			return nil
 		}
@@ -233,7 +238,8 @@ func (m *Member) SetData(ctx context.Context, data []byte) error {
 // member joined or left, or changed its data). The channel holds one view,
 // the latest: a receiver that falls behind skips views but always gets the
 // last. It is closed when ctx ends, at Close, or when the member's session
-// is closed. A nil ctx gives a closed channel.
+// is closed. A nil ctx gives a closed channel, and so does a call made after
+// Close or once the member has seen its session closed.
 func (m *Member) Changes(ctx context.Context) <-chan map[string][]byte {
 	sub := &memberSub{c: make(chan map[string][]byte, 1)}
 	if ctx == nil {
@@ -242,7 +248,7 @@ func (m *Member) Changes(ctx context.Context) <-chan map[string][]byte {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.state == closed {
+	if m.state == closed || m.stopped != nil {
 		close(sub.c)
 		return sub.c
 	}
@@ -335,7 +341,7 @@ func (m *Member) watch() {
 		ep, err := m.zs.WaitConnected(m.ctx)
 		if err != nil {
 			if m.ctx.Err() == nil {
-				m.closeSubs() // the session was closed
+				m.closeSubs(err) // the session was closed
 			}
 			return
 		}
@@ -470,10 +476,14 @@ func (m *Member) read(ep *zksession.Epoch, subs map[string]*zksession.NodeSub) (
 	return view, cw, nil
 }
 
-// closeSubs closes the Changes channels (the session was closed).
-func (m *Member) closeSubs() {
+// closeSubs records why the member stopped (its session was closed),
+// closes the Changes channels and wakes the calls in Wait.
+func (m *Member) closeSubs(err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.stopped = m.errf(err)
+	close(m.changed)
+	m.changed = make(chan struct{})
 	for sub := range m.subs {
 		sub.unhook()
 		if !sub.closed {

@@ -349,3 +349,69 @@ func TestMembersConvergeUnderChurn(t *testing.T) {
 		}
 	}
 }
+
+// TestMemberChangesAfterSessionClose: once the member has seen its session
+// closed, a Changes call gets a channel that is already closed, not one that
+// stays open until its ctx ends.
+func TestMemberChangesAfterSessionClose(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	s := sessiontest.Connect(t, ns)
+	m := startMember(t, s, groupPath, "a", "da")
+	waitFor(t, "Wait", m.Wait)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Only a channel closed at once counts: one subscribed just before the
+	// member saw the close holds a view, then is closed with the others.
+	zktest.Eventually(t, wait, func() bool {
+		ctx, cancel := context.WithCancel(ctxT(t))
+		defer cancel()
+		select {
+		case _, ok := <-m.Changes(ctx):
+			return !ok
+		default:
+			return false
+		}
+	}, "a Changes call after the session closed returns a closed channel")
+	if v := text(m.Members()); !sameView(v, map[string]string{"a": "da"}) {
+		t.Fatalf("Members after the session closed: %v, want the last view", v)
+	}
+}
+
+// TestMemberWaitSessionClosedBeforeRead: the member's node exists but the
+// group cannot be read (the group path's ACL lets it create its node, not
+// list the group); when the session is closed, a Wait in progress returns
+// session.ErrClosed instead of waiting for its ctx.
+func TestMemberWaitSessionClosedBeforeRead(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	dir := ns.Path(groupPath)
+	if _, err := raw.Create(ns.Path("/groups"), nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Create(dir, nil, 0, zk.WorldACL(zk.PermCreate|zk.PermDelete)); err != nil {
+		t.Fatal(err)
+	}
+	s := sessiontest.Connect(t, ns)
+	m := startMember(t, s, groupPath, "a", "da")
+	zktest.Eventually(t, wait, func() bool {
+		ok, _, err := raw.Exists(dir + "/a")
+		return err == nil && ok
+	}, "the member's node created")
+	ctx, cancel := context.WithTimeout(ctxT(t), time.Second)
+	err := m.Wait(ctx)
+	cancel()
+	if !errorsIs(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait while the group cannot be read: %v, want DeadlineExceeded", err)
+	}
+	errs := make(chan error, 1)
+	wctx, wcancel := context.WithTimeout(ctxT(t), 2*wait)
+	defer wcancel()
+	go func() { errs <- m.Wait(wctx) }()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sessiontest.Recv(t, errs, 3*wait, "Wait returns"); !errorsIs(err, session.ErrClosed) {
+		t.Fatalf("Wait after the session closed: %v, want session.ErrClosed", err)
+	}
+}

@@ -310,8 +310,12 @@ func (n *Node) SetData(ctx context.Context, data []byte) error {
 // Close stops keeping the node and deletes it, and returns after the Node's
 // goroutine has exited. The deletion is given a few seconds; when the
 // connection is down it goes on in the background (and the node goes with
-// its session anyway). Calls waiting in Wait or SetData return
-// session.ErrClosed. Close is idempotent and returns nil.
+// its session anyway). It deletes the node only while it is the one this
+// Node created (the same czxid and owner, read just before): a node that
+// another session created under the same name is left alone, except when
+// it was created between that read and the delete with the same version,
+// which ZooKeeper cannot rule out (as for SetData). Calls waiting in Wait or
+// SetData return session.ErrClosed. Close is idempotent and returns nil.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		n.mu.Lock()
@@ -321,14 +325,17 @@ func (n *Node) Close() error {
 		n.cancel(session.ErrClosed)
 		n.wg.Wait()
 		n.mu.Lock()
-		node, ep := n.node, n.ep
+		node, czxid, ep := n.node, n.czxid, n.ep
 		n.node = ""
 		n.broadcastLocked()
 		n.mu.Unlock()
 		if node == "" {
 			return
 		}
-		done := n.zs.GuaranteedDelete(ep, node, -1)
+		// node may name a node that is no longer ours: deleted and created
+		// again by another session (under a fixed name) since the goroutine
+		// last looked. Delete it only while it is the one we created.
+		done := n.zs.GuaranteedDeleteOwned(ep, node, czxid)
 		t := time.NewTimer(cleanupTimeout)
 		defer t.Stop()
 		select {

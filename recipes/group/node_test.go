@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/recipes/group"
@@ -578,4 +581,57 @@ func TestNodeCloseWhileDisconnected(t *testing.T) {
 	if s.SessionID() != ev.SessionID {
 		t.Fatal("the session changed: its expiry, not the delete, may have removed the node")
 	}
+}
+
+// TestNodeCloseLeavesAnotherSessionsNode: while the Node's connection is
+// down, someone deletes its node and another session creates its own under
+// the same name; the Node has not seen it when Close queues the delete.
+// Once the same session is back, the delete leaves the other session's node
+// alone.
+func TestNodeCloseLeavesAnotherSessionsNode(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	other := zktest.Conn(t, ns.Servers(), 0)
+	core, logs := observer.New(zapcore.DebugLevel)
+	s, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(10*time.Second),
+		session.WithLogger(zap.New(core)))
+	n := startNode(t, s, nodePath, group.Ephemeral, "v1")
+	waitFor(t, "Wait", n.Wait)
+	full := ns.Root + nodePath
+	rec := sessiontest.Record(t, s)
+	p.Refuse(true)
+	p.Cut()
+	rec.Wait(t, wait, session.Suspended)
+	if err := raw.Delete(full, -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Create(full, []byte("theirs"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !loggedPath(logs, "guaranteed delete queued", full) {
+		t.Fatal("Close queued no delete of the node: the check below would prove nothing")
+	}
+	p.Heal()
+	if ev := rec.Wait(t, wait, session.Reconnected); ev.SessionID != s.SessionID() || ev.SessionID == other.SessionID() {
+		t.Fatal("the session did not survive the cut")
+	}
+	zktest.Eventually(t, wait, func() bool { return loggedPath(logs, "guaranteed delete done", full) },
+		"the delete queued at Close finished")
+	if d, st, ok := stat(t, raw, full); !ok || string(d) != "theirs" || st.EphemeralOwner != other.SessionID() {
+		t.Fatalf("after Close the node exists %v, holds %q owned by 0x%x; want the other session's node", ok, d, ownerOf(st))
+	}
+}
+
+// loggedPath reports whether logs hold an entry with message msg and the
+// field path=p.
+func loggedPath(logs *observer.ObservedLogs, msg, p string) bool {
+	for _, e := range logs.FilterMessage(msg).All() {
+		if v, ok := e.ContextMap()["path"]; ok && v == p {
+			return true
+		}
+	}
+	return false
 }
