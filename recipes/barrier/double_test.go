@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -350,5 +351,42 @@ func TestDoubleCallsInTurn(t *testing.T) {
 	}
 	if err := sessiontest.Recv(t, la, wait, "Leave"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A member whose Leave ends (ctx) while its connection is partitioned,
+// before its node is deleted, still leaves: once the connection is back the
+// session deletes the node, and the other member's Leave returns without
+// this one calling Leave again.
+func TestDoubleLeaveCtxEndsWhileCut(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	ctx := ctxT(t)
+	s, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(20*time.Second))
+	a := newDouble(t, s, 2)
+	b := newDouble(t, sessiontest.Connect(t, ns), 2)
+	ea := async(func() error { return a.Enter(ctx) })
+	if err := b.Enter(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := sessiontest.Recv(t, ea, wait, "Enter"); err != nil {
+		t.Fatal(err)
+	}
+	p.Partition()
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	err := a.Leave(short)
+	cancel()
+	p.Heal()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Leave while partitioned = %v, want DeadlineExceeded", err)
+	}
+	if err := sessiontest.Recv(t, async(func() error { return b.Leave(ctx) }), wait, "the other member's Leave"); err != nil {
+		t.Fatal(err)
+	}
+	if n := members(t, raw, ns); n != 0 {
+		t.Fatalf("%d member nodes after both left (%v)", n, kids(t, raw, ns))
+	}
+	if err := a.Leave(ctx); err != nil { // left already: only waits
+		t.Fatalf("Leave again: %v", err)
 	}
 }
