@@ -250,8 +250,8 @@ func (d *DoubleBarrier) list(ctx context.Context, ep *zksession.Epoch) ([]string
 
 // Leave deletes this member's node and blocks until no member node is left
 // (the children of the barrier's directory other than "ready"); then it
-// deletes "ready", as Curator's members do, so the barrier can be used
-// again. A member whose session was lost has left: its node went with it.
+// deletes "ready", as Curator's members do (see the package doc on reusing
+// the path for another round). A member whose session was lost has left: its node went with it.
 // Leave without Enter only waits. It waits on a child watch of the
 // directory, through disconnects and session losses. ctx bounds it. When
 // it ends (or at Close) before this member's node is deleted, the delete
