@@ -320,6 +320,12 @@ func (c *Counter[T]) update(ctx context.Context, f func(cur Value[T]) (T, bool, 
 			b = c.cfg.retry()
 			continue
 		}
+		if d == backoff.Stop && lease != nil {
+			// Under the lock the call goes on until it succeeds, fails or
+			// ctx ends: once the BackOff stops, the default pauses follow.
+			b = defaultRetry()
+			d = b.NextBackOff()
+		}
 		if d == backoff.Stop {
 			return cur, false, fmt.Errorf("%w: lost the race %d times", recipes.ErrBusy, lost)
 		}

@@ -385,3 +385,46 @@ func TestUnknownOutcomeCtxEnds(t *testing.T) {
 		t.Fatalf("value %d, want 11", g.Value)
 	}
 }
+
+// bumpSets returns a hook that, at each of the first n sets of the counter,
+// writes the node from another client first (100+i at the i-th): those
+// sets lose the race.
+func bumpSets(t *testing.T, ns *zktest.Namespace, raw *zk.Conn, n int32) func(zktest.Request) zktest.Action {
+	full := ns.Path(cpath)
+	var hit atomic.Int32
+	return func(r zktest.Request) zktest.Action {
+		if zktest.OpName(r.Op) == "setData" && r.Path == full {
+			if i := hit.Add(1); i <= n {
+				if _, err := raw.Set(full, []byte{0, 0, 0, 0, 0, 0, 0, byte(100 + i)}, -1); err != nil {
+					t.Errorf("bump: %v", err)
+				}
+			}
+		}
+		return zktest.Forward
+	}
+}
+
+// Under the promotion lock a call goes on until it succeeds, even when the
+// BackOff it got there stops while a writer without the lock keeps winning:
+// it does not fail with ErrBusy.
+func TestPromotedOutlastsBackOff(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	ctx := ctxT(t)
+	s, p := sessiontest.ConnectProxy(t, ns)
+	c := newCounter(t, s, counter.WithPromotion(lockPath, 1),
+		counter.WithRetry(func() backoff.BackOff {
+			return backoff.WithMaxRetries(backoff.NewConstantBackOff(time.Millisecond), 2)
+		}))
+	if _, err := c.Add(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	p.OnRequest(bumpSets(t, ns, raw, 6)) // 1 lost race before the lock, 5 under it
+	v, err := c.Increment(ctx)
+	if err != nil {
+		t.Fatalf("promoted Increment while others win 6 races: %v", err)
+	}
+	if v.Value != 107 {
+		t.Fatalf("Increment wrote %d, want 107 (after the sixth bump, 106)", v.Value)
+	}
+}

@@ -49,8 +49,10 @@ func buildConfig(opts []Option) (*config, error) {
 // race with another writer (Curator's RetryPolicy): each call gets a
 // BackOff from factory. When the BackOff returns backoff.Stop the call
 // takes the promotion lock (WithPromotion) or, without one, fails with an
-// error matching recipes.ErrBusy. Default: from 1 ms doubling to 100 ms,
-// jittered, never stopping: ctx is the only bound.
+// error matching recipes.ErrBusy. Under the lock the call gets a new
+// BackOff from factory, and once that one stops it pauses as the default
+// does: it never fails with ErrBusy there. Default: from 1 ms doubling to
+// 100 ms, jittered, never stopping: ctx is the only bound.
 func WithRetry(factory func() backoff.BackOff) Option {
 	return func(c *config) error {
 		if factory == nil {
