@@ -21,6 +21,10 @@ import (
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
+// cleanupTimeout bounds the wait for the delete of the promotion lock's
+// node when a call ends (the delete goes on in the session's queue).
+const cleanupTimeout = 5 * time.Second
+
 // Value is a counter's value as read or written, with the node's data
 // version: pass it to TrySet to write only if nobody has written since.
 type Value[T int32 | int64] struct {
@@ -287,7 +291,11 @@ func (c *Counter[T]) update(ctx context.Context, f func(cur Value[T]) (T, bool, 
 	var lease *engine.Lease
 	defer func() {
 		if lease != nil {
-			if err := lease.Release(context.WithoutCancel(ctx)); err != nil {
+			// At most cleanupTimeout, past ctx too: what is not done by
+			// then (a dropped connection) the session's queue finishes.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			defer cancel()
+			if err := lease.Release(rctx); err != nil {
 				c.lg.Warn("releasing the promotion lock", zap.Error(err))
 			}
 		}
@@ -365,7 +373,8 @@ func (c *Counter[T]) Get(ctx context.Context) (Value[T], error) {
 // the value and writes the sum conditional on the version read, again after
 // each lost race (WithRetry, WithPromotion). A missing node is created
 // (parents as container nodes). It blocks on ZooKeeper and on the pauses
-// between attempts, within ctx.
+// between attempts, within ctx, and after taking WithPromotion's lock up to
+// 5 s more (past ctx too) to delete the lock's node.
 //
 // Errors: ErrOverflow when the sum leaves the counter's range (nothing is
 // written); ErrUnknownOutcome when the write may or may not have been
