@@ -26,7 +26,8 @@ import (
 const cleanupTimeout = 5 * time.Second
 
 // Value is a counter's value as read or written, with the node's data
-// version: pass it to TrySet to write only if nobody has written since.
+// version: pass it to TrySet to write only if nobody has written since (to
+// this node: a node deleted and created again starts again at version 0).
 type Value[T int32 | int64] struct {
 	// Value is the counter's value (0 for a missing node, as Curator reads it).
 	Value T
@@ -381,9 +382,9 @@ func (c *Counter[T]) Get(ctx context.Context) (Value[T], error) {
 // applied (the connection dropped or ctx ended while it was in flight), and
 // then the returned Value is the one the write was conditional on: TrySet
 // with it and the same sum applies the change only if nothing was written
-// since, so it is never applied twice (calling Add again may apply it
-// twice); recipes.ErrBusy when WithRetry's BackOff stopped and there is no
-// promotion; ErrBadData; ctx's error; session.ErrClosed; ZooKeeper errors.
+// since, so it is never applied twice while the node is not deleted
+// (calling Add again may apply it twice); recipes.ErrBusy when WithRetry's
+// BackOff stopped and there is no promotion; ErrBadData; ctx's error; session.ErrClosed; ZooKeeper errors.
 // Safe for concurrent use.
 func (c *Counter[T]) Add(ctx context.Context, delta T) (Value[T], error) {
 	actx, end, err := c.begin(ctx)
@@ -437,8 +438,9 @@ func (c *Counter[T]) CompareAndSet(ctx context.Context, expected, n T) (Value[T]
 // someone wrote since, the current value and false. It makes one write: a
 // lost race is not retried. After ErrUnknownOutcome (the returned Value is
 // prev), calling TrySet again with the same prev is safe: a write
-// conditional on one version applies at most once. ctx bounds it. Safe for
-// concurrent use.
+// conditional on one version applies at most once, as long as the node is
+// not deleted and created again (its versions then start again at 0, and
+// prev may match the new node). ctx bounds it. Safe for concurrent use.
 func (c *Counter[T]) TrySet(ctx context.Context, prev Value[T], n T) (Value[T], bool, error) {
 	actx, end, err := c.begin(ctx)
 	if err != nil {
