@@ -384,8 +384,8 @@ func (c *Counter[T]) Get(ctx context.Context) (Value[T], error) {
 // with it and the same sum applies the change only if nothing was written
 // since, so it is never applied twice while the node is not deleted
 // (calling Add again may apply it twice); recipes.ErrBusy when WithRetry's
-// BackOff stopped and there is no promotion; ErrBadData; ctx's error; session.ErrClosed; ZooKeeper errors.
-// Safe for concurrent use.
+// BackOff stopped and there is no promotion; ErrBadData; ctx's error;
+// session.ErrClosed; ZooKeeper errors. Safe for concurrent use.
 func (c *Counter[T]) Add(ctx context.Context, delta T) (Value[T], error) {
 	actx, end, err := c.begin(ctx)
 	if err != nil {
