@@ -256,10 +256,10 @@ func (d *DoubleBarrier) list(ctx context.Context, ep *zksession.Epoch) ([]string
 // directory, through disconnects and session losses. ctx bounds it. When
 // it ends (or at Close) before this member's node is deleted, the delete
 // is handed to the session, which makes it as soon as the connection
-// allows, so the others go on; on a healthy connection Leave waits up to
-// 10 ms past ctx for it. Calling Leave again then only waits.
-// Errors: ctx's error, session.ErrClosed, ZooKeeper errors. Safe for
-// concurrent use.
+// allows, so the others go on; on a healthy connection Leave waits for it
+// up to 10 ms past ctx (at Close, as long as Close waits). Calling Leave
+// again then only waits. Errors: ctx's error, session.ErrClosed, ZooKeeper
+// errors. Safe for concurrent use.
 func (d *DoubleBarrier) Leave(ctx context.Context) error {
 	actx, end, err := d.b.begin(ctx)
 	if err != nil {
@@ -281,8 +281,13 @@ func (d *DoubleBarrier) Leave(ctx context.Context) error {
 		default:
 			// ctx ended or Close came (perhaps while disconnected), or
 			// the server refused: the session's queue deletes the node,
-			// so the other members do not wait for this one.
-			return d.b.result(ctx, d.abandon(actx, ep, err))
+			// so the other members do not wait for this one. At Close,
+			// wait for it as Close does.
+			wctx := actx
+			if ctx.Err() == nil && d.b.ctx.Err() != nil {
+				wctx = context.Background()
+			}
+			return d.b.result(ctx, d.abandon(wctx, ep, err))
 		}
 	}
 	for {
