@@ -14,8 +14,18 @@
 // Missing parents, and a double barrier's directory, are created as
 // container nodes. A member node is named by a random UUID, as Curator names
 // its own. The member that finds enough member nodes creates "ready"; the
-// members that see no member node left delete it, so the path can be used
-// again.
+// members that see no member node left delete it, as Curator's do.
+//
+// # Reuse
+//
+// The path can serve another round only once every Leave of the round
+// before has returned nil: until then "ready" may still be there (a member
+// deletes it only after a listing found no member node, and a Leave that
+// ends with an error may not have deleted it), and a member of the next
+// round that sees it passes Enter at once, however few have entered. If
+// every member of a round loses its session without calling Leave, nobody
+// deletes "ready" (it is persistent) and every later Enter returns at once:
+// delete it by hand. Curator's members behave the same.
 //
 // # Loss
 //

@@ -250,13 +250,16 @@ func (d *DoubleBarrier) list(ctx context.Context, ep *zksession.Epoch) ([]string
 
 // Leave deletes this member's node and blocks until no member node is left
 // (the children of the barrier's directory other than "ready"); then it
-// deletes "ready", as Curator's members do, so the barrier can be used
-// again. A member whose session was lost has left: its node went with it.
+// deletes "ready", as Curator's members do (see the package doc on reusing
+// the path for another round). A member whose session was lost has left: its node went with it.
 // Leave without Enter only waits. It waits on a child watch of the
-// directory, through disconnects and session losses. ctx bounds it; when it
-// ends (or at Close) the member's node is already deleted and the others go
-// on. Errors: ctx's error, session.ErrClosed, ZooKeeper errors. Safe for
-// concurrent use.
+// directory, through disconnects and session losses. ctx bounds it. When
+// it ends (or at Close) before this member's node is deleted, the delete
+// is handed to the session, which makes it as soon as the connection
+// allows, so the others go on; on a healthy connection Leave waits for it
+// up to 10 ms past ctx (at Close, as long as Close waits). Calling Leave
+// again then only waits. Errors: ctx's error, session.ErrClosed, ZooKeeper
+// errors. Safe for concurrent use.
 func (d *DoubleBarrier) Leave(ctx context.Context) error {
 	actx, end, err := d.b.begin(ctx)
 	if err != nil {
@@ -271,11 +274,20 @@ func (d *DoubleBarrier) Leave(ctx context.Context) error {
 		err := d.b.zs.Retry(actx, ep, func(conn *zk.Conn) error {
 			return zksession.Refused("delete", d.node, conn.Delete(d.node, -1))
 		})
+		d.entered = nil
 		switch {
 		case err == nil, errors.Is(err, zk.ErrNoNode), errors.Is(err, session.ErrLost):
-			d.entered = nil // deleted, or gone with its session
+			// deleted, or gone with its session
 		default:
-			return d.b.result(ctx, err)
+			// ctx ended or Close came (perhaps while disconnected), or
+			// the server refused: the session's queue deletes the node,
+			// so the other members do not wait for this one. At Close,
+			// wait for it as Close does.
+			wctx := actx
+			if ctx.Err() == nil && d.b.ctx.Err() != nil {
+				wctx = context.Background()
+			}
+			return d.b.result(ctx, d.abandon(wctx, ep, err))
 		}
 	}
 	for {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -350,5 +352,78 @@ func TestDoubleCallsInTurn(t *testing.T) {
 	}
 	if err := sessiontest.Recv(t, la, wait, "Leave"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A member whose Leave ends (ctx, or Close) while its connection is
+// partitioned, before its node is deleted, still leaves: once the
+// connection is back the session deletes the node, and the other member's
+// Leave returns without this one calling Leave again.
+func TestDoubleLeaveEndsWhileCut(t *testing.T) {
+	t.Run("ctx", func(t *testing.T) { testLeaveEndsWhileCut(t, false) })
+	t.Run("close", func(t *testing.T) { testLeaveEndsWhileCut(t, true) })
+}
+
+func testLeaveEndsWhileCut(t *testing.T, closeIt bool) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	ctx := ctxT(t)
+	s, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(20*time.Second))
+	a := newDouble(t, s, 2)
+	b := newDouble(t, sessiontest.Connect(t, ns), 2)
+	ea := async(func() error { return a.Enter(ctx) })
+	if err := b.Enter(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := sessiontest.Recv(t, ea, wait, "Enter"); err != nil {
+		t.Fatal(err)
+	}
+	// The member's delete is dropped, and the connection stays down.
+	dir := ns.Path(bpath) + "/"
+	cut := make(chan struct{})
+	var hit atomic.Int32
+	p.OnRequest(func(r zktest.Request) zktest.Action {
+		if zktest.OpName(r.Op) == "delete" && strings.HasPrefix(r.Path, dir) && hit.Add(1) == 1 {
+			p.Partition()
+			close(cut)
+			return zktest.DropRequest
+		}
+		return zktest.Forward
+	})
+	defer p.Heal()
+	if closeIt {
+		la := async(func() error { return a.Leave(ctx) })
+		sessiontest.Recv(t, cut, wait, "the member's delete")
+		pending(t, "Leave while partitioned", la)
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := sessiontest.Recv(t, la, wait, "Leave at Close"); !errors.Is(err, session.ErrClosed) {
+			t.Fatalf("Leave at Close = %v, want ErrClosed", err)
+		}
+	} else {
+		short, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := a.Leave(short)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Leave while partitioned = %v, want DeadlineExceeded", err)
+		}
+		select {
+		case <-cut:
+		default:
+			t.Fatal("the member's delete was never seen")
+		}
+	}
+	p.Heal()
+	if err := sessiontest.Recv(t, async(func() error { return b.Leave(ctx) }), wait, "the other member's Leave"); err != nil {
+		t.Fatal(err)
+	}
+	if n := members(t, raw, ns); n != 0 {
+		t.Fatalf("%d member nodes after both left (%v)", n, kids(t, raw, ns))
+	}
+	if !closeIt {
+		if err := a.Leave(ctx); err != nil { // left already: only waits
+			t.Fatalf("Leave again: %v", err)
+		}
 	}
 }

@@ -21,8 +21,13 @@ import (
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
+// cleanupTimeout bounds the wait for the delete of the promotion lock's
+// node when a call ends (the delete goes on in the session's queue).
+const cleanupTimeout = 5 * time.Second
+
 // Value is a counter's value as read or written, with the node's data
-// version: pass it to TrySet to write only if nobody has written since.
+// version: pass it to TrySet to write only if nobody has written since (to
+// this node: a node deleted and created again starts again at version 0).
 type Value[T int32 | int64] struct {
 	// Value is the counter's value (0 for a missing node, as Curator reads it).
 	Value T
@@ -287,7 +292,11 @@ func (c *Counter[T]) update(ctx context.Context, f func(cur Value[T]) (T, bool, 
 	var lease *engine.Lease
 	defer func() {
 		if lease != nil {
-			if err := lease.Release(context.WithoutCancel(ctx)); err != nil {
+			// At most cleanupTimeout, past ctx too: what is not done by
+			// then (a dropped connection) the session's queue finishes.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			defer cancel()
+			if err := lease.Release(rctx); err != nil {
 				c.lg.Warn("releasing the promotion lock", zap.Error(err))
 			}
 		}
@@ -319,6 +328,12 @@ func (c *Counter[T]) update(ctx context.Context, f func(cur Value[T]) (T, bool, 
 			}
 			b = c.cfg.retry()
 			continue
+		}
+		if d == backoff.Stop && lease != nil {
+			// Under the lock the call goes on until it succeeds, fails or
+			// ctx ends: once the BackOff stops, the default pauses follow.
+			b = defaultRetry()
+			d = b.NextBackOff()
 		}
 		if d == backoff.Stop {
 			return cur, false, fmt.Errorf("%w: lost the race %d times", recipes.ErrBusy, lost)
@@ -359,17 +374,18 @@ func (c *Counter[T]) Get(ctx context.Context) (Value[T], error) {
 // the value and writes the sum conditional on the version read, again after
 // each lost race (WithRetry, WithPromotion). A missing node is created
 // (parents as container nodes). It blocks on ZooKeeper and on the pauses
-// between attempts, within ctx.
+// between attempts, within ctx, and after taking WithPromotion's lock up to
+// 5 s more (past ctx too) to delete the lock's node.
 //
 // Errors: ErrOverflow when the sum leaves the counter's range (nothing is
 // written); ErrUnknownOutcome when the write may or may not have been
 // applied (the connection dropped or ctx ended while it was in flight), and
 // then the returned Value is the one the write was conditional on: TrySet
 // with it and the same sum applies the change only if nothing was written
-// since, so it is never applied twice (calling Add again may apply it
-// twice); recipes.ErrBusy when WithRetry's BackOff stopped and there is no
-// promotion; ErrBadData; ctx's error; session.ErrClosed; ZooKeeper errors.
-// Safe for concurrent use.
+// since, so it is never applied twice while the node is not deleted
+// (calling Add again may apply it twice); recipes.ErrBusy when WithRetry's
+// BackOff stopped and there is no promotion; ErrBadData; ctx's error;
+// session.ErrClosed; ZooKeeper errors. Safe for concurrent use.
 func (c *Counter[T]) Add(ctx context.Context, delta T) (Value[T], error) {
 	actx, end, err := c.begin(ctx)
 	if err != nil {
@@ -422,8 +438,9 @@ func (c *Counter[T]) CompareAndSet(ctx context.Context, expected, n T) (Value[T]
 // someone wrote since, the current value and false. It makes one write: a
 // lost race is not retried. After ErrUnknownOutcome (the returned Value is
 // prev), calling TrySet again with the same prev is safe: a write
-// conditional on one version applies at most once. ctx bounds it. Safe for
-// concurrent use.
+// conditional on one version applies at most once, as long as the node is
+// not deleted and created again (its versions then start again at 0, and
+// prev may match the new node). ctx bounds it. Safe for concurrent use.
 func (c *Counter[T]) TrySet(ctx context.Context, prev Value[T], n T) (Value[T], bool, error) {
 	actx, end, err := c.begin(ctx)
 	if err != nil {

@@ -1,7 +1,8 @@
 // Package counter provides atomic counters in ZooKeeper, wire-compatible
 // with Apache Curator 5.x's DistributedAtomicLong (New: 64 bits) and
 // DistributedAtomicInteger (New32: 32 bits): Go and Java processes can
-// change one counter together, and every change applies once.
+// change one counter together, and no change applies twice while the
+// counter's node is not deleted (see Loss).
 //
 // # Znodes
 //
@@ -41,6 +42,14 @@
 //	}
 //
 // Calling Add again instead may apply the change twice.
+//
+// All of this holds while the counter's node lives. ZooKeeper numbers a
+// node's versions from 0 again when it is deleted and created again, and a
+// Value does not tell the two nodes apart: a write conditional on a version
+// of the old node, a TrySet with a Value read from it included, may apply
+// to the new one, and a create sent again after its answer was lost may
+// create the node again after someone deleted it. Do not delete a
+// counter's node while calls on it may be in flight or retried.
 //
 // # Costs
 //

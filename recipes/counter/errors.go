@@ -10,7 +10,8 @@ var (
 	// flight): it may or may not have been applied. The call returns the
 	// value its write was conditional on; TrySet with that value applies
 	// the change only if no write happened since, so retrying that way
-	// never applies it twice.
+	// never applies it twice, as long as the node is not deleted and
+	// created again meanwhile (its versions then start again at 0).
 	ErrUnknownOutcome = errors.New("outcome unknown")
 	// ErrOverflow is returned when an Add would take the value past the
 	// counter's range (64 or 32 bits); nothing is written.

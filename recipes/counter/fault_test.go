@@ -3,6 +3,7 @@ package counter_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -383,5 +384,95 @@ func TestUnknownOutcomeCtxEnds(t *testing.T) {
 	}
 	if g, _ := c.Get(ctx); g.Value != 11 {
 		t.Fatalf("value %d, want 11", g.Value)
+	}
+}
+
+// bumpSets returns a hook that, at each of the first n sets of the counter,
+// writes the node from another client first (100+i at the i-th): those
+// sets lose the race.
+func bumpSets(t *testing.T, ns *zktest.Namespace, raw *zk.Conn, n int32) func(zktest.Request) zktest.Action {
+	full := ns.Path(cpath)
+	var hit atomic.Int32
+	return func(r zktest.Request) zktest.Action {
+		if zktest.OpName(r.Op) == "setData" && r.Path == full {
+			if i := hit.Add(1); i <= n {
+				if _, err := raw.Set(full, []byte{0, 0, 0, 0, 0, 0, 0, byte(100 + i)}, -1); err != nil {
+					t.Errorf("bump: %v", err)
+				}
+			}
+		}
+		return zktest.Forward
+	}
+}
+
+// Under the promotion lock a call goes on until it succeeds, even when the
+// BackOff it got there stops while a writer without the lock keeps winning:
+// it does not fail with ErrBusy.
+func TestPromotedOutlastsBackOff(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	ctx := ctxT(t)
+	s, p := sessiontest.ConnectProxy(t, ns)
+	c := newCounter(t, s, counter.WithPromotion(lockPath, 1),
+		counter.WithRetry(func() backoff.BackOff {
+			return backoff.WithMaxRetries(backoff.NewConstantBackOff(time.Millisecond), 2)
+		}))
+	if _, err := c.Add(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	p.OnRequest(bumpSets(t, ns, raw, 6)) // 1 lost race before the lock, 5 under it
+	v, err := c.Increment(ctx)
+	if err != nil {
+		t.Fatalf("promoted Increment while others win 6 races: %v", err)
+	}
+	if v.Value != 107 {
+		t.Fatalf("Increment wrote %d, want 107 (after the sixth bump, 106)", v.Value)
+	}
+}
+
+// The connection drops, and stays down, just as a promoted Add deletes its
+// lock node: the Add still returns within its cleanup bound (5 s), not
+// after the session timeout, and the session deletes the lock node once
+// the connection is back.
+func TestPromotionReleaseBounded(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	ctx := ctxT(t)
+	s, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(40*time.Second))
+	c := newCounter(t, s, counter.WithPromotion(lockPath, 1))
+	if _, err := c.Add(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	lockDir := ns.Path(lockPath) + "/"
+	var dropped atomic.Int32
+	bump := bumpFirstSet(t, ns, raw, []byte{0, 0, 0, 0, 0, 0, 0, 20})
+	p.OnRequest(func(r zktest.Request) zktest.Action {
+		if zktest.OpName(r.Op) == "delete" && strings.HasPrefix(r.Path, lockDir) && dropped.Add(1) == 1 {
+			p.Partition()
+			return zktest.DropRequest
+		}
+		return bump(r)
+	})
+	defer p.Heal()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Increment(ctx)
+		done <- err
+	}()
+	// Past the 5 s bound with room for a loaded machine, well short of the
+	// 40 s after which the session would be declared lost.
+	if err := sessiontest.Recv(t, done, 20*time.Second, "the promoted Increment whose lock release is cut"); err != nil {
+		t.Fatalf("Increment = %v", err)
+	}
+	if dropped.Load() == 0 {
+		t.Fatal("the lock node's delete was never seen")
+	}
+	p.Heal()
+	zktest.Eventually(t, wait, func() bool {
+		k, _, err := raw.Children(ns.Path(lockPath))
+		return errors.Is(err, zk.ErrNoNode) || err == nil && len(k) == 0
+	}, "the lock node goes once the connection is back")
+	if g, err := c.Get(ctx); err != nil || g.Value != 21 {
+		t.Fatalf("Get = %+v, %v; want 21", g, err)
 	}
 }

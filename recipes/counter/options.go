@@ -49,8 +49,10 @@ func buildConfig(opts []Option) (*config, error) {
 // race with another writer (Curator's RetryPolicy): each call gets a
 // BackOff from factory. When the BackOff returns backoff.Stop the call
 // takes the promotion lock (WithPromotion) or, without one, fails with an
-// error matching recipes.ErrBusy. Default: from 1 ms doubling to 100 ms,
-// jittered, never stopping: ctx is the only bound.
+// error matching recipes.ErrBusy. Under the lock the call gets a new
+// BackOff from factory, and once that one stops it pauses as the default
+// does: it never fails with ErrBusy there. Default: from 1 ms doubling to
+// 100 ms, jittered, never stopping: ctx is the only bound.
 func WithRetry(factory func() backoff.BackOff) Option {
 	return func(c *config) error {
 		if factory == nil {
@@ -67,7 +69,10 @@ func WithRetry(factory func() backoff.BackOff) Option {
 // it until it succeeds, fails or ctx ends; the writes stay conditional on
 // the node's version, so writers without the lock stay correct. It is taken
 // after attempts lost races (at least 1), or earlier when WithRetry's
-// BackOff stops. lockPath must differ from the counter's path.
+// BackOff stops. The call deletes its lock node before it returns, waiting
+// for that at most 5 s (past ctx too); what is not done by then, as when the
+// connection is down, the session finishes once the connection is back.
+// lockPath must differ from the counter's path.
 func WithPromotion(lockPath string, attempts int) Option {
 	return func(c *config) error {
 		if attempts < 1 {
