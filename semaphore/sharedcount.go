@@ -164,20 +164,7 @@ func (c *SharedCount) result(ctx context.Context, err error) error {
 // persistent: its operations do not depend on the session). An op that
 // succeeded on another session than the one it was bound to succeeded.
 func (c *SharedCount) do(ctx context.Context, op func(*zk.Conn) error) error {
-	for {
-		ep, err := c.zs.WaitConnected(ctx)
-		if err != nil {
-			return err
-		}
-		err = c.zs.Retry(ctx, ep, op)
-		switch {
-		case err == nil, errors.Is(err, zksession.ErrSessionChanged):
-			return nil
-		case errors.Is(err, session.ErrLost) && ctx.Err() == nil:
-			continue
-		}
-		return err
-	}
+	return c.zs.RetryAcrossSessions(ctx, op)
 }
 
 // create creates the node with data (parents as containers); an existing

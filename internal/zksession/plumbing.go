@@ -2,6 +2,7 @@ package zksession
 
 import (
 	"context"
+	"errors"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -141,6 +142,29 @@ func (s *Session) CreateEphemeral(ctx context.Context, ep *Epoch, p string, data
 // function, CreateEphemeral and GuaranteedSweep). Safe for concurrent use.
 func (s *Session) Retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) error) error {
 	return s.retry(ctx, ep, op)
+}
+
+// RetryAcrossSessions is Retry for an operation that does not depend on
+// the session (a write to a persistent node, conditional so that a repeat
+// applies at most once, or a read): it waits for a live epoch within ctx,
+// runs op with Retry, and after a session loss goes on on the next session.
+// An op that succeeded on another session than the one it was bound to
+// (ErrSessionChanged) succeeded. Errors: ctx's, ErrClosed, and op's.
+func (s *Session) RetryAcrossSessions(ctx context.Context, op func(conn *zk.Conn) error) error {
+	for {
+		ep, err := s.WaitConnected(ctx)
+		if err != nil {
+			return err
+		}
+		err = s.Retry(ctx, ep, op)
+		switch {
+		case err == nil, errors.Is(err, ErrSessionChanged):
+			return nil
+		case errors.Is(err, ErrLost) && ctx.Err() == nil:
+			continue
+		}
+		return err
+	}
 }
 
 // EnsureContainers makes sure the full server path p (as returned by Path)

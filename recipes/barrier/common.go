@@ -2,7 +2,6 @@ package barrier
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -93,20 +92,7 @@ func (b *base) result(ctx context.Context, err error) error {
 // goes on on the next session after a loss (for operations that do not
 // depend on the session: persistent nodes, reads).
 func (b *base) do(ctx context.Context, op func(*zk.Conn) error) error {
-	for {
-		ep, err := b.zs.WaitConnected(ctx)
-		if err != nil {
-			return err
-		}
-		err = b.zs.Retry(ctx, ep, op)
-		switch {
-		case err == nil, errors.Is(err, zksession.ErrSessionChanged):
-			return nil
-		case errors.Is(err, session.ErrLost) && ctx.Err() == nil:
-			continue
-		}
-		return err
-	}
+	return b.zs.RetryAcrossSessions(ctx, op)
 }
 
 // waitEvent waits for w to fire, lost to close, or ctx to end (ctx's

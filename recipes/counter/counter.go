@@ -181,24 +181,11 @@ func replaceCause(err, cause error) error {
 // many times op was started.
 func (c *Counter[T]) do(ctx context.Context, op func(*zk.Conn) error) (tries int, err error) {
 	var n atomic.Int32
-	counted := func(conn *zk.Conn) error {
+	err = c.zs.RetryAcrossSessions(ctx, func(conn *zk.Conn) error {
 		n.Add(1)
 		return op(conn)
-	}
-	for {
-		ep, err := c.zs.WaitConnected(ctx)
-		if err != nil {
-			return int(n.Load()), err
-		}
-		err = c.zs.Retry(ctx, ep, counted)
-		switch {
-		case err == nil, errors.Is(err, zksession.ErrSessionChanged):
-			return int(n.Load()), nil // op succeeded (perhaps on the next session)
-		case errors.Is(err, session.ErrLost) && ctx.Err() == nil:
-			continue
-		}
-		return int(n.Load()), err
-	}
+	})
+	return int(n.Load()), err
 }
 
 // read returns the value and version; a missing node is {0, -1}.
