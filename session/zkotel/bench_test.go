@@ -21,16 +21,18 @@ import (
 // the sub-benchmarks of one run (go test -bench . -count 5 alternates them).
 //
 //	nohooks      no hook set
+//	nohooks-a/a  no hook set either: a second set of sessions, the noise floor
+//	             (its ratio to nohooks shows how far two equal variants drift)
 //	zkotel       zkotel's hooks on an SDK meter provider (a manual reader);
 //	             traces to the global tracer provider, a no-op one here
 //	zkotel+span  the same, with an SDK tracer provider that samples every
 //	             span (and exports none)
 
-var variants = []string{"nohooks", "zkotel", "zkotel+span"}
+var variants = []string{"nohooks", "nohooks-a/a", "zkotel", "zkotel+span"}
 
 // benchHooks returns the hooks of variant v.
 func benchHooks(b *testing.B, v string) []session.Option {
-	if v == "nohooks" {
+	if v == "nohooks" || v == "nohooks-a/a" {
 		return nil
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
@@ -118,12 +120,12 @@ func runContended(b *testing.B, ms []*mutex.Mutex, n int) time.Duration {
 
 // BenchmarkContendedLock: 8 sessions per variant contend for one mutex,
 // each looping Lock, a counter increment, Release (examples/lockload's
-// contended workload). The variants take turns, in a rotating order, for 5
-// rounds of b.N/5 locks each, so that the machine's load moves them alike;
+// contended workload). The variants take turns, in a rotating order, for 10
+// rounds of b.N/10 locks each, so that the machine's load moves them alike;
 // it reports each variant's µs per lock (the median of the rounds) and its
 // ratio to nohooks in the same round (the median).
 func BenchmarkContendedLock(b *testing.B) {
-	const rounds = 5
+	const rounds = 10
 	sets := map[string][]*mutex.Mutex{}
 	for _, v := range variants {
 		sets[v] = benchMutexes(b, zktest.NewNamespace(b), 8, benchHooks(b, v))
