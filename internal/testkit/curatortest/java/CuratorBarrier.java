@@ -26,13 +26,10 @@ import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.barriers.DistributedBarrier;
 import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
-import org.apache.curator.retry.RetryNTimes;
 
 public final class CuratorBarrier {
     public static void main(String[] args) throws Exception {
@@ -41,17 +38,7 @@ public final class CuratorBarrier {
             System.exit(2);
         }
         int sessionTimeout = args.length > 4 ? Integer.parseInt(args[4]) : 10000;
-        CuratorFramework client = CuratorFrameworkFactory.builder()
-                .connectString(args[0])
-                .sessionTimeoutMs(sessionTimeout)
-                .connectionTimeoutMs(sessionTimeout)
-                .retryPolicy(new RetryNTimes(10, 100))
-                .build();
-        client.start();
-        if (!client.blockUntilConnected(20, TimeUnit.SECONDS)) {
-            Proto.print("ERR connect: not connected after 20s");
-            System.exit(1);
-        }
+        CuratorFramework client = Proto.connect(args[0], sessionTimeout);
         DistributedDoubleBarrier dbl = null;
         DistributedBarrier single = null;
         switch (args[2]) {

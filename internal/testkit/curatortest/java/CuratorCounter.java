@@ -33,12 +33,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.atomic.AtomicValue;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicInteger;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.retry.BoundedExponentialBackoffRetry;
-import org.apache.curator.retry.RetryNTimes;
 
 public final class CuratorCounter {
     private static String connect;
@@ -95,13 +93,7 @@ public final class CuratorCounter {
     }
 
     private static CuratorFramework newClient() {
-        CuratorFramework client = CuratorFrameworkFactory.builder()
-                .connectString(connect)
-                .sessionTimeoutMs(sessionTimeout)
-                .connectionTimeoutMs(sessionTimeout)
-                .retryPolicy(new RetryNTimes(10, 100))
-                .build();
-        client.start();
+        CuratorFramework client = Proto.newClient(connect, sessionTimeout);
         return client;
     }
 

@@ -29,10 +29,8 @@ import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.nodes.GroupMember;
 import org.apache.curator.framework.recipes.nodes.PersistentNode;
-import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.CreateMode;
 
 public final class CuratorGroup {
@@ -46,17 +44,7 @@ public final class CuratorGroup {
             System.exit(2);
         }
         int sessionTimeout = args.length > 4 ? Integer.parseInt(args[4]) : 10000;
-        CuratorFramework client = CuratorFrameworkFactory.builder()
-                .connectString(args[0])
-                .sessionTimeoutMs(sessionTimeout)
-                .connectionTimeoutMs(sessionTimeout)
-                .retryPolicy(new RetryNTimes(10, 100))
-                .build();
-        client.start();
-        if (!client.blockUntilConnected(20, TimeUnit.SECONDS)) {
-            Proto.print("ERR connect: not connected after 20s");
-            System.exit(1);
-        }
+        CuratorFramework client = Proto.connect(args[0], sessionTimeout);
         GroupMember member = new GroupMember(client, args[1], args[2], bytes(args[3]));
         PersistentNode node = null;
         boolean started = false;

@@ -20,14 +20,11 @@
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
-import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.leader.Participant;
-import org.apache.curator.retry.RetryNTimes;
 
 public final class CuratorLatch {
     public static void main(String[] args) throws Exception {
@@ -36,17 +33,7 @@ public final class CuratorLatch {
             System.exit(2);
         }
         int sessionTimeout = args.length > 3 ? Integer.parseInt(args[3]) : 2000;
-        CuratorFramework client = CuratorFrameworkFactory.builder()
-                .connectString(args[0])
-                .sessionTimeoutMs(sessionTimeout)
-                .connectionTimeoutMs(sessionTimeout)
-                .retryPolicy(new RetryNTimes(10, 100))
-                .build();
-        client.start();
-        if (!client.blockUntilConnected(20, TimeUnit.SECONDS)) {
-            Proto.print("ERR connect: not connected after 20s");
-            System.exit(1);
-        }
+        CuratorFramework client = Proto.connect(args[0], sessionTimeout);
         LeaderLatch latch = new LeaderLatch(client, args[1], args[2], LeaderLatch.CloseMode.NOTIFY_LEADER);
         // The listener runs on the thread that changes leadership (Curator's
         // default direct executor), so transitions are printed in order.

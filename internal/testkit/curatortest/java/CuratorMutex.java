@@ -31,9 +31,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
-import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.KeeperException;
 
 public final class CuratorMutex {
@@ -56,17 +54,7 @@ public final class CuratorMutex {
             System.exit(2);
         }
         int sessionTimeout = args.length > 2 ? Integer.parseInt(args[2]) : 2000;
-        CuratorFramework client = CuratorFrameworkFactory.builder()
-                .connectString(args[0])
-                .sessionTimeoutMs(sessionTimeout)
-                .connectionTimeoutMs(sessionTimeout)
-                .retryPolicy(new RetryNTimes(10, 100))
-                .build();
-        client.start();
-        if (!client.blockUntilConnected(20, TimeUnit.SECONDS)) {
-            Proto.print("ERR connect: not connected after 20s");
-            System.exit(1);
-        }
+        CuratorFramework client = Proto.connect(args[0], sessionTimeout);
         Mutex lock = new Mutex(client, args[1]);
 
         // The reader thread only queues commands, so "quit" and end of input

@@ -47,12 +47,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.LockInternals;
 import org.apache.curator.framework.recipes.locks.StandardLockInternalsDriver;
-import org.apache.curator.retry.RetryNTimes;
 
 public final class CuratorRWLock {
     private static final String READ = "__READ__";
@@ -132,13 +130,7 @@ public final class CuratorRWLock {
     }
 
     private static CuratorFramework connect(String connectString, int sessionTimeout) throws InterruptedException {
-        CuratorFramework client = CuratorFrameworkFactory.builder()
-                .connectString(connectString)
-                .sessionTimeoutMs(sessionTimeout)
-                .connectionTimeoutMs(sessionTimeout)
-                .retryPolicy(new RetryNTimes(10, 100))
-                .build();
-        client.start();
+        CuratorFramework client = Proto.newClient(connectString, sessionTimeout);
         if (!client.blockUntilConnected(20, TimeUnit.SECONDS)) {
             client.close();
             return null;

@@ -2,13 +2,44 @@
 // programs driven by the Go package curatortest.
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.retry.RetryNTimes;
 
 final class Proto {
     private static final PrintStream OUT = new PrintStream(System.out, true, StandardCharsets.UTF_8);
 
     private Proto() {
+    }
+
+    /**
+     * Builds and starts a client of every program: the session timeout also
+     * bounds the connection, and the retry policy is 10 tries 100 ms apart.
+     */
+    static CuratorFramework newClient(String connectString, int sessionTimeoutMs) {
+        CuratorFramework client = CuratorFrameworkFactory.builder()
+                .connectString(connectString)
+                .sessionTimeoutMs(sessionTimeoutMs)
+                .connectionTimeoutMs(sessionTimeoutMs)
+                .retryPolicy(new RetryNTimes(10, 100))
+                .build();
+        client.start();
+        return client;
+    }
+
+    /**
+     * newClient, then waits up to 20 s for its connection; without one it
+     * prints "ERR connect" and exits with status 1.
+     */
+    static CuratorFramework connect(String connectString, int sessionTimeoutMs) throws InterruptedException {
+        CuratorFramework client = newClient(connectString, sessionTimeoutMs);
+        if (!client.blockUntilConnected(20, TimeUnit.SECONDS)) {
+            print("ERR connect: not connected after 20s");
+            System.exit(1);
+        }
+        return client;
     }
 
     /** Prints one protocol line; safe to call from any thread. */
