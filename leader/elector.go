@@ -134,38 +134,11 @@ func (e *elector) campaignAs(ctx context.Context, o *engine.Observation) (*engin
 }
 
 // fatal reports errors after which campaigning cannot go on: the session or
-// the engine is closed, or the error is permanent.
+// the engine is closed, or entering the election again would fail the same
+// way (zksession.Permanent: retrying them would only warn for ever while
+// Await blocks, so a Latch, a Selector and Run stop on them).
 func fatal(err error) bool {
-	return errors.Is(err, session.ErrClosed) || permanent(err)
-}
-
-// permanent reports errors that entering the election again cannot cure:
-// the same request would fail the same way. Retrying them would only warn
-// forever while Await blocks, so a Latch, a Selector and Run stop on them.
-func permanent(err error) bool {
-	for _, p := range [...]error{
-		// The election path's ACL refuses this session's credentials (or
-		// the server refused them); an operator must change one or the other.
-		zk.ErrNoAuth,
-		zk.ErrAuthFailed,
-		// The request itself is invalid: bad ACL, flags, path or arguments,
-		// an ephemeral election path (it cannot have children), a
-		// participant id too large for the client's buffer.
-		zk.ErrBadArguments,
-		zk.ErrInvalidACL,
-		zk.ErrInvalidFlags,
-		zk.ErrInvalidPath,
-		zk.ErrNoChildrenForEphemerals,
-		zk.ErrShortBuffer,
-		// Programming errors caught by the layers below.
-		session.ErrBadArgument,
-		zksession.ErrBadEpoch,
-	} {
-		if errors.Is(err, p) {
-			return true
-		}
-	}
-	return false
+	return errors.Is(err, session.ErrClosed) || zksession.Permanent(err)
 }
 
 // sessionTrouble reports errors that are the expected outcome of a

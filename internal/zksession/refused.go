@@ -84,3 +84,20 @@ func refusal(err error) bool {
 	}
 	return false
 }
+
+// Permanent reports whether err is one that sending the same request again
+// cannot cure: a refusal (see Refused), an invalid path, a reply too large
+// for the client's buffer, or a programming error caught below (a bad
+// argument, an epoch of another Session). A recipe that repeats its work on
+// its own (a leader's campaign, a node kept in place) stops on it.
+func Permanent(err error) bool {
+	if refusal(err) {
+		return true
+	}
+	for _, p := range [...]error{zk.ErrInvalidPath, zk.ErrShortBuffer, ErrBadArgument, ErrBadEpoch} {
+		if errors.Is(err, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -383,7 +383,7 @@ func (n *Node) run() {
 			return
 		case err == nil, errors.Is(err, errRetryNow), ep.Err() != nil:
 			continue
-		case errors.Is(err, session.ErrClosed) || permanent(err):
+		case errors.Is(err, session.ErrClosed) || zksession.Permanent(err):
 			n.stop(err)
 			return
 		}
