@@ -86,6 +86,9 @@ type Lease struct {
 	finished   atomic.Bool
 	subscribed atomic.Bool // sub was subscribed once (finish unsubscribes it)
 	released   bool        // Release (or forget) was called (relMu)
+	// The acquire's observation, while the LeaseEnd hook is to be told
+	// of this light lease's end (see Observation.Done); nil otherwise.
+	obs atomic.Pointer[Observation]
 
 	x *monitored // a lease with a monitor goroutine, else nil
 }
@@ -232,6 +235,9 @@ func (e *Engine) grant(a *attempt) (*Lease, error) {
 func (l *Lease) finish() {
 	if !l.finished.CompareAndSwap(false, true) {
 		return
+	}
+	if o := l.obs.Swap(nil); o != nil {
+		l.tellEnd(o)
 	}
 	e := l.e
 	if stop := l.armStop.Swap(nil); stop != nil {

@@ -22,8 +22,8 @@ func WithObserved(kind, name string) Option {
 	return func(c *config) error { c.kind, c.userName = kind, name; return nil }
 }
 
-// Ended is what the LeaseEnd hook watches: an engine Lease, or a recipe's
-// lease or term over one.
+// Ended is what ObserveEnd watches: a recipe's lease or term over an engine
+// Lease, whose end may come before the engine lease's.
 type Ended interface {
 	Context() context.Context
 	Err() error
@@ -54,10 +54,11 @@ func (e *Engine) AcquireObserved(ctx context.Context, d *Driver, data []byte, o 
 
 // Observation is one acquire observed by the hooks (see ObserveAcquire).
 type Observation struct {
-	e     *Engine
-	r     session.Recipe
-	end   func(session.AcquireEnd)
-	woken time.Time // the last deletion notice of the node waited on
+	e       *Engine
+	r       session.Recipe
+	end     func(session.AcquireEnd)
+	woken   time.Time // the last deletion notice of the node waited on
+	granted time.Time // when Done was told of the leases: the start of Held
 }
 
 // ObserveAcquire starts the Acquire hook for an acquire of kind (max: a
@@ -84,7 +85,7 @@ func (e *Engine) ObserveAcquire(ctx context.Context, kind string, max int) (cont
 // whose ends the LeaseEnd hook is told of (a recipe whose leases are not
 // the engine's passes none and calls ObserveEnd). A nil observation does
 // nothing.
-func (o *Observation) Done(err error, ls ...Ended) {
+func (o *Observation) Done(err error, ls ...*Lease) {
 	if o == nil {
 		return
 	}
@@ -95,12 +96,46 @@ func (o *Observation) Done(err error, ls ...Ended) {
 		}
 		o.end(ae)
 	}
-	if err != nil {
+	if err != nil || o.e.hooks.LeaseEnd == nil {
 		return
 	}
+	o.granted = time.Now()
 	for _, l := range ls {
-		o.e.observeEnd(l, o.r)
+		if l == nil {
+			continue
+		}
+		if l.x != nil {
+			// A monitored lease has its context and goroutine anyway.
+			o.e.observeEnd(l, o.r)
+			continue
+		}
+		// A light lease tells its end from finish, with no context or
+		// goroutine of its own; if finish ran already, it is told here.
+		// Whichever of the two takes o back from the lease tells it.
+		l.obs.Store(o)
+		if l.finished.Load() && l.obs.CompareAndSwap(o, nil) {
+			l.tellEnd(o)
+		}
 	}
+}
+
+// tellEnd tells the LeaseEnd hook that the light lease l, observed by o,
+// has ended (see finish).
+func (l *Lease) tellEnd(o *Observation) {
+	o.e.tellEnd(o.r, o.granted, l.Err())
+}
+
+// tellEnd calls the LeaseEnd hook for a lease of r held since start, ended
+// by cause: the loss delay of a suspension or loss runs from the last
+// answer heard before the fault.
+func (e *Engine) tellEnd(r session.Recipe, start time.Time, cause error) {
+	le := session.LeaseEnd{Held: time.Since(start), Cause: cause}
+	if errors.Is(cause, zksession.ErrSuspended) || errors.Is(cause, zksession.ErrLost) {
+		if heard := e.zs.FaultHeard(); !heard.IsZero() {
+			le.Delay = max(0, time.Since(heard))
+		}
+	}
+	e.hooks.LeaseEnd(r, le)
 }
 
 // ObserveEnd tells the LeaseEnd hook, if any, of x's end, as the lease of
@@ -125,20 +160,11 @@ func (l *Lease) ObserveEnd(kind string, x Ended) { l.e.ObserveEnd(kind, x) }
 
 // observeEnd tells the LeaseEnd hook of x's end, as its context ends.
 func (e *Engine) observeEnd(x Ended, r session.Recipe) {
-	hook := e.hooks.LeaseEnd
-	if hook == nil || x == nil {
+	if e.hooks.LeaseEnd == nil || x == nil {
 		return
 	}
 	start := time.Now()
-	context.AfterFunc(x.Context(), func() {
-		le := session.LeaseEnd{Held: time.Since(start), Cause: x.Err()}
-		if errors.Is(le.Cause, zksession.ErrSuspended) || errors.Is(le.Cause, zksession.ErrLost) {
-			if heard := e.zs.FaultHeard(); !heard.IsZero() {
-				le.Delay = max(0, time.Since(heard))
-			}
-		}
-		hook(r, le)
-	})
+	context.AfterFunc(x.Context(), func() { e.tellEnd(r, start, x.Err()) })
 }
 
 // maxUserName bounds a recipe's WithName.
