@@ -5,6 +5,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -120,12 +121,13 @@ func runContended(b *testing.B, ms []*mutex.Mutex, n int) time.Duration {
 
 // BenchmarkContendedLock: 8 sessions per variant contend for one mutex,
 // each looping Lock, a counter increment, Release (examples/lockload's
-// contended workload). The variants take turns, in a rotating order, for 10
-// rounds of b.N/10 locks each, so that the machine's load moves them alike;
-// it reports each variant's µs per lock (the median of the rounds) and its
-// ratio to nohooks in the same round (the median).
+// contended workload). The variants take turns, in a rotating order, for 20
+// rounds of b.N/20 locks each, so that the machine's load moves them alike;
+// it reports each variant's µs per lock and the process's CPU µs per lock
+// (only one variant runs at a time; medians of the rounds), and its ratio to
+// nohooks in the same round (the median).
 func BenchmarkContendedLock(b *testing.B) {
-	const rounds = 10
+	const rounds = 20
 	sets := map[string][]*mutex.Mutex{}
 	for _, v := range variants {
 		sets[v] = benchMutexes(b, zktest.NewNamespace(b), 8, benchHooks(b, v))
@@ -133,12 +135,15 @@ func BenchmarkContendedLock(b *testing.B) {
 	per := max(b.N/rounds, 1)
 	took := map[string][]float64{}
 	ratio := map[string][]float64{}
+	cpu := map[string][]float64{}
 	b.ResetTimer()
 	for r := 0; r < rounds; r++ {
 		round := map[string]float64{}
 		for i := range variants {
 			v := variants[(i+r)%len(variants)]
+			c0 := cpuTime()
 			round[v] = float64(runContended(b, sets[v], per).Microseconds()) / float64(per)
+			cpu[v] = append(cpu[v], float64((cpuTime()-c0).Microseconds())/float64(per))
 			took[v] = append(took[v], round[v])
 		}
 		for _, v := range variants {
@@ -148,10 +153,20 @@ func BenchmarkContendedLock(b *testing.B) {
 	b.StopTimer()
 	for _, v := range variants {
 		b.ReportMetric(median(took[v]), "µs/lock:"+v)
+		b.ReportMetric(median(cpu[v]), "cpu-µs/lock:"+v)
 		if v != "nohooks" {
 			b.ReportMetric(median(ratio[v]), "time-ratio:"+v)
 		}
 	}
+}
+
+// cpuTime returns the CPU time this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // median returns the median of xs.

@@ -18,7 +18,10 @@
 // attempts it takes. Attributes are bounded: the recipe's kind
 // (zkrecipes.kind: mutex, rwlock.read, rwlock.write, semaphore, leader) and
 // the name given with its package's WithName (zkrecipes.name, "" if none),
-// never its path, which would make a series per key.
+// never its path, which would make a series per key. The histograms of
+// requests, acquires and leases reach the meter in batches (128 measurements,
+// and at every collection): a collection includes every measurement whose
+// hook returned before it began.
 //
 //	zkrecipes.session.transitions        counter     zkrecipes.state (Connected, Suspended, Reconnected, Lost, Closed)
 //	zkrecipes.session.suspended.duration histogram   zkrecipes.outcome: reconnected (the time to reconnect), lost, closed

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -91,7 +92,7 @@ type recorder struct {
 	handoff        metric.Float64Histogram
 	held           metric.Float64Histogram
 	endDelay       metric.Float64Histogram
-	leases         metric.Int64UpDownCounter
+	leases         metric.Int64ObservableUpDownCounter
 	semaphoreMax   metric.Int64Gauge
 	leaderChanges  metric.Int64Counter
 	sessionGauges  metric.Registration
@@ -100,11 +101,59 @@ type recorder struct {
 	suspendedFor   metric.Float64ObservableGauge
 	timeout        metric.Float64ObservableGauge
 
-	attrMu sync.RWMutex
-	attrs  map[attrKey]*opts
+	attrs sync.Map // attrKey → *opts
+
+	// Histogram measurements of requests, acquires and leases wait in
+	// pending until it holds flushAt of them, or until a collection
+	// (observe): recording them in a batch finds the meter's structures in
+	// the CPU's cache, where one at a time, between a recipe's own work,
+	// cost several times more. flushMu makes a collection wait for a batch
+	// being recorded, so that it includes every measurement whose hook
+	// returned before it began.
+	pendingMu sync.Mutex
+	pending   []measurement
+	flushMu   sync.Mutex
 
 	mu       sync.Mutex
 	sessions map[*session.Session]*sessionState
+}
+
+// measurement is a histogram value that waits for the next flush.
+type measurement struct {
+	h metric.Float64Histogram
+	k attrKey
+	v float64
+}
+
+// flushAt is how many measurements wait before the hook that adds the
+// last one records them all.
+const flushAt = 128
+
+// record adds a measurement of h to the pending batch, and records the batch
+// if it is full.
+func (r *recorder) record(h metric.Float64Histogram, k attrKey, v float64) {
+	r.pendingMu.Lock()
+	r.pending = append(r.pending, measurement{h, k, v})
+	full := len(r.pending) >= flushAt
+	r.pendingMu.Unlock()
+	if full {
+		r.flush()
+	}
+}
+
+// flush records the pending measurements.
+func (r *recorder) flush() {
+	r.flushMu.Lock()
+	defer r.flushMu.Unlock()
+	r.pendingMu.Lock()
+	batch := r.pending
+	r.pending = make([]measurement, 0, flushAt)
+	r.pendingMu.Unlock()
+	bg := context.Background()
+	for i := range batch {
+		m := &batch[i]
+		m.h.Record(bg, m.v, r.opt(m.k).rec...)
+	}
 }
 
 // sessionState is what the recorder keeps of one session.
@@ -114,7 +163,7 @@ type sessionState struct {
 
 func newRecorder(c config) (*recorder, error) {
 	m := c.mp.Meter(scope)
-	r := &recorder{tracer: c.tp.Tracer(scope), sessions: map[*session.Session]*sessionState{}, attrs: map[attrKey]*opts{}}
+	r := &recorder{tracer: c.tp.Tracer(scope), sessions: map[*session.Session]*sessionState{}}
 	var errs []error
 	add := func(err error) {
 		if err != nil {
@@ -152,7 +201,7 @@ func newRecorder(c config) (*recorder, error) {
 		metric.WithDescription("For leases ended by a suspension or a session loss: the time from the last answer heard from ZooKeeper to the holder being told."),
 		metric.WithExplicitBucketBoundaries(waitBuckets...))
 	add(err)
-	r.leases, err = m.Int64UpDownCounter("zkrecipes.lease.active", metric.WithUnit("{lease}"),
+	r.leases, err = m.Int64ObservableUpDownCounter("zkrecipes.lease.active", metric.WithUnit("{lease}"),
 		metric.WithDescription("Leases held now by this process, by recipe kind and name."))
 	add(err)
 	r.semaphoreMax, err = m.Int64Gauge("zkrecipes.semaphore.max",
@@ -176,15 +225,23 @@ func newRecorder(c config) (*recorder, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("zkotel: %w", errors.Join(errs...))
 	}
-	r.sessionGauges, err = m.RegisterCallback(r.observeSessions, r.pendingDeletes, r.watches, r.suspendedFor, r.timeout)
+	r.sessionGauges, err = m.RegisterCallback(r.observe, r.pendingDeletes, r.watches, r.suspendedFor, r.timeout, r.leases)
 	if err != nil {
 		return nil, fmt.Errorf("zkotel: %w", err)
 	}
 	return r, nil
 }
 
-// observeSessions reports the gauges of every open session.
-func (r *recorder) observeSessions(_ context.Context, o metric.Observer) error {
+// observe reports the gauges of every open session, and the leases held
+// (counted by the hooks, without a call into the meter per lease).
+func (r *recorder) observe(_ context.Context, o metric.Observer) error {
+	r.flush()
+	r.attrs.Range(func(_, v any) bool {
+		if a := v.(*opts); a.leases.Load() {
+			o.ObserveInt64(r.leases, a.active.Load(), a.obs...)
+		}
+		return true
+	})
 	now := time.Now()
 	var longest time.Duration
 	r.mu.Lock()
@@ -245,7 +302,7 @@ func (r *recorder) state(s *session.Session, ev session.Event) {
 }
 
 func (r *recorder) request(op string, d time.Duration, err error) {
-	r.requests.Record(context.Background(), d.Seconds(), r.opt(attrKey{op: op, errType: errorType(err)}).rec...)
+	r.record(r.requests, attrKey{op: op, errType: errorType(err)}, d.Seconds())
 }
 
 func (r *recorder) retry(err error) {
@@ -261,15 +318,15 @@ func (r *recorder) acquire(ctx context.Context, rc session.Recipe) (context.Cont
 	return ctx, func(e session.AcquireEnd) {
 		outcome := acquireOutcome(e.Err)
 		bg := context.Background()
-		r.acquireWait.Record(bg, time.Since(start).Seconds(), r.opt(attrKey{kind: rc.Kind, name: rc.Name, outcome: outcome}).rec...)
+		r.record(r.acquireWait, attrKey{kind: rc.Kind, name: rc.Name, outcome: outcome}, time.Since(start).Seconds())
 		rec := span.IsRecording()
 		if rec {
 			span.SetAttributes(attribute.String("zkrecipes.outcome", outcome))
 		}
 		if e.Err == nil {
-			r.leases.Add(bg, 1, r.opt(attrKey{kind: rc.Kind, name: rc.Name}).add...)
+			r.leaseActive(rc, 1)
 			if e.Handoff > 0 {
-				r.handoff.Record(bg, e.Handoff.Seconds(), r.opt(attrKey{kind: rc.Kind, name: rc.Name}).rec...)
+				r.record(r.handoff, attrKey{kind: rc.Kind, name: rc.Name}, e.Handoff.Seconds())
 				if rec {
 					span.SetAttributes(attribute.Float64("zkrecipes.handoff_s", e.Handoff.Seconds()))
 				}
@@ -291,8 +348,8 @@ func (r *recorder) acquire(ctx context.Context, rc session.Recipe) (context.Cont
 func (r *recorder) leaseEnd(rc session.Recipe, e session.LeaseEnd) {
 	bg := context.Background()
 	cause := leaseCause(e.Cause)
-	r.leases.Add(bg, -1, r.opt(attrKey{kind: rc.Kind, name: rc.Name}).add...)
-	r.held.Record(bg, e.Held.Seconds(), r.opt(attrKey{kind: rc.Kind, name: rc.Name, outcome: cause}).rec...)
+	r.leaseActive(rc, -1)
+	r.record(r.held, attrKey{kind: rc.Kind, name: rc.Name, outcome: cause}, e.Held.Seconds())
 	if cause == "suspended" || cause == "lost" {
 		r.endDelay.Record(bg, e.Delay.Seconds(), r.opt(attrKey{kind: rc.Kind, name: rc.Name, outcome: cause}).rec...)
 	}
@@ -317,6 +374,16 @@ func (r *recorder) leaseEnd(rc session.Recipe, e session.LeaseEnd) {
 	span.End(trace.WithTimestamp(now))
 }
 
+// leaseActive counts a lease of rc's kind and name taken (1) or ended (-1)
+// for the lease.active gauge.
+func (r *recorder) leaseActive(rc session.Recipe, n int64) {
+	a := r.opt(attrKey{kind: rc.Kind, name: rc.Name})
+	a.active.Add(n)
+	if !a.leases.Load() {
+		a.leases.Store(true)
+	}
+}
+
 // attrKey is a metric attribute set: only the non-empty fields are set
 // (name also when kind is).
 type attrKey struct {
@@ -328,15 +395,18 @@ type attrKey struct {
 type opts struct {
 	rec []metric.RecordOption
 	add []metric.AddOption
+	obs []metric.ObserveOption
+
+	// The lease.active gauge of a kind and name: leases held now, and
+	// whether any was ever counted (only those sets are reported).
+	active atomic.Int64
+	leases atomic.Bool
 }
 
 // opt returns the options for k, made once per key.
 func (r *recorder) opt(k attrKey) *opts {
-	r.attrMu.RLock()
-	o, ok := r.attrs[k]
-	r.attrMu.RUnlock()
-	if ok {
-		return o
+	if o, ok := r.attrs.Load(k); ok {
+		return o.(*opts)
 	}
 	var kv []attribute.KeyValue
 	add := func(key, v string, always bool) {
@@ -351,14 +421,8 @@ func (r *recorder) opt(k attrKey) *opts {
 	add("zkrecipes.state", k.state, false)
 	add("zkrecipes.outcome", k.outcome, false)
 	set := metric.WithAttributeSet(attribute.NewSet(kv...))
-	r.attrMu.Lock()
-	defer r.attrMu.Unlock()
-	if o, ok := r.attrs[k]; ok {
-		return o
-	}
-	o = &opts{rec: []metric.RecordOption{set}, add: []metric.AddOption{set}}
-	r.attrs[k] = o
-	return o
+	o, _ := r.attrs.LoadOrStore(k, &opts{rec: []metric.RecordOption{set}, add: []metric.AddOption{set}, obs: []metric.ObserveOption{set}})
+	return o.(*opts)
 }
 
 // internalSpan is the start option of an acquire's span, made once.
@@ -414,35 +478,14 @@ func spanAttrs(rc session.Recipe) []attribute.KeyValue {
 
 // acquireOutcome classifies an acquire's error.
 func acquireOutcome(err error) string {
-	switch {
-	case err == nil:
+	if err == nil {
 		return "acquired"
-	case errors.Is(err, recipes.ErrBusy):
-		return "busy"
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "deadline"
 	}
-	return "error"
+	return outcomes.classify(err)
 }
 
 // leaseCause classifies why a lease ended.
-func leaseCause(err error) string {
-	switch {
-	case errors.Is(err, recipes.ErrReleased):
-		return "released"
-	case errors.Is(err, recipes.ErrNodeDeleted):
-		return "deleted"
-	case errors.Is(err, session.ErrClosed):
-		return "closed"
-	case errors.Is(err, session.ErrLost):
-		return "lost"
-	case errors.Is(err, session.ErrSuspended):
-		return "suspended"
-	}
-	return "error"
-}
+func leaseCause(err error) string { return causes.classify(err) }
 
 // errorType names a request's error as ZooKeeper's KeeperException codes
 // do ("" for success).
@@ -450,19 +493,73 @@ func errorType(err error) string {
 	if err == nil {
 		return ""
 	}
-	for _, e := range []struct {
-		err  error
-		name string
-	}{
-		{zk.ErrNoNode, "NONODE"}, {zk.ErrNodeExists, "NODEEXISTS"}, {zk.ErrBadVersion, "BADVERSION"},
-		{zk.ErrNotEmpty, "NOTEMPTY"}, {zk.ErrNoAuth, "NOAUTH"}, {zk.ErrSessionExpired, "SESSIONEXPIRED"},
-		{zk.ErrConnectionClosed, "CONNECTIONLOSS"}, {zk.ErrClosing, "CLOSING"}, {zk.ErrSessionMoved, "SESSIONMOVED"},
-		{zk.ErrNoChildrenForEphemerals, "NOCHILDRENFOREPHEMERALS"}, {zk.ErrInvalidACL, "INVALIDACL"},
-		{zk.ErrAuthFailed, "AUTHFAILED"}, {zk.ErrNoServer, "CONNECTIONLOSS"},
-	} {
-		if errors.Is(err, e.err) {
-			return e.name
+	return errorTypes.classify(err)
+}
+
+// A classifier names an error by the first of its sentinels the error
+// matches (errors.Is), or by other.
+type classifier struct {
+	targets []error
+	names   []string
+	other   string
+}
+
+var (
+	outcomes = classifier{
+		targets: []error{recipes.ErrBusy, context.Canceled, context.DeadlineExceeded},
+		names:   []string{"busy", "canceled", "deadline"},
+		other:   "error",
+	}
+	causes = classifier{
+		targets: []error{recipes.ErrReleased, recipes.ErrNodeDeleted, session.ErrClosed, session.ErrLost, session.ErrSuspended},
+		names:   []string{"released", "deleted", "closed", "lost", "suspended"},
+		other:   "error",
+	}
+	errorTypes = classifier{
+		targets: []error{zk.ErrNoNode, zk.ErrNodeExists, zk.ErrBadVersion, zk.ErrNotEmpty, zk.ErrNoAuth,
+			zk.ErrSessionExpired, zk.ErrConnectionClosed, zk.ErrClosing, zk.ErrSessionMoved,
+			zk.ErrNoChildrenForEphemerals, zk.ErrInvalidACL, zk.ErrAuthFailed, zk.ErrNoServer},
+		names: []string{"NONODE", "NODEEXISTS", "BADVERSION", "NOTEMPTY", "NOAUTH",
+			"SESSIONEXPIRED", "CONNECTIONLOSS", "CLOSING", "SESSIONMOVED",
+			"NOCHILDRENFOREPHEMERALS", "INVALIDACL", "AUTHFAILED", "CONNECTIONLOSS"},
+		other: "other",
+	}
+)
+
+// classify returns the name of the first target err matches. It walks err's
+// tree once for all the targets, as errors.Is would for each (== on the
+// sentinels, which are comparable, and Is methods).
+func (c *classifier) classify(err error) string {
+	m := c.matches(err)
+	for i := range c.targets {
+		if m&(1<<i) != 0 {
+			return c.names[i]
 		}
 	}
-	return "other"
+	return c.other
+}
+
+// matches returns the set of targets err matches, bit i for target i.
+func (c *classifier) matches(err error) uint32 {
+	var m uint32
+	for err != nil {
+		is, hasIs := err.(interface{ Is(error) bool })
+		for i, t := range c.targets {
+			if err == t || (hasIs && is.Is(t)) {
+				m |= 1 << i
+			}
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				m |= c.matches(e)
+			}
+			return m
+		default:
+			return m
+		}
+	}
+	return m
 }
