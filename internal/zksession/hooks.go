@@ -90,7 +90,7 @@ func (s *Session) PendingDeletes() int { return int(s.gdPending.Load()) }
 // (zero if never).
 func (s *Session) FaultHeard() time.Time {
 	if n := s.heardAtBreak.Load(); n != 0 {
-		return time.Unix(0, n)
+		return monoTime(n)
 	}
 	return s.wire.lastHeard()
 }

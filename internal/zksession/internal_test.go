@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,8 +84,12 @@ func TestWireSniffsConnectResponse(t *testing.T) {
 // last read minus a margin (the server may have last heard from us one
 // network delay before our last read), from the send time of the newest
 // request answered, or from the disconnect, whichever is earliest.
+//
+// The deadline carries the monotonic clock's reading, so that a step of the
+// wall clock cannot move it.
 func TestLossDeadlineMargin(t *testing.T) {
-	t0 := time.Unix(1000, 0)
+	t0 := time.Now()
+	mono := func(t time.Time) int64 { return int64(t.Sub(monoBase)) }
 	for _, tc := range []struct {
 		timeout, margin time.Duration
 	}{
@@ -102,16 +107,21 @@ func TestLossDeadlineMargin(t *testing.T) {
 		if d, ok := s.lossDeadline(); !ok || !d.Equal(t0.Add(tc.timeout)) {
 			t.Errorf("timeout %v, never heard: deadline %v %v, want disconnect + timeout", tc.timeout, d.Sub(t0), ok)
 		}
-		s.wire.lastRead.Store(t0.Add(-300 * time.Millisecond).UnixNano())
+		s.wire.lastRead.Store(mono(t0.Add(-300 * time.Millisecond)))
 		if d, ok := s.lossDeadline(); !ok || !d.Equal(t0.Add(-300*time.Millisecond-tc.margin+tc.timeout)) {
 			t.Errorf("timeout %v: deadline %v after the disconnect, want %v", tc.timeout, d.Sub(t0), -300*time.Millisecond-tc.margin+tc.timeout)
 		}
 		// A request answered in that read but sent 700 ms before the
 		// disconnect (a slow network): the server heard from us then or
 		// later, and the timer counts from there.
-		s.wire.heardBy.Store(t0.Add(-700 * time.Millisecond).UnixNano())
-		if d, ok := s.lossDeadline(); !ok || !d.Equal(t0.Add(-700*time.Millisecond+tc.timeout)) {
+		s.wire.heardBy.Store(mono(t0.Add(-700 * time.Millisecond)))
+		d, ok := s.lossDeadline()
+		if !ok || !d.Equal(t0.Add(-700*time.Millisecond+tc.timeout)) {
 			t.Errorf("timeout %v, answer to a request sent 700ms before: deadline %v after the disconnect, want %v", tc.timeout, d.Sub(t0), -700*time.Millisecond+tc.timeout)
+		}
+		// time.Time's String shows the monotonic reading as "m=±...".
+		if !strings.Contains(d.String(), " m=") {
+			t.Errorf("timeout %v: deadline %v has no monotonic clock reading: a step of the wall clock would move it", tc.timeout, d)
 		}
 		s.connUp = true
 		if _, ok := s.lossDeadline(); ok {

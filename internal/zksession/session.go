@@ -95,8 +95,8 @@ type Session struct {
 	hookOnce sync.Once
 	hookPub  any
 	hookDrop bool
-	// heardAtBreak is when the server was last heard from (unix
-	// nanoseconds) as the last established connection broke (FaultHeard).
+	// heardAtBreak is when the server was last heard from (monoNow) as the
+	// last established connection broke (FaultHeard).
 	heardAtBreak atomic.Int64
 }
 

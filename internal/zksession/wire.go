@@ -35,8 +35,8 @@ type wire struct {
 	// deadlines. Set before the first Dial.
 	handshakeLimit time.Duration
 
-	lastRead atomic.Int64 // unix nanoseconds of the last byte read from any server
-	// heardBy is the newest send time (unix nanoseconds) of a request that
+	lastRead atomic.Int64 // when the last byte was read from any server (monoNow)
+	// heardBy is the newest send time (monoNow) of a request that
 	// a server has answered, over every connection: the server heard from
 	// us at that time or later (see wireConn.heardBy).
 	heardBy atomic.Int64
@@ -186,7 +186,7 @@ func (w *wire) lastHeard() time.Time {
 	if n == 0 {
 		return time.Time{}
 	}
-	return time.Unix(0, n)
+	return monoTime(n)
 }
 
 // heardSince returns the send time of the newest request a server has
@@ -196,8 +196,23 @@ func (w *wire) heardSince() time.Time {
 	if n == 0 {
 		return time.Time{}
 	}
-	return time.Unix(0, n)
+	return monoTime(n)
 }
+
+// The wire's times (lastRead, heardBy, the send times of requests) are kept
+// as nanoseconds since monoBase, a time with the monotonic clock's reading:
+// the times made back from them (monoTime) keep that reading, so the
+// deadlines computed from them (the read deadline of heardDeadline, the
+// local loss timer) are not moved by a step of the wall clock. A wall clock
+// set back by a minute would otherwise keep a lease held for a minute after
+// the server could have expired its session.
+var monoBase = time.Now().Add(-time.Second) // every monoNow is > 0
+
+// monoNow returns the time now, as nanoseconds since monoBase.
+func monoNow() int64 { return int64(time.Since(monoBase)) }
+
+// monoTime returns the time n (from monoNow), with its monotonic reading.
+func monoTime(n int64) time.Time { return monoBase.Add(time.Duration(n)) }
 
 func (w *wire) dialError() error {
 	w.mu.Lock()
@@ -467,8 +482,8 @@ type wireConn struct {
 	sentMu      sync.Mutex
 	sent        []sentRequest
 	connectSent atomic.Int64
-	// heardBy is the send time (unix nanoseconds) of the newest request
-	// answered on this connection.
+	// heardBy is the send time (monoNow) of the newest request answered on
+	// this connection.
 	heardBy atomic.Int64
 
 	// The writers (go-zookeeper's connecting goroutine, then its send loop)
@@ -497,7 +512,7 @@ const maxKeptSent = 64
 type sentRequest struct {
 	xid    int32
 	op     int32
-	at     int64 // unix nanoseconds
+	at     int64 // when it was written (monoNow)
 	create string
 }
 
@@ -541,7 +556,7 @@ func (c *wireConn) noteAnswered(xid int32, zxid int64, errCode int32) {
 		c.w.recordCreated(done.create, zxid)
 	}
 	if f := c.w.onRequest; f != nil && done.at != 0 {
-		f(opName(done.op), time.Duration(time.Now().UnixNano()-done.at), replyError(errCode))
+		f(opName(done.op), time.Duration(monoNow()-done.at), replyError(errCode))
 	}
 }
 
@@ -556,13 +571,13 @@ func (c *wireConn) noteLost() {
 	lost := c.sent
 	c.sent = nil
 	c.sentMu.Unlock()
-	now := time.Now().UnixNano()
+	now := monoNow()
 	for _, r := range lost {
 		f(opName(r.op), time.Duration(now-r.at), zk.ErrConnectionClosed)
 	}
 }
 
-// heard records that the server has heard from us at at (unix nanoseconds)
+// heard records that the server has heard from us at at (monoNow)
 // or later. Only the reading goroutine calls it.
 func (c *wireConn) heard(at int64) {
 	if at > c.heardBy.Load() {
@@ -638,7 +653,7 @@ func (c *wireConn) readSocket(b []byte) (int, error) {
 	c.onSocket = false
 	c.rdlMu.Unlock()
 	if n > 0 {
-		c.w.lastRead.Store(time.Now().UnixNano())
+		c.w.lastRead.Store(monoNow())
 	}
 	return n, err
 }
@@ -680,7 +695,7 @@ func (c *wireConn) heardDeadline() (time.Time, bool) {
 	if hb == 0 || ci == nil || ci.timeout <= 0 || !c.answered.Load() {
 		return time.Time{}, false
 	}
-	return time.Unix(0, hb).Add(ci.timeout * 2 / 3), true
+	return monoTime(hb).Add(ci.timeout * 2 / 3), true
 }
 
 // SetReadDeadline passes t on, except while the server has not answered the
@@ -771,7 +786,7 @@ func (c *wireConn) scanReplies(b []byte) {
 // Write sends p, with the wire's zxid written into a ConnectRequest and into
 // SetWatches requests (zxidBook). p itself is never modified.
 func (c *wireConn) Write(p []byte) (int, error) {
-	now := time.Now().UnixNano()
+	now := monoNow()
 	c.wmu.Lock()
 	var create string
 	var out []byte // a patched copy of p, if any byte changes
