@@ -237,7 +237,9 @@ func (l *Lease) finish() {
 		return
 	}
 	if o := l.obs.Swap(nil); o != nil {
-		l.tellEnd(o)
+		// Once the lease is unhooked and its delete queued: a suspension
+		// finishes all of a session's leases in turn.
+		defer l.tellEnd(o)
 	}
 	e := l.e
 	if stop := l.armStop.Swap(nil); stop != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // isTarget matches target through an Is method only.
@@ -62,6 +65,27 @@ func TestClassifyIsErrorsIs(t *testing.T) {
 	}
 }
 
+// requestCount returns how many request durations reader collects.
+func requestCount(t *testing.T, reader *sdkmetric.ManualReader) uint64 {
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Error(err)
+		return 0
+	}
+	var n uint64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "zkrecipes.request.duration" {
+				continue
+			}
+			for _, dp := range m.Data.(metricdata.Histogram[float64]).DataPoints {
+				n += dp.Count
+			}
+		}
+	}
+	return n
+}
+
 // TestCollectionIncludesPendingMeasurements: measurements queued for a batch
 // (fewer than flushAt, so none was flushed by a hook) are in the next
 // collection, and counted once.
@@ -73,34 +97,90 @@ func TestCollectionIncludesPendingMeasurements(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	count := func() uint64 {
-		var rm metricdata.ResourceMetrics
-		if err := reader.Collect(context.Background(), &rm); err != nil {
-			t.Fatal(err)
-		}
-		var n uint64
-		for _, sm := range rm.ScopeMetrics {
-			for _, m := range sm.Metrics {
-				if m.Name != "zkrecipes.request.duration" {
-					continue
-				}
-				for _, dp := range m.Data.(metricdata.Histogram[float64]).DataPoints {
-					n += dp.Count
-				}
-			}
-		}
-		return n
-	}
 	for i := 0; i < flushAt/2; i++ {
 		h.Request("getData", time.Millisecond, nil)
 	}
-	if got := count(); got != flushAt/2 {
+	if got := requestCount(t, reader); got != flushAt/2 {
 		t.Fatalf("collected %d requests after %d hooks, want all of them", got, flushAt/2)
 	}
 	for i := 0; i < flushAt+3; i++ {
 		h.Request("create", time.Millisecond, zk.ErrNodeExists)
 	}
-	if got, want := count(), uint64(flushAt/2+flushAt+3); got != want {
+	if got, want := requestCount(t, reader), uint64(flushAt/2+flushAt+3); got != want {
 		t.Fatalf("collected %d requests after %d hooks (cumulative), want %d", got, want, want)
 	}
+}
+
+// TestCollectionIncludesMeasurementsOfConcurrentHooks: while hooks run on
+// several goroutines (filling and flushing batches), every collection
+// includes at least the measurements whose hooks had returned before it
+// began, and the last one all of them.
+func TestCollectionIncludesMeasurementsOfConcurrentHooks(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer func() { _ = mp.Shutdown(context.Background()) }()
+	h, err := Hooks(WithMeterProvider(mp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const goroutines, each = 8, 5000
+	var returned atomic.Int64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				h.Request("getData", time.Millisecond, nil)
+				returned.Add(1)
+			}
+		}()
+	}
+	collected := make(chan error, 1)
+	go func() {
+		defer close(collected)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			before := uint64(returned.Load())
+			if got := requestCount(t, reader); got < before {
+				collected <- fmt.Errorf("collected %d requests, but %d hooks had returned before the collection began", got, before)
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	if err := <-collected; err != nil {
+		t.Fatal(err)
+	}
+	if got := requestCount(t, reader); got != goroutines*each {
+		t.Fatalf("collected %d requests after all %d hooks returned", got, goroutines*each)
+	}
+}
+
+// TestMeasurementsFlushedWithoutCollectionCallback: with views that drop
+// every gauge of the adapter, the meter never calls its collection
+// callback; queued measurements still reach the meter within flushAfter.
+func TestMeasurementsFlushedWithoutCollectionCallback(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	drop := func(name string) sdkmetric.View {
+		return sdkmetric.NewView(sdkmetric.Instrument{Name: name}, sdkmetric.Stream{Aggregation: sdkmetric.AggregationDrop{}})
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader),
+		sdkmetric.WithView(drop("zkrecipes.session.*"), drop("zkrecipes.lease.active")))
+	defer func() { _ = mp.Shutdown(context.Background()) }()
+	h, err := Hooks(WithMeterProvider(mp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		h.Request("getData", time.Millisecond, nil)
+	}
+	zktest.Eventually(t, 10*flushAfter, func() bool { return requestCount(t, reader) == 10 },
+		"the 10 requests were not collected within %v of their hooks", 10*flushAfter)
 }

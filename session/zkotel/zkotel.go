@@ -103,16 +103,19 @@ type recorder struct {
 
 	attrs sync.Map // attrKey → *opts
 
-	// Histogram measurements of requests, acquires and leases wait in
-	// pending until it holds flushAt of them, or until a collection
-	// (observe): recording them in a batch finds the meter's structures in
-	// the CPU's cache, where one at a time, between a recipe's own work,
-	// cost several times more. flushMu makes a collection wait for a batch
-	// being recorded, so that it includes every measurement whose hook
-	// returned before it began.
-	pendingMu sync.Mutex
-	pending   []measurement
-	flushMu   sync.Mutex
+	// Histogram measurements of requests, acquires, handoffs and lease
+	// durations wait in pending until it holds flushAt of them, a second
+	// has passed (flushTimer) or a collection begins (observe): recording
+	// them in a batch finds the meter's structures in the CPU's cache,
+	// where one at a time, between a recipe's own work, cost several times
+	// more. flushMu makes a collection wait for a batch being recorded, so
+	// that it includes every measurement whose hook returned before it
+	// began; spare is the other buffer (flushMu).
+	pendingMu  sync.Mutex
+	pending    []measurement
+	flushTimer *time.Timer // armed while pending is not empty (pendingMu)
+	flushMu    sync.Mutex
+	spare      []measurement
 
 	mu       sync.Mutex
 	sessions map[*session.Session]*sessionState
@@ -126,8 +129,12 @@ type measurement struct {
 }
 
 // flushAt is how many measurements wait before the hook that adds the
-// last one records them all.
-const flushAt = 128
+// last one records them all; flushAfter is how long the first of them waits
+// at most.
+const (
+	flushAt    = 128
+	flushAfter = time.Second
+)
 
 // record adds a measurement of h to the pending batch, and records the batch
 // if it is full.
@@ -135,6 +142,13 @@ func (r *recorder) record(h metric.Float64Histogram, k attrKey, v float64) {
 	r.pendingMu.Lock()
 	r.pending = append(r.pending, measurement{h, k, v})
 	full := len(r.pending) >= flushAt
+	if len(r.pending) == 1 {
+		if r.flushTimer == nil {
+			r.flushTimer = time.AfterFunc(flushAfter, r.flush)
+		} else {
+			r.flushTimer.Reset(flushAfter)
+		}
+	}
 	r.pendingMu.Unlock()
 	if full {
 		r.flush()
@@ -147,13 +161,18 @@ func (r *recorder) flush() {
 	defer r.flushMu.Unlock()
 	r.pendingMu.Lock()
 	batch := r.pending
-	r.pending = make([]measurement, 0, flushAt)
+	r.pending = r.spare[:0]
+	if r.flushTimer != nil {
+		r.flushTimer.Stop()
+	}
 	r.pendingMu.Unlock()
 	bg := context.Background()
 	for i := range batch {
 		m := &batch[i]
 		m.h.Record(bg, m.v, r.opt(m.k).rec...)
 	}
+	clear(batch)
+	r.spare = batch
 }
 
 // sessionState is what the recorder keeps of one session.
@@ -526,6 +545,14 @@ var (
 	}
 )
 
+func init() {
+	for _, c := range []*classifier{&outcomes, &causes, &errorTypes} {
+		if len(c.targets) > 64 || len(c.targets) != len(c.names) {
+			panic("zkotel: a classifier has more than 64 targets or a name missing")
+		}
+	}
+}
+
 // classify returns the name of the first target err matches. It walks err's
 // tree once for all the targets, as errors.Is would for each (== on the
 // sentinels, which are comparable, and Is methods).
@@ -539,9 +566,10 @@ func (c *classifier) classify(err error) string {
 	return c.other
 }
 
-// matches returns the set of targets err matches, bit i for target i.
-func (c *classifier) matches(err error) uint32 {
-	var m uint32
+// matches returns the set of targets err matches, bit i for target i (at
+// most 64 targets: see init).
+func (c *classifier) matches(err error) uint64 {
+	var m uint64
 	for err != nil {
 		is, hasIs := err.(interface{ Is(error) bool })
 		for i, t := range c.targets {

@@ -144,6 +144,9 @@ func TestPartitionRecordsSuspensionAndLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if n := sumOf(t, k.collect(t), "zkrecipes.lease.active", map[string]string{"zkrecipes.kind": "mutex", "zkrecipes.name": "report"}); n != 1 {
+		t.Fatalf("leases held %d while the lock is held, want 1", n)
+	}
 	p.Partition()
 	zktest.Eventually(t, wait, func() bool {
 		g, ok := k.collect(t)["zkrecipes.session.suspended.age"].(metricdata.Gauge[float64])
