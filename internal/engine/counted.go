@@ -450,10 +450,10 @@ func (c *counted) fail(err error) error {
 func (l *Lease) forget() {
 	l.relMu.Lock()
 	defer l.relMu.Unlock()
-	if l.released {
+	if l.relErr != nil {
 		return
 	}
-	l.released = true
+	l.relErr = &noErr
 	mine := l.e.errf(ErrReleased)
 	if l.x == nil {
 		l.end(mine)

@@ -66,8 +66,9 @@ type Lease struct {
 	endCause atomic.Pointer[error]
 	own      atomic.Pointer[leaseCtx]
 
-	// Release's outcome: the first call decides under relMu (and sets
-	// released), later ones return relErr (nil: no error).
+	// Release's outcome, nil until Release (or forget) is first called
+	// (relMu): that call decides, setting it to &noErr at once; later ones
+	// return *relErr.
 	relMu  sync.Mutex
 	relErr *error
 
@@ -85,7 +86,6 @@ type Lease struct {
 	armStop    atomic.Pointer[context.CancelFunc] // ends a watch request in flight
 	finished   atomic.Bool
 	subscribed atomic.Bool // sub was subscribed once (finish unsubscribes it)
-	released   bool        // Release (or forget) was called (relMu)
 	// The acquire's observation, while the LeaseEnd hook is to be told
 	// of this light lease's end (see Observation.Done); nil otherwise.
 	obs atomic.Pointer[Observation]
@@ -530,13 +530,10 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	l.relMu.Lock()
 	defer l.relMu.Unlock()
-	if l.released {
-		if l.relErr != nil {
-			return *l.relErr
-		}
-		return nil
+	if l.relErr != nil {
+		return *l.relErr
 	}
-	l.released = true
+	l.relErr = &noErr
 	var err error
 	if l.x == nil {
 		err = l.releaseLight(ctx)
@@ -548,6 +545,9 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	return err
 }
+
+// noErr is the outcome of a Release without an error (see Lease.relErr).
+var noErr error
 
 // releaseLight is Release for a light lease.
 func (l *Lease) releaseLight(ctx context.Context) error {
