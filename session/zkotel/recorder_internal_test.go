@@ -65,6 +65,19 @@ func TestClassifyIsErrorsIs(t *testing.T) {
 	}
 }
 
+// meteredHooks returns the adapter's hooks on an SDK meter provider (with
+// opts) and its reader; the provider shuts down with the test.
+func meteredHooks(t *testing.T, opts ...sdkmetric.Option) (session.Hooks, *sdkmetric.ManualReader) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(append(opts, sdkmetric.WithReader(reader))...)
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	h, err := Hooks(WithMeterProvider(mp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, reader
+}
+
 // requestCount returns how many request durations reader collects.
 func requestCount(t *testing.T, reader *sdkmetric.ManualReader) uint64 {
 	var rm metricdata.ResourceMetrics
@@ -90,13 +103,7 @@ func requestCount(t *testing.T, reader *sdkmetric.ManualReader) uint64 {
 // (fewer than flushAt, so none was flushed by a hook) are in the next
 // collection, and counted once.
 func TestCollectionIncludesPendingMeasurements(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer func() { _ = mp.Shutdown(context.Background()) }()
-	h, err := Hooks(WithMeterProvider(mp))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, reader := meteredHooks(t)
 	for i := 0; i < flushAt/2; i++ {
 		h.Request("getData", time.Millisecond, nil)
 	}
@@ -116,13 +123,7 @@ func TestCollectionIncludesPendingMeasurements(t *testing.T) {
 // includes at least the measurements whose hooks had returned before it
 // began, and the last one all of them.
 func TestCollectionIncludesMeasurementsOfConcurrentHooks(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer func() { _ = mp.Shutdown(context.Background()) }()
-	h, err := Hooks(WithMeterProvider(mp))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, reader := meteredHooks(t)
 	const goroutines, each = 8, 5000
 	var returned atomic.Int64
 	var wg sync.WaitGroup
@@ -167,17 +168,10 @@ func TestCollectionIncludesMeasurementsOfConcurrentHooks(t *testing.T) {
 // every gauge of the adapter, the meter never calls its collection
 // callback; queued measurements still reach the meter within flushAfter.
 func TestMeasurementsFlushedWithoutCollectionCallback(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
 	drop := func(name string) sdkmetric.View {
 		return sdkmetric.NewView(sdkmetric.Instrument{Name: name}, sdkmetric.Stream{Aggregation: sdkmetric.AggregationDrop{}})
 	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader),
-		sdkmetric.WithView(drop("zkrecipes.session.*"), drop("zkrecipes.lease.active")))
-	defer func() { _ = mp.Shutdown(context.Background()) }()
-	h, err := Hooks(WithMeterProvider(mp))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, reader := meteredHooks(t, sdkmetric.WithView(drop("zkrecipes.session.*"), drop("zkrecipes.lease.active")))
 	for i := 0; i < 10; i++ {
 		h.Request("getData", time.Millisecond, nil)
 	}
