@@ -265,7 +265,10 @@ func (c *SharedCount) Set(ctx context.Context, n int) (CountValue, error) {
 // new value and true, or, when someone else changed the count since, the
 // current value and false (Curator's trySetCount). n must be from 0 to
 // math.MaxInt32. A missing node is created with the seed, and TrySet returns that
-// value and false. ctx bounds it.
+// value and false. ctx bounds it. After an attempt whose answer was lost, a
+// count equal to n one version on may be this write or another client's:
+// TrySet then returns that value, false and an error that says the outcome
+// is unknown (wrapping the connection error) rather than guess.
 func (c *SharedCount) TrySet(ctx context.Context, prev CountValue, n int) (CountValue, bool, error) {
 	if err := checkCount(n); err != nil {
 		return CountValue{}, false, c.errf(err)
@@ -275,12 +278,14 @@ func (c *SharedCount) TrySet(ctx context.Context, prev CountValue, n int) (Count
 		return CountValue{}, false, err
 	}
 	defer end()
-	var attempts atomic.Int32
+	var lost atomic.Pointer[error] // an attempt's connection error: its answer was lost
 	var st *zk.Stat
 	err = c.do(actx, func(conn *zk.Conn) error {
-		attempts.Add(1)
 		var err error
 		st, err = conn.Set(c.full, encodeCount(n), prev.Version)
+		if zksession.IsConnectionError(err) {
+			lost.Store(&err)
+		}
 		return zksession.Refused("set", c.full, err)
 	})
 	switch {
@@ -291,9 +296,11 @@ func (c *SharedCount) TrySet(ctx context.Context, prev CountValue, n int) (Count
 		if rerr != nil {
 			return CountValue{}, false, c.result(ctx, rerr)
 		}
-		if errors.Is(err, zk.ErrBadVersion) && attempts.Load() > 1 && cur.Version == prev.Version+1 && cur.Count == n {
-			// An earlier attempt whose reply was lost had written it.
-			return cur, true, nil
+		if p := lost.Load(); p != nil && errors.Is(err, zk.ErrBadVersion) && cur.Version == prev.Version+1 && cur.Count == n {
+			// The count is what we asked for, one version on: written by an
+			// attempt whose answer was lost, or by another client that
+			// wrote the same count. Nothing tells the two apart.
+			return cur, false, c.errf(fmt.Errorf("outcome unknown: an attempt whose answer was lost may have written it: %w", *p))
 		}
 		return cur, false, nil
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -291,4 +293,47 @@ func TestSharedMaxLowered(t *testing.T) {
 		t.Fatalf("the waiter's lease (zxid 0x%x) was created before the last holder left (0x%x)", r.ls[0].Token(), last)
 	}
 	r.ls[0].Release(ctx)
+}
+
+// TestSharedCountTrySetLostAnswerIsUnknown: when the answer to TrySet's
+// write is lost (the write lands, the connection breaks, the retry finds the
+// version moved on to the count asked for), TrySet does not claim the write:
+// it could as well be another client's. It returns that value, false, and
+// an error that says the outcome is unknown and matches the connection
+// error; a TrySet whose first attempt is answered is unaffected.
+func TestSharedCountTrySetLostAnswerIsUnknown(t *testing.T) {
+	const opSetData = 5 // ZooKeeper's setData
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	ctx := ctxT(t)
+	s, p := sessiontest.ConnectProxy(t, ns)
+	c := newCount(t, s, countPath, 3)
+	v, err := c.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sets atomic.Int32
+	p.OnRequest(func(r zktest.Request) zktest.Action {
+		if r.Op == opSetData && sets.Add(1) == 1 {
+			return zktest.SwallowReply
+		}
+		return zktest.Forward
+	})
+	cur, ok, err := c.TrySet(ctx, v, 4)
+	if ok || err == nil || !errors.Is(err, zk.ErrConnectionClosed) || !strings.Contains(err.Error(), "outcome unknown") {
+		t.Fatalf("TrySet with its answer lost = %+v, %v, %v; want false and an outcome-unknown connection error", cur, ok, err)
+	}
+	if cur.Count != 4 || cur.Version != v.Version+1 {
+		t.Fatalf("TrySet with its answer lost returned %+v, want the count read back (4 at version %d)", cur, v.Version+1)
+	}
+	if data, _, err := raw.Get(ns.Path(countPath)); err != nil || string(data) != string(be4(4)) {
+		t.Fatalf("node data = %x, %v; want %x (the swallowed write landed)", data, err, be4(4))
+	}
+	if n := sets.Load(); n < 2 {
+		t.Fatalf("%d setData requests, want the lost one and its retry", n)
+	}
+	next, ok, err := c.TrySet(ctx, cur, 5)
+	if err != nil || !ok || next.Count != 5 {
+		t.Fatalf("TrySet answered at once = %+v, %v, %v; want 5, true", next, ok, err)
+	}
 }
