@@ -27,13 +27,8 @@ type config struct {
 func newEngine(sess *session.Session, path string, opts []Option) (*engine.Engine, *config, error) {
 	id, data := participant.Local()
 	c := &config{id: id, data: data, nodeWatch: true}
-	for _, o := range opts {
-		if o == nil {
-			return nil, nil, engine.NewError("mutex", path, fmt.Errorf("%w: nil option", session.ErrBadArgument))
-		}
-		if err := o(c); err != nil {
-			return nil, nil, engine.NewError("mutex", path, err)
-		}
+	if err := engine.ApplyOptions(c, opts); err != nil {
+		return nil, nil, engine.NewError("mutex", path, err)
 	}
 	eopts := []engine.Option{engine.WithName("mutex"), engine.WithNodeWatch(c.nodeWatch), engine.WithObserved("mutex", c.name)}
 	if c.lg != nil {

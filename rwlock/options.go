@@ -25,13 +25,8 @@ type config struct {
 func newCore(sess *session.Session, path string, opts []Option) (*core, error) {
 	id, data := participant.Local()
 	c := &config{id: id, data: data, nodeWatch: true}
-	for _, o := range opts {
-		if o == nil {
-			return nil, engine.NewError("rwlock", path, fmt.Errorf("%w: nil option", session.ErrBadArgument))
-		}
-		if err := o(c); err != nil {
-			return nil, engine.NewError("rwlock", path, err)
-		}
+	if err := engine.ApplyOptions(c, opts); err != nil {
+		return nil, engine.NewError("rwlock", path, err)
 	}
 	eopts := []engine.Option{engine.WithName("rwlock"), engine.WithNodeWatch(c.nodeWatch), engine.WithObserved("", c.name)}
 	if c.lg != nil {

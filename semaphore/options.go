@@ -23,13 +23,8 @@ type config struct {
 func buildConfig(opts []Option) (*config, error) {
 	id, _ := participant.Local()
 	c := &config{id: id, nodeWatch: true}
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("%w: nil option", session.ErrBadArgument)
-		}
-		if err := o(c); err != nil {
-			return nil, err
-		}
+	if err := engine.ApplyOptions(c, opts); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -5,7 +5,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -54,13 +53,8 @@ type Engine struct {
 // validates its arguments and does no I/O.
 func New(sess *session.Session, path string, opts ...Option) (*Engine, error) {
 	cfg := defaultConfig()
-	for _, o := range opts {
-		if o == nil {
-			return nil, NewError(cfg.name, path, fmt.Errorf("%w: nil option", ErrBadArgument))
-		}
-		if err := o(&cfg); err != nil {
-			return nil, NewError(cfg.name, path, err)
-		}
+	if err := ApplyOptions(&cfg, opts); err != nil {
+		return nil, NewError(cfg.name, path, err)
 	}
 	zs, err := zksession.Of(sess)
 	if err != nil {

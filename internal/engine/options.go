@@ -128,3 +128,18 @@ func WithMultiCreate(on bool) Option {
 		return nil
 	}
 }
+
+// ApplyOptions applies a recipe package's options to its configuration c,
+// in order: a nil option is session.ErrBadArgument, and the first option's
+// error stops it.
+func ApplyOptions[C any, O ~func(*C) error](c *C, opts []O) error {
+	for _, o := range opts {
+		if o == nil {
+			return fmt.Errorf("%w: nil option", ErrBadArgument)
+		}
+		if err := o(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

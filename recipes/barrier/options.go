@@ -5,6 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/participant"
 	"github.com/zkrecipes/zkrecipes/session"
 )
@@ -21,13 +22,8 @@ type config struct {
 func buildConfig(opts []Option) (*config, error) {
 	_, data := participant.Local()
 	c := &config{data: data}
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("%w: nil option", session.ErrBadArgument)
-		}
-		if err := o(c); err != nil {
-			return nil, err
-		}
+	if err := engine.ApplyOptions(c, opts); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

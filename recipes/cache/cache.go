@@ -7,6 +7,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
@@ -82,13 +83,8 @@ type config struct {
 
 func buildConfig(opts []Option) (*config, error) {
 	c := &config{events: true}
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("%w: nil option", session.ErrBadArgument)
-		}
-		if err := o(c); err != nil {
-			return nil, err
-		}
+	if err := engine.ApplyOptions(c, opts); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"go.uber.org/zap"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
@@ -34,13 +35,8 @@ func defaultRetry() backoff.BackOff {
 
 func buildConfig(opts []Option) (*config, error) {
 	c := &config{retry: defaultRetry}
-	for _, o := range opts {
-		if o == nil {
-			return nil, fmt.Errorf("%w: nil option", session.ErrBadArgument)
-		}
-		if err := o(c); err != nil {
-			return nil, err
-		}
+	if err := engine.ApplyOptions(c, opts); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
@@ -30,13 +31,8 @@ func WithLogger(lg *zap.Logger) Option {
 
 func buildConfig(opts []Option) (config, error) {
 	var c config
-	for _, o := range opts {
-		if o == nil {
-			return c, fmt.Errorf("%w: nil option", session.ErrBadArgument)
-		}
-		if err := o(&c); err != nil {
-			return c, err
-		}
+	if err := engine.ApplyOptions(&c, opts); err != nil {
+		return c, err
 	}
 	return c, nil
 }
