@@ -139,14 +139,7 @@ func (s *Session) work(it *gdItem, cur int64) (finished bool, err error) {
 			if !bytes.Equal(got, it.data) {
 				return true, nil // gone already; the name is someone else's now
 			}
-			// A request still queued when the connection drops is sent on
-			// the next connection, which may belong to a new session where
-			// the name is another holder's at the same version: send the
-			// delete only while connected on the session we read on.
-			if st, id := s.conn.State(), s.conn.SessionID(); st != zk.StateHasSession || id != cur {
-				return false, zk.ErrConnectionClosed
-			}
-			err = s.conn.Delete(it.path, st.Version)
+			err = s.deleteReadOn(cur, it.path, st.Version)
 			switch {
 			case err == nil, errors.Is(err, zk.ErrNoNode):
 				return true, nil
@@ -169,6 +162,18 @@ func (s *Session) work(it *gdItem, cur int64) (finished bool, err error) {
 	}
 }
 
+// deleteReadOn deletes path at version, read on session cur, only while
+// the connection is still on cur: a request still queued in go-zookeeper
+// when the connection drops is sent on the next connection, which may belong
+// to a new session where the name is another node's at the same version.
+// Otherwise it returns zk.ErrConnectionClosed (try again).
+func (s *Session) deleteReadOn(cur int64, path string, version int32) error {
+	if state, id := s.conn.State(), s.conn.SessionID(); state != zk.StateHasSession || id != cur {
+		return zk.ErrConnectionClosed
+	}
+	return s.conn.Delete(path, version)
+}
+
 // deleteLeftBehind deletes the node of a guaranteed delete queued for a
 // session the client has left for a new one, while the node is still that
 // old session's (its ephemeral owner), at the version read with the owner.
@@ -188,10 +193,7 @@ func (s *Session) deleteLeftBehind(it *gdItem, cur int64) (finished bool, err er
 		if !ok || st.EphemeralOwner != it.id || (it.version >= 0 && st.Version != it.version) {
 			return true, nil // gone, or not the node we were asked to delete
 		}
-		if state, id := s.conn.State(), s.conn.SessionID(); state != zk.StateHasSession || id != cur {
-			return false, zk.ErrConnectionClosed
-		}
-		err = s.conn.Delete(it.path, st.Version)
+		err = s.deleteReadOn(cur, it.path, st.Version)
 		switch {
 		case err == nil:
 			s.lg.Info("deleted a node of a session this client had left, before the server expired that session",
@@ -218,13 +220,7 @@ func (s *Session) deleteOwned(it *gdItem, cur int64) (finished bool, err error) 
 		if !ok || st.Czxid != it.czxid || st.EphemeralOwner != it.id {
 			return true, nil // gone, or another node under the same name
 		}
-		// As in gdDeleteData: a delete queued in go-zookeeper when the
-		// connection drops is sent on the next session, where the version
-		// read here may be another node's.
-		if state, id := s.conn.State(), s.conn.SessionID(); state != zk.StateHasSession || id != cur {
-			return false, zk.ErrConnectionClosed
-		}
-		err = s.conn.Delete(it.path, st.Version)
+		err = s.deleteReadOn(cur, it.path, st.Version)
 		switch {
 		case err == nil, errors.Is(err, zk.ErrNoNode):
 			return true, nil
