@@ -44,11 +44,7 @@ func TestDoubleEnterAndLeave(t *testing.T) {
 		if err := ds[2].Enter(ctx); err != nil {
 			t.Fatal(err)
 		}
-		for _, ch := range []<-chan error{e0, e1} {
-			if err := sessiontest.Recv(t, ch, wait, "Enter"); err != nil {
-				t.Fatal(err)
-			}
-		}
+		returned(t, "Enter", e0, e1)
 		if ok, _, _ := raw.Exists(ns.Path(bpath + "/ready")); !ok {
 			t.Fatal("no ready node after the barrier opened")
 		}
@@ -63,11 +59,7 @@ func TestDoubleEnterAndLeave(t *testing.T) {
 		if err := ds[2].Leave(ctx); err != nil {
 			t.Fatal(err)
 		}
-		for _, ch := range []<-chan error{l0, l1} {
-			if err := sessiontest.Recv(t, ch, wait, "Leave"); err != nil {
-				t.Fatal(err)
-			}
-		}
+		returned(t, "Leave", l0, l1)
 		if k := kids(t, raw, ns); len(k) != 0 {
 			t.Fatalf("round %d left %v", round, k)
 		}
@@ -106,11 +98,7 @@ func TestDoubleMemberLostInEnter(t *testing.T) {
 	if err := a.Enter(ctx); err != nil { // joins again on its new session: the third
 		t.Fatal(err)
 	}
-	for _, ch := range []<-chan error{eb, ec} {
-		if err := sessiontest.Recv(t, ch, wait, "Enter"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	returned(t, "Enter", eb, ec)
 }
 
 // A member whose session is lost while the others wait in Leave has left:
@@ -318,11 +306,7 @@ func TestDoubleLeaveAcrossOwnLoss(t *testing.T) {
 	if err := b.Leave(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, ch := range []<-chan error{la, lo} {
-		if err := sessiontest.Recv(t, ch, wait, "Leave"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	returned(t, "Leave", la, lo)
 }
 
 // A member's calls run one at a time: a Leave called while its Enter waits

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/recipes/barrier"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -81,6 +82,16 @@ func pending(t testing.TB, what string, chs ...<-chan error) {
 		case err := <-ch:
 			t.Fatalf("%s %d returned early: %v", what, i, err)
 		default:
+		}
+	}
+}
+
+// returned fails t unless every call of chs returns nil within wait.
+func returned(t testing.TB, what string, chs ...<-chan error) {
+	t.Helper()
+	for i, ch := range chs {
+		if err := sessiontest.Recv(t, ch, wait, what); err != nil {
+			t.Fatalf("%s %d: %v", what, i, err)
 		}
 	}
 }
