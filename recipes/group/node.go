@@ -197,14 +197,26 @@ func (n *Node) Wait(ctx context.Context) error {
 	if ctx == nil {
 		return n.errf(fmt.Errorf("%w: nil context", session.ErrBadArgument))
 	}
+	return n.waitUntil(ctx, func() (bool, error) {
+		if err := n.stoppedLocked(); err != nil {
+			return false, err
+		}
+		return n.node != "", nil
+	})
+}
+
+// waitUntil waits until cond, called with n.mu held at every change of the
+// Node, returns true or an error, or until ctx ends.
+func (n *Node) waitUntil(ctx context.Context, cond func() (bool, error)) error {
 	for {
 		n.mu.Lock()
-		node, ch, err := n.node, n.changed, n.stoppedLocked()
+		ok, err := cond()
+		ch := n.changed
 		n.mu.Unlock()
 		switch {
 		case err != nil:
 			return err
-		case node != "":
+		case ok:
 			return nil
 		}
 		select {
@@ -288,23 +300,12 @@ func (n *Node) SetData(ctx context.Context, data []byte) error {
 	case n.kick <- struct{}{}:
 	default:
 	}
-	for {
-		n.mu.Lock()
-		done := n.node != "" && n.written >= gen
-		ch, err := n.changed, n.stoppedLocked()
-		n.mu.Unlock()
-		switch {
-		case done:
-			return nil
-		case err != nil:
-			return err
+	return n.waitUntil(ctx, func() (bool, error) {
+		if n.node != "" && n.written >= gen {
+			return true, nil
 		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return n.errf(ctx.Err())
-		}
-	}
+		return false, n.stoppedLocked()
+	})
 }
 
 // Close stops keeping the node and deletes it, and returns after the Node's
