@@ -134,18 +134,18 @@ func (c *SharedCount) errf(err error) error {
 
 // begin merges ctx with Close; it fails after Close.
 func (c *SharedCount) begin(ctx context.Context) (context.Context, context.CancelFunc, error) {
-	if ctx == nil {
-		return nil, nil, c.errf(fmt.Errorf("%w: nil context", session.ErrBadArgument))
+	actx, end, err := engine.CallContext(ctx, c.ctx)
+	if err != nil {
+		return nil, nil, c.errf(err)
 	}
 	c.mu.Lock()
 	closed := c.closed
 	c.mu.Unlock()
 	if closed {
+		end()
 		return nil, nil, c.errf(engine.Closed())
 	}
-	actx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(c.ctx, cancel)
-	return actx, func() { stop(); cancel() }, nil
+	return actx, end, nil
 }
 
 // result maps an error of a call bound by actx (ctx merged with Close).

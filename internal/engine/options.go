@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -142,4 +143,20 @@ func ApplyOptions[C any, O ~func(*C) error](c *C, opts []O) error {
 		}
 	}
 	return nil
+}
+
+// CallContext merges a call's ctx with closing, the context a recipe
+// cancels at Close: the context it returns ends with either, and the func
+// releases it. It fails for a nil ctx (ErrBadArgument) and once closing has
+// ended (Closed()).
+func CallContext(ctx, closing context.Context) (context.Context, context.CancelFunc, error) {
+	if ctx == nil {
+		return nil, nil, fmt.Errorf("%w: nil context", ErrBadArgument)
+	}
+	if closing.Err() != nil {
+		return nil, nil, Closed()
+	}
+	actx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(closing, cancel)
+	return actx, func() { stop(); cancel() }, nil
 }

@@ -66,15 +66,11 @@ func (b *base) errf(err error) error { return engine.NewError(b.recipe, b.path, 
 
 // begin merges ctx with Close; it fails for a nil ctx and after Close.
 func (b *base) begin(ctx context.Context) (context.Context, context.CancelFunc, error) {
-	if ctx == nil {
-		return nil, nil, b.errf(fmt.Errorf("%w: nil context", session.ErrBadArgument))
+	actx, end, err := engine.CallContext(ctx, b.ctx)
+	if err != nil {
+		return nil, nil, b.errf(err)
 	}
-	if b.ctx.Err() != nil {
-		return nil, nil, b.errf(engine.Closed())
-	}
-	actx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(b.ctx, cancel)
-	return actx, func() { stop(); cancel() }, nil
+	return actx, end, nil
 }
 
 // result names a call's error: Close's when Close ended it.

@@ -145,15 +145,11 @@ func (c *Counter[T]) decode(b []byte) (T, error) {
 
 // begin merges ctx with Close; it fails for a nil ctx and after Close.
 func (c *Counter[T]) begin(ctx context.Context) (context.Context, context.CancelFunc, error) {
-	if ctx == nil {
-		return nil, nil, c.errf(fmt.Errorf("%w: nil context", session.ErrBadArgument))
+	actx, end, err := engine.CallContext(ctx, c.ctx)
+	if err != nil {
+		return nil, nil, c.errf(err)
 	}
-	if c.ctx.Err() != nil {
-		return nil, nil, c.errf(engine.Closed())
-	}
-	actx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(c.ctx, cancel)
-	return actx, func() { stop(); cancel() }, nil
+	return actx, end, nil
 }
 
 // result names a call's error: Close's, or err within the counter's name.
