@@ -163,49 +163,43 @@ type acquirer struct {
 func newAcquirer(sess *session.Session, kind string, la *leaseArgs) (*acquirer, error) {
 	var ac acquirer
 	var lease interface{ Release(context.Context) error }
+	// kept makes an acquire keep the lease it returns, for release.
+	kept := func(f func(context.Context) (releasable, error)) func(context.Context) (held, error) {
+		return func(ctx context.Context) (held, error) {
+			l, err := f(ctx)
+			if err != nil {
+				return nil, err
+			}
+			lease = l
+			return l, nil
+		}
+	}
 	if kind == "lock" {
 		m, err := mutex.New(sess, la.path, mutex.WithID(la.id))
 		if err != nil {
 			return nil, err
 		}
-		ac.acquire = func(ctx context.Context) (held, error) {
-			l, err := m.Lock(ctx)
-			if err == nil {
-				lease = l
-			}
-			return l, err
-		}
-		ac.try = func(ctx context.Context) (held, error) {
-			l, err := m.TryLock(ctx)
-			if err == nil {
-				lease = l
-			}
-			return l, err
-		}
+		ac.acquire = kept(func(ctx context.Context) (releasable, error) { return m.Lock(ctx) })
+		ac.try = kept(func(ctx context.Context) (releasable, error) { return m.TryLock(ctx) })
 		ac.close = m.Close
 	} else {
 		s, err := semaphore.New(sess, la.path, la.n, semaphore.WithID(la.id))
 		if err != nil {
 			return nil, err
 		}
-		ac.acquire = func(ctx context.Context) (held, error) {
-			l, err := s.Acquire(ctx)
-			if err == nil {
-				lease = l
-			}
-			return l, err
-		}
-		ac.try = func(ctx context.Context) (held, error) {
-			l, err := s.TryAcquire(ctx)
-			if err == nil {
-				lease = l
-			}
-			return l, err
-		}
+		ac.acquire = kept(func(ctx context.Context) (releasable, error) { return s.Acquire(ctx) })
+		ac.try = kept(func(ctx context.Context) (releasable, error) { return s.TryAcquire(ctx) })
 		ac.close = s.Close
 	}
 	ac.release = func(ctx context.Context) error { return lease.Release(ctx) }
 	return &ac, nil
+}
+
+// releasable is a held lease that can be released: a mutex's or a
+// semaphore's.
+type releasable interface {
+	held
+	Release(context.Context) error
 }
 
 func (a *app) acquireAndRun(ctx context.Context, sess *session.Session, kind string, la *leaseArgs, r *router) (err error) {
