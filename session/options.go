@@ -88,6 +88,32 @@ func WithTLS(cfg *tls.Config) Option { return Option(zksession.WithTLS(cfg)) }
 // proxy; with WithTLS the handshake runs on its connections.
 func WithDialer(d zk.Dialer) Option { return Option(zksession.WithDialer(d)) }
 
+// Resolver looks up the addresses of a server's host name; *net.Resolver
+// satisfies it.
+type Resolver = zksession.Resolver
+
+// WithResolver sets what looks up the servers' names (default
+// net.DefaultResolver): a *net.Resolver of the program's own, or in tests a
+// table of names such as zktest.Resolver, so that a test can move a server
+// to a new address under the same name. The dialer (WithDialer) is handed
+// the addresses it returns. A nil resolver is an error.
+func WithResolver(r Resolver) Option { return Option(zksession.WithResolver(r)) }
+
+// WithEnsembleTracking turns off (false) or on (true, the default) the
+// following of the ensemble's members: the Session reads the member list
+// the ensemble announces in /zookeeper/config (ZooKeeper 3.5+), with a
+// watch and again after every reconnection, and tries those members first,
+// the configured servers being the fallback; when a reconfiguration removes
+// the member it is connected to, it moves to one that stays, on the same
+// session. It follows the list only while it is connected to one of the
+// announced members, so a client that reaches the ensemble through a proxy
+// or NAT keeps its servers. Turn it off when the addresses the ensemble
+// announces must not be used even though the client can reach them (a
+// client that must go through a load balancer or a TLS-terminating proxy
+// that also happens to share an address with a member); see
+// docs/kubernetes.md.
+func WithEnsembleTracking(on bool) Option { return Option(zksession.WithEnsembleTracking(on)) }
+
 // WithRetry sets the backoff of requests that fail at connection level and
 // are retried within the same session (default: exponential from 50 ms to
 // 2 s, ±50 % jitter, bounded only by the caller's ctx). factory is called at

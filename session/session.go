@@ -42,10 +42,22 @@ func init() {
 // ZooKeeper session exists and the credentials of WithDigestAuth and WithAuth
 // are added.
 //
+// Servers are names, not addresses: a name is looked up (WithResolver) at
+// every pass over the servers, never only once, so a server that comes back
+// on a new address under its name (a Kubernetes pod) is reached again. A
+// name that does not resolve is skipped, with a warning in the log, while
+// another address can be tried; when a pass finds no server that answers,
+// the names are looked up again before the next pass, a second later. The
+// members the ensemble announces are followed too (WithEnsembleTracking).
+// So the Session is never left cut off while a server answers on one of
+// its names: after Lost it makes a new session there, and the recipes on it
+// work again.
+//
 // The wait is bounded by ctx and by the connect timeout (WithConnectTimeout,
-// default DefaultConnectTimeout), whichever ends first: against an address
-// where no ZooKeeper answers, Connect returns an error that names the
-// servers and the last dial error and matches ctx's error, or
+// default DefaultConnectTimeout), whichever ends first: when no server
+// answers, Connect returns an error that names the servers, each server's
+// last failure (a lookup error for a name that does not resolve, a dial
+// error, a server that closed the connection) and matches ctx's error, or
 // context.DeadlineExceeded for the connect timeout. It returns within that
 // bound plus a few milliseconds (at most a second more in a rare race inside
 // go-zookeeper's Close). While it waits it logs a warning every few seconds.

@@ -46,6 +46,8 @@ type config struct {
 	policy         LossPolicy
 	retry          func() backoff.BackOff
 	hooks          *Hooks // nil: none
+	resolver       Resolver
+	trackEnsemble  bool // follow /zookeeper/config (tracker.go)
 	// buildInfo reads the running binary's build information (its
 	// go-zookeeper version, see zkversion.go); tests give a fake one.
 	buildInfo func() (*debug.BuildInfo, bool)
@@ -60,6 +62,8 @@ func defaultConfig() *config {
 		acl:            zk.WorldACL(zk.PermAll),
 		policy:         Standard,
 		retry:          DefaultBackOff,
+		resolver:       net.DefaultResolver,
+		trackEnsemble:  true,
 		buildInfo:      debug.ReadBuildInfo,
 	}
 }
@@ -260,6 +264,32 @@ func WithRetry(factory func() backoff.BackOff) Option {
 			}
 			return DefaultBackOff()
 		}
+		return nil
+	}
+}
+
+// WithResolver sets what looks up the servers' names (default
+// net.DefaultResolver; a *net.Resolver with its own Dial, or a test's table
+// of names). Names are looked up at every pass over the servers, never
+// only once: see Connect. A nil resolver is an error.
+func WithResolver(r Resolver) Option {
+	return func(c *config) error {
+		if r == nil {
+			return badOption("nil resolver")
+		}
+		if rv, ok := r.(*net.Resolver); ok && rv == nil {
+			return badOption("nil resolver")
+		}
+		c.resolver = r
+		return nil
+	}
+}
+
+// WithEnsembleTracking turns the following of the ensemble's announced
+// members (/zookeeper/config) on (the default) or off; see tracker.go.
+func WithEnsembleTracking(on bool) Option {
+	return func(c *config) error {
+		c.trackEnsemble = on
 		return nil
 	}
 }

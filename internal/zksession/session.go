@@ -43,6 +43,7 @@ type Session struct {
 	cfg     *config
 	lg      *zap.Logger
 	servers []string
+	hosts   *hostProvider // resolves servers at each pass; see hosts.go
 	conn    *zk.Conn
 	zkDone  <-chan zk.Event // closed when go-zookeeper's main goroutine has exited
 	wire    *wire
@@ -182,6 +183,8 @@ func connect(ctx context.Context, servers []string, opts []Option) (*Session, er
 		gdDone:    make(chan struct{}),
 		timeout:   cfg.sessionTimeout,
 	}
+	s.hosts = newHostProvider(cfg.logger, cfg.resolver)
+	s.wire.hosts = s.hosts
 	s.wire.onBroken = s.connBroken
 	if h := cfg.hooks; h != nil && h.Request != nil {
 		s.wire.onRequest = h.Request
@@ -193,8 +196,10 @@ func connect(ctx context.Context, servers []string, opts []Option) (*Session, er
 	conn, events, err := zk.Connect(srv, cfg.sessionTimeout,
 		zk.WithEventCallback(s.onEvent),
 		zk.WithLogger(zkLogger{s.lg.Named("zk")}),
-		zk.WithDialer(s.wire.Dial))
+		zk.WithDialer(s.wire.Dial),
+		zk.WithHostProvider(s.hosts))
 	if err != nil {
+		s.hosts.close()
 		return nil, fmt.Errorf("session: connect to %s: %w", strings.Join(srv, ","), err)
 	}
 	s.conn = conn
@@ -207,6 +212,10 @@ func connect(ctx context.Context, servers []string, opts []Option) (*Session, er
 	s.wg.Add(1)
 	go s.run()
 	go s.runDeletes()
+	if cfg.trackEnsemble {
+		s.wg.Add(1)
+		go s.runTracker()
+	}
 
 	wctx, stop := ctx, context.CancelFunc(func() {})
 	if cfg.connectTimeout > 0 {
@@ -265,8 +274,8 @@ func (s *Session) waitFirstSession(ctx context.Context) error {
 			zap.Strings("servers", s.servers),
 			zap.Duration("waited", time.Since(start).Round(time.Millisecond)),
 		}
-		if derr := s.wire.dialError(); derr != nil {
-			fields = append(fields, zap.String("last_dial_error", derr.Error()))
+		if report := s.connectFailures(); report != "" {
+			fields = append(fields, zap.String("last_dial_error", report))
 		} else {
 			fields = append(fields, zap.String("last_dial_error", "none: the TCP connection opens, but no ZooKeeper session comes (not a ZooKeeper server, or one that does not serve, e.g. without a quorum)"))
 		}
@@ -283,8 +292,8 @@ func (s *Session) connectError(err error) error {
 	if err != errConnectTimeout {
 		msg += ": no session"
 	}
-	if derr := s.wire.dialError(); derr != nil {
-		return fmt.Errorf("%s: %w (last dial error: %v)", msg, err, derr)
+	if report := s.connectFailures(); report != "" {
+		return fmt.Errorf("%s: %w (%s)", msg, err, report)
 	}
 	return fmt.Errorf("%s: %w", msg, err)
 }
@@ -775,6 +784,7 @@ func (s *Session) close() {
 	// have come back meanwhile (the state goroutine no longer records
 	// transitions once Close began), and then closeSession must be sent so
 	// that the server drops our ephemeral nodes at once.
+	s.hosts.close() // a lookup in flight ends: go-zookeeper's loop sees its Close
 	if s.conn.State() != zk.StateHasSession {
 		s.closeUnconnected()
 	}

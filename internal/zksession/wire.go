@@ -28,7 +28,11 @@ type connectInfo struct {
 // force every connection closed so that Close never waits on a silent server.
 type wire struct {
 	dial zk.Dialer
-	tls  *tls.Config // nil: plaintext; set before the first Dial
+	// hosts, if set, says which name an address came from (the name TLS
+	// verifies, the server Connect's error names) and fails the dial of a
+	// name that did not resolve at once with its lookup error.
+	hosts *hostProvider
+	tls   *tls.Config // nil: plaintext; set before the first Dial
 	// handshakeLimit bounds the wait for a server's answer to the ZooKeeper
 	// handshake (see handshakeBound), and the TLS handshake before it when
 	// longer than go-zookeeper's dial timeout; 0: go-zookeeper's own
@@ -101,15 +105,26 @@ func (w *wire) Dial(network, address string, timeout time.Duration) (net.Conn, e
 	if closed {
 		return nil, errWireClosed
 	}
-	c, err := w.dial(network, address, timeout)
+	name := address
+	var c net.Conn
+	var err error
+	if w.hosts != nil {
+		name, err = w.hosts.dialTarget(address)
+	}
+	if err == nil {
+		c, err = w.dial(network, address, timeout)
+	}
 	if err == nil && w.tls != nil {
-		c, err = w.tlsHandshake(c, address, timeout)
+		c, err = w.tlsHandshake(c, name, timeout)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err != nil {
 		if !errors.Is(err, errWireClosed) {
 			w.lastErr = err
+			if w.hosts != nil {
+				w.hosts.noteFailure(address, err)
+			}
 		}
 		return nil, err
 	}
@@ -130,9 +145,10 @@ func (w *wire) Dial(network, address string, timeout time.Duration) (net.Conn, e
 // (a loaded machine, a JVM serving its first TLS connection, a long round
 // trip) would otherwise be given up on at every attempt, never connected to,
 // while the same server over plaintext gets handshakeLimit for its answer.
-// When the config names no server, the address's host is the name verified.
-// closeAll aborts a handshake in progress, so that Close never waits for a
-// silent server.
+// When the config names no server, the host of the server's name (as given
+// to Connect or announced by the ensemble, before it was resolved) is the
+// name verified. closeAll aborts a handshake in progress, so that Close
+// never waits for a silent server.
 func (w *wire) tlsHandshake(raw net.Conn, address string, timeout time.Duration) (net.Conn, error) {
 	if timeout > 0 && w.handshakeLimit > timeout {
 		timeout = w.handshakeLimit
@@ -220,6 +236,23 @@ func (w *wire) dialError() error {
 	return w.lastErr
 }
 
+// currentAddr returns the address of the connection dialed last ("" if
+// none): the server the session is connected to while it is up.
+func (w *wire) currentAddr() string {
+	if c := w.current.Load(); c != nil {
+		return c.addr
+	}
+	return ""
+}
+
+// dropCurrent closes the connection dialed last: go-zookeeper reconnects,
+// on the same session, to the next server the host provider gives.
+func (w *wire) dropCurrent() {
+	if c := w.current.Load(); c != nil {
+		c.Close()
+	}
+}
+
 // closeAll refuses new connections and closes the open ones, which unblocks
 // go-zookeeper's goroutines if they wait on a silent server.
 func (w *wire) closeAll() {
@@ -264,6 +297,9 @@ func (w *wire) noteUnanswered(addr string, tlsConn bool, err error) {
 	defer w.mu.Unlock()
 	if !w.closed {
 		w.lastErr = note
+		if w.hosts != nil {
+			w.hosts.noteFailure(addr, note)
+		}
 	}
 }
 

@@ -1,0 +1,326 @@
+package zksession
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Resolver looks up the addresses of a host name; *net.Resolver satisfies
+// it (net.DefaultResolver is the default).
+type Resolver interface {
+	LookupHost(ctx context.Context, host string) (addrs []string, err error)
+}
+
+// lookupTimeout bounds the lookups of one pass (they run concurrently), as
+// go-zookeeper bounds its own.
+const lookupTimeout = 3 * time.Second
+
+// hostProvider is the Session's zk.HostProvider. go-zookeeper's default
+// resolves every name once, in Connect, fails Connect if any name does not
+// resolve, and never resolves again, so a server that comes back on a new
+// address under the same name (a Kubernetes pod) is never reached. This one
+// resolves the names at the start of every pass over the servers
+// (ZOOKEEPER-2184's rule), skips a name that does not resolve while another
+// address can be tried, and puts first the members the ensemble announces
+// (tracker.go), with the configured names as the fallback.
+//
+// go-zookeeper calls Init, Next and Connected from its connecting
+// goroutine; the Session's other goroutines read and set the rest.
+type hostProvider struct {
+	lg       *zap.Logger
+	resolver Resolver
+	ctx      context.Context // ends at Close: a lookup in flight returns
+	stop     context.CancelFunc
+
+	mu         sync.Mutex
+	configured []string // "host:port", as given to Connect
+	learned    []string // "host:port" the ensemble announces (nil: none adopted)
+	pass       []hostAddr
+	next       int  // index of the next address of pass to try
+	started    bool // a pass was begun
+	answered   bool // Connected was called since the pass began
+	passes     int  // passes begun (each resolves the names anew)
+	failures   map[string]error
+	lookupErrs map[string]string // name -> last lookup error logged (to log a change once)
+}
+
+// hostAddr is one address to try: addr is "ip:port" (or the name itself when
+// lookupErr is set: the name did not resolve), name the entry it came from.
+type hostAddr struct {
+	addr, name string
+	lookupErr  error
+}
+
+func newHostProvider(lg *zap.Logger, r Resolver) *hostProvider {
+	ctx, stop := context.WithCancel(context.Background())
+	return &hostProvider{
+		lg: lg, resolver: r, ctx: ctx, stop: stop,
+		failures:   make(map[string]error),
+		lookupErrs: make(map[string]string),
+	}
+}
+
+// Init records the servers; nothing is resolved before the first attempt.
+func (h *hostProvider) Init(servers []string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.configured = append([]string(nil), servers...)
+	return nil
+}
+
+// Len returns the number of addresses in the current pass (at least one).
+func (h *hostProvider) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return max(len(h.pass), 1)
+}
+
+// Next returns the next address to try. When the pass is over it resolves
+// the names again and begins a new one; retryStart is true when no server
+// answered in the pass that ended, which makes go-zookeeper fail the
+// requests waiting to be sent (zk.ErrNoServer) and pause a second before the
+// next dial.
+func (h *hostProvider) Next() (server string, retryStart bool) {
+	h.mu.Lock()
+	if h.next >= len(h.pass) {
+		retryStart = h.started && !h.answered
+		h.started, h.answered = true, false
+		h.passes++
+		learned, configured := h.learned, h.configured
+		h.mu.Unlock()
+		pass := h.resolve(learned, configured)
+		h.mu.Lock()
+		h.pass, h.next = pass, 0
+	}
+	a := h.pass[h.next]
+	h.next++
+	h.mu.Unlock()
+	return a.addr, retryStart
+}
+
+// Connected is called when a connection has a session.
+func (h *hostProvider) Connected() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.answered = true
+}
+
+// resolve returns the addresses of a pass: those of the learned members
+// first, then those of the configured names not among them, each group
+// shuffled. A name that does not resolve is left out, with a log line; when
+// no name resolves, the pass holds the names themselves with their lookup
+// errors, which the dialer returns at once (see dialTarget).
+func (h *hostProvider) resolve(learned, configured []string) []hostAddr {
+	ctx, cancel := context.WithTimeout(h.ctx, lookupTimeout)
+	defer cancel()
+	first := h.lookupAll(ctx, learned)
+	rest := h.lookupAll(ctx, configured)
+	seen := make(map[string]bool)
+	var pass, failed []hostAddr
+	for _, group := range [][]hostAddr{first, rest} {
+		var ok []hostAddr
+		for _, a := range group {
+			switch {
+			case a.lookupErr != nil:
+				failed = append(failed, a)
+			case !seen[a.addr]:
+				seen[a.addr] = true
+				ok = append(ok, a)
+			}
+		}
+		rand.Shuffle(len(ok), func(i, j int) { ok[i], ok[j] = ok[j], ok[i] })
+		pass = append(pass, ok...)
+	}
+	if len(pass) == 0 {
+		pass = failed
+	}
+	if len(pass) == 0 { // no server at all: cannot happen (Connect checks the list)
+		pass = []hostAddr{{addr: "", name: "", lookupErr: errors.New("no servers")}}
+	}
+	return pass
+}
+
+// lookupAll resolves the names concurrently; the result keeps their order,
+// each name giving one entry per address or one entry with its error.
+func (h *hostProvider) lookupAll(ctx context.Context, names []string) []hostAddr {
+	results := make([][]hostAddr, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		host, port, err := net.SplitHostPort(name)
+		if err != nil {
+			results[i] = []hostAddr{{addr: name, name: name, lookupErr: err}}
+			continue
+		}
+		if _, err := netip.ParseAddr(host); err == nil {
+			results[i] = []hostAddr{{addr: name, name: name}}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			addrs, err := h.resolver.LookupHost(ctx, host)
+			if err == nil && len(addrs) == 0 {
+				err = &net.DNSError{Err: "no addresses", Name: host, IsNotFound: true}
+			}
+			h.noteLookup(name, err)
+			if err != nil {
+				results[i] = []hostAddr{{addr: name, name: name, lookupErr: err}}
+				return
+			}
+			for _, a := range addrs {
+				results[i] = append(results[i], hostAddr{addr: net.JoinHostPort(a, port), name: name})
+			}
+		}()
+	}
+	wg.Wait()
+	var out []hostAddr
+	for _, r := range results {
+		out = append(out, r...)
+	}
+	return out
+}
+
+// noteLookup records a name's lookup outcome, logging a failure when it is
+// new or different from the last one logged (a name that stays unresolvable
+// is not logged at every pass) and a recovery once.
+func (h *hostProvider) noteLookup(name string, err error) {
+	if h.ctx.Err() != nil {
+		return // closing: the lookup was cut short, the name is not at fault
+	}
+	h.mu.Lock()
+	prev, had := h.lookupErrs[name]
+	if err == nil {
+		delete(h.lookupErrs, name)
+	} else {
+		h.lookupErrs[name] = err.Error()
+		h.failures[name] = err
+	}
+	h.mu.Unlock()
+	switch {
+	case err != nil && (!had || prev != err.Error()):
+		h.lg.Warn("server name does not resolve, skipping it", zap.String("server", name), zap.Error(err))
+	case err == nil && had:
+		h.lg.Info("server name resolves again", zap.String("server", name))
+	}
+}
+
+// dialTarget returns the name that addr (a value Next returned) came from,
+// and the lookup error to fail the dial with at once when the name did not
+// resolve.
+func (h *hostProvider) dialTarget(addr string) (name string, lookupErr error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, a := range h.pass {
+		if a.addr == addr {
+			return a.name, a.lookupErr
+		}
+	}
+	return addr, nil
+}
+
+// noteFailure records why an attempt on addr failed, for Connect's error.
+func (h *hostProvider) noteFailure(addr string, err error) {
+	name, _ := h.dialTarget(addr)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.failures[name] = err
+}
+
+// failureReport names each server's last failure, the configured ones in
+// the order given (order), for Connect's error; "" when none was recorded.
+func (h *hostProvider) failureReport(order []string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var parts []string
+	names := append([]string(nil), order...)
+	for _, n := range h.learned {
+		if _, ok := h.failures[n]; ok && !contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	for _, n := range names {
+		if err := h.failures[n]; err != nil {
+			parts = append(parts, n+": "+err.Error())
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, "; ")
+}
+
+// setLearned adopts the members the ensemble announces (nil: none) for the
+// next passes; the pass under way ends, so that the next attempt resolves
+// them at once.
+func (h *hostProvider) setLearned(members []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if equalSets(h.learned, members) {
+		return
+	}
+	h.learned = append([]string(nil), members...)
+	h.next = len(h.pass)
+}
+
+// learnedMembers returns the members adopted from the ensemble's config.
+func (h *hostProvider) learnedMembers() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.learned...)
+}
+
+// passCount returns how many passes (resolutions) have begun.
+func (h *hostProvider) passCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.passes
+}
+
+func (h *hostProvider) close() { h.stop() }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func equalSets(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	x := append([]string(nil), a...)
+	y := append([]string(nil), b...)
+	sort.Strings(x)
+	sort.Strings(y)
+	for i := range x {
+		if x[i] != y[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// connectFailures returns the per-server report for Connect's error, or the
+// wire's last dial error when no server has a failure of its own recorded.
+func (s *Session) connectFailures() string {
+	if r := s.hosts.failureReport(s.servers); r != "" {
+		return r
+	}
+	if derr := s.wire.dialError(); derr != nil {
+		return fmt.Sprintf("last dial error: %v", derr)
+	}
+	return ""
+}

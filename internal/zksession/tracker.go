@@ -1,0 +1,177 @@
+package zksession
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+)
+
+// configPath is where a ZooKeeper 3.5+ ensemble announces its members.
+const configPath = "/zookeeper/config"
+
+// The ensemble tracker follows the members the ensemble announces, as
+// Curator's EnsembleTracker does: it reads /zookeeper/config with a watch,
+// again at every change and after every reconnection, and hands the
+// members' client addresses to the host provider, which tries them first
+// (the configured names stay the fallback). When the member the session is
+// connected to leaves the ensemble (a reconfig removed it), it closes that
+// connection: go-zookeeper reconnects to a member that stays, on the same
+// session.
+//
+// It adopts the announced members only while the session is connected to
+// one of them: a client that reaches the ensemble through a proxy or a NAT,
+// whose addresses the ensemble does not announce, keeps its configured
+// names (Curator would replace them with addresses it may not reach).
+// WithEnsembleTracking(false) turns it off altogether.
+func (s *Session) runTracker() {
+	defer s.wg.Done()
+	var prev map[string]bool // resolved addresses of the members adopted last
+	for {
+		ep, err := s.WaitConnected(context.Background())
+		if err != nil {
+			return // closed
+		}
+		changed := s.Changed() // a transition after the read wakes us
+		var data []byte
+		var w *Watch
+		err = s.Retry(ep.Context(), ep, func(c *zk.Conn) error {
+			var err error
+			data, _, w, err = s.GetW(configPath)
+			return err
+		})
+		var fired <-chan zk.Event
+		switch {
+		case err == nil:
+			fired = w.Events()
+			prev = s.applyConfig(data, prev)
+		case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrNoAuth):
+			// A 3.4 server, or a config we may not read: nothing to follow.
+			if ce := s.lg.Check(zap.DebugLevel, "no ensemble config to follow"); ce != nil {
+				ce.Write(zap.String("path", configPath), zap.Error(err))
+			}
+		default:
+			// The epoch ended, the session closed, or a permanent error:
+			// look again at the next transition.
+		}
+		select {
+		case ev, ok := <-fired:
+			w.Event(ev, ok)
+		case <-changed:
+		case <-ep.Lost():
+		case <-s.done:
+			return
+		}
+	}
+}
+
+// applyConfig adopts the members of a /zookeeper/config payload, if the
+// session is connected to one of them or was to one adopted before (prev),
+// and moves off a member that left. It returns the resolved addresses of the
+// members it adopted (prev if it adopted none).
+func (s *Session) applyConfig(data []byte, prev map[string]bool) map[string]bool {
+	members := parseEnsembleConfig(data)
+	if len(members) == 0 {
+		return prev
+	}
+	current := s.wire.currentAddr()
+	resolved := s.resolveMembers(members)
+	if current == "" || (!resolved[current] && !prev[current]) {
+		if ce := s.lg.Check(zap.DebugLevel, "the server we are connected to is not among the members the ensemble announces (a proxy or NAT?): keeping the configured servers"); ce != nil {
+			ce.Write(zap.String("server", current), zap.Strings("announced", members))
+		}
+		return prev
+	}
+	if !equalSets(members, s.hosts.learnedMembers()) {
+		s.lg.Info("following the ensemble's members", zap.Strings("members", members))
+	}
+	s.hosts.setLearned(members)
+	if !resolved[current] {
+		s.lg.Info("the server we are connected to left the ensemble: moving to a member that stays",
+			zap.String("server", current))
+		s.wire.dropCurrent()
+	}
+	return resolved
+}
+
+// resolveMembers returns the addresses ("ip:port") the members resolve to
+// now; a member that does not resolve adds none.
+func (s *Session) resolveMembers(members []string) map[string]bool {
+	ctx, cancel := context.WithTimeout(s.hosts.ctx, lookupTimeout)
+	defer cancel()
+	out := make(map[string]bool)
+	for _, m := range members {
+		host, port, err := net.SplitHostPort(m)
+		if err != nil {
+			continue
+		}
+		if _, err := netip.ParseAddr(host); err == nil {
+			out[m] = true
+			continue
+		}
+		addrs, err := s.hosts.resolver.LookupHost(ctx, host)
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			out[net.JoinHostPort(a, port)] = true
+		}
+	}
+	return out
+}
+
+// parseEnsembleConfig returns the client addresses ("host:port") of the
+// members in a /zookeeper/config payload: lines
+// "server.N=host:quorumPort:electionPort[:role][;[clientHost:]clientPort]".
+// A member without a client address is left out; a wildcard client host
+// (0.0.0.0, ::) is replaced by the member's quorum host, as Curator does.
+func parseEnsembleConfig(data []byte) []string {
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		key, value, ok := strings.Cut(line, "=")
+		if !ok || !strings.HasPrefix(key, "server.") {
+			continue
+		}
+		quorum, client, ok := strings.Cut(value, ";")
+		if !ok || client == "" {
+			continue
+		}
+		qhost := splitQuorumHost(quorum)
+		chost, cport := "", client
+		if i := strings.LastIndex(client, ":"); i >= 0 {
+			chost, cport = strings.Trim(client[:i], "[]"), client[i+1:]
+		}
+		if ip, err := netip.ParseAddr(chost); chost == "" || (err == nil && ip.IsUnspecified()) {
+			chost = qhost
+		}
+		if chost == "" || cport == "" {
+			continue
+		}
+		addr := net.JoinHostPort(chost, cport)
+		if !contains(out, addr) {
+			out = append(out, addr)
+		}
+	}
+	return out
+}
+
+// splitQuorumHost returns the host of "host:port:port[:role]" (an IPv6 host
+// in brackets).
+func splitQuorumHost(q string) string {
+	if strings.HasPrefix(q, "[") {
+		if i := strings.Index(q, "]"); i > 0 {
+			return q[1:i]
+		}
+		return ""
+	}
+	host, _, _ := strings.Cut(q, ":")
+	return host
+}
