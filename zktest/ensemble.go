@@ -10,14 +10,22 @@ import (
 	"time"
 )
 
-// Ensemble is a ZooKeeper ensemble of 3 or 5 members (QuorumPeerMain) on
-// 127.0.0.1, each with its own client, quorum and election port and data
-// directory. It is safe for concurrent use.
+// Ensemble is a ZooKeeper ensemble of 3 or 5 members (QuorumPeerMain), each
+// with its own data directory, client address (a loopback address of its
+// own, as a standalone server's) and quorum and election ports on 127.0.0.1.
+// It is safe for concurrent use.
 type Ensemble struct {
-	cfg     config
-	dir     string
-	members []*Server
-	stop    sync.Once
+	cfg  config
+	inst *install
+	pki  *TLS
+	dir  string
+	stop sync.Once
+
+	reconfig sync.Mutex // held by Reconfig
+
+	mu      sync.Mutex
+	members []*Server // the current members, in order
+	nextID  int       // the myid of the next member Reconfig adds
 }
 
 // StartEnsemble starts an ensemble of n members (3 or 5; any n >= 1 works)
@@ -60,8 +68,9 @@ func StartEnsemble(n int, opts ...Option) (*Ensemble, error) {
 }
 
 func tryEnsemble(cfg config, inst *install, dir string, n int, pki *TLS) (*Ensemble, error) {
-	// Per member: client, quorum and election port, then the secure client
-	// port (WithTLS) after all of those.
+	// Per member: a client address of its own and ports on 127.0.0.1: one
+	// unused, quorum and election, then the secure client ports (WithTLS)
+	// after all of those.
 	nports := 3 * n
 	if pki != nil {
 		nports += n
@@ -70,15 +79,19 @@ func tryEnsemble(cfg config, inst *install, dir string, n int, pki *TLS) (*Ensem
 	if err != nil {
 		return nil, err
 	}
-	e := &Ensemble{cfg: cfg, dir: dir}
+	eps := make([]endpoint, n)
+	for i := range eps {
+		if eps[i], err = freeEndpoint(0, ""); err != nil {
+			return nil, err
+		}
+	}
+	e := &Ensemble{cfg: cfg, inst: inst, pki: pki, dir: dir, nextID: n + 1}
 	var peers []string
 	for i := 0; i < n; i++ {
-		peers = append(peers, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", i+1, ports[3*i+1], ports[3*i+2]))
+		peers = append(peers, peerLine(i+1, ports[3*i+1], ports[3*i+2], eps[i], cfg.reconfigEnabled()))
 	}
 	for i := 0; i < n; i++ {
-		mdir := filepath.Join(dir, fmt.Sprintf("member-%d", i+1))
-		_ = os.RemoveAll(mdir)
-		s, err := newServer(cfg, inst, mdir, true, quorumMain, ports[3*i], i+1, fmt.Sprintf("member-%d", i+1))
+		s, err := e.newMember(i+1, eps[i], peers)
 		if err != nil {
 			return nil, err
 		}
@@ -87,7 +100,7 @@ func tryEnsemble(cfg config, inst *install, dir string, n int, pki *TLS) (*Ensem
 				return nil, err
 			}
 		}
-		if err := s.writeConfig(peers); err != nil {
+		if err := s.writeConfig(); err != nil {
 			return nil, err
 		}
 		e.members = append(e.members, s)
@@ -126,12 +139,13 @@ func StartEnsembleT(t TB, n int, opts ...Option) *Ensemble {
 		t.Fatalf("%v", err)
 	}
 	t.Cleanup(func() {
+		members := e.current()
 		if t.Failed() {
-			for _, m := range e.members {
+			for _, m := range members {
 				logTailOnce(t, m)
 			}
 		}
-		for _, m := range e.members {
+		for _, m := range members {
 			forgetTails(m)
 		}
 		if err := e.Stop(); err != nil {
@@ -141,19 +155,33 @@ func StartEnsembleT(t TB, n int, opts ...Option) *Ensemble {
 	return e
 }
 
-// Member returns member i (0-based, below len(e.Servers()); its ZooKeeper
-// myid is i+1). Kill, Restart, Freeze and Thaw act on that member alone; Stop
-// also removes its data directory, after which it cannot be restarted. With
-// WithTLS every member has the same TLS and its own SecureServers.
-func (e *Ensemble) Member(i int) *Server { return e.members[i] }
+// Member returns member i of the current membership (0-based, below
+// len(e.Servers()); the original members' ZooKeeper myid is i+1, Reconfig
+// removes members from the list and appends the ones it adds). Kill,
+// Restart, Move, Freeze and Thaw act on that member alone; Stop also removes
+// its data directory, after which it cannot be restarted. With WithTLS every
+// member has the same TLS and its own SecureServers.
+func (e *Ensemble) Member(i int) *Server {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.members[i]
+}
 
-// Servers returns every member's client address, in member order.
+// Servers returns every current member's client address, in member order.
 func (e *Ensemble) Servers() []string {
-	out := make([]string, len(e.members))
-	for i, m := range e.members {
+	members := e.current()
+	out := make([]string, len(members))
+	for i, m := range members {
 		out[i] = m.Addr()
 	}
 	return out
+}
+
+// current returns a copy of the member list.
+func (e *Ensemble) current() []*Server {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]*Server(nil), e.members...)
 }
 
 // Leader returns the index of the member whose srvr Mode is "leader". Members
@@ -177,9 +205,10 @@ func (e *Ensemble) Leader() (int, error) {
 // modes asks every running, unfrozen member for its Mode ("" when it does not
 // serve or does not answer within a second, "-" when killed or frozen).
 func (e *Ensemble) modes(ctx context.Context) []string {
-	out := make([]string, len(e.members))
+	members := e.current()
+	out := make([]string, len(members))
 	var wg sync.WaitGroup
-	for i, m := range e.members {
+	for i, m := range members {
 		if !m.running() || m.isFrozen() {
 			out[i] = "-"
 			continue
@@ -234,7 +263,7 @@ func (e *Ensemble) WaitReady(ctx context.Context) error {
 // idempotent.
 func (e *Ensemble) Stop() error {
 	var errs []error
-	for _, m := range e.members {
+	for _, m := range e.current() {
 		if err := m.Stop(); err != nil {
 			errs = append(errs, err)
 		}
@@ -245,4 +274,29 @@ func (e *Ensemble) Stop() error {
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// newMember creates (without starting it) member myid in its own directory,
+// with the "server.N=" lines peers.
+func (e *Ensemble) newMember(myid int, ep endpoint, peers []string) (*Server, error) {
+	name := fmt.Sprintf("member-%d", myid)
+	mdir := filepath.Join(e.dir, name)
+	_ = os.RemoveAll(mdir)
+	s, err := newServer(e.cfg, e.inst, mdir, true, quorumMain, ep, myid, name)
+	if err != nil {
+		return nil, err
+	}
+	s.peers = peers
+	s.dynamic = e.cfg.reconfigEnabled()
+	return s, nil
+}
+
+// peerLine is member myid's "server.N=" line: with its client address when
+// the configuration is dynamic, so that /zookeeper/config announces it.
+func peerLine(myid, quorumPort, electionPort int, client endpoint, dynamic bool) string {
+	l := fmt.Sprintf("server.%d=127.0.0.1:%d:%d", myid, quorumPort, electionPort)
+	if dynamic {
+		l += fmt.Sprintf(":participant;%s:%d", client.host, client.port)
+	}
+	return l
 }

@@ -2,6 +2,7 @@ package zktest
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -45,9 +46,22 @@ func buildConfig(opts []Option) config {
 // own lines; ZooKeeper reads zoo.cfg as Java properties, so the last line of
 // a key wins: WithConfig("tickTime", "2000") replaces zktest's 200 ms tick,
 // and minSessionTimeout and maxSessionTimeout (500 ms and 60 s) go the same
-// way.
+// way. WithConfig("reconfigEnabled", "true") makes an ensemble
+// reconfigurable: see Ensemble.Reconfig.
 func WithConfig(key, value string) Option {
 	return func(c *config) { c.extra = append(c.extra, [2]string{key, value}) }
+}
+
+// reconfigEnabled reports whether zoo.cfg ends up with reconfigEnabled=true
+// (the last line of a key wins; Java's Boolean.parseBoolean ignores case).
+func (c *config) reconfigEnabled() bool {
+	on := false
+	for _, kv := range c.extra {
+		if kv[0] == "reconfigEnabled" {
+			on = strings.EqualFold(strings.TrimSpace(kv[1]), "true")
+		}
+	}
+	return on
 }
 
 // WithJVMFlags appends flags to the JVM command line, after zktest's own, so

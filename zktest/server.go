@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -46,15 +48,26 @@ type Server struct {
 	cfgPath   string
 	logPath   string
 	mainClass string
-	port      int
-	myid      int  // ensemble members only
-	tlsPort   int  // secure client port, 0 without WithTLS
-	tls       *TLS // nil without WithTLS
+	myid      int      // ensemble members only
+	peers     []string // the "server.N=" lines of an ensemble member's zoo.cfg
+	dynamic   bool     // a member of a reconfig-enabled ensemble
+	tlsPort   int      // secure client port on 127.0.0.1, 0 without WithTLS
+	tls       *TLS     // nil without WithTLS
+
+	// ep is the client address: a loopback address of the server's own
+	// and a port. Move changes it, so it is read without s.mu (Addr is
+	// called with s.mu held).
+	ep atomic.Pointer[endpoint]
 
 	mu      sync.Mutex
 	proc    *process
 	frozen  bool
 	stopped bool
+}
+
+type endpoint struct {
+	host string
+	port int
 }
 
 type process struct {
@@ -63,11 +76,13 @@ type process struct {
 	err    error         // exit status, valid after exited is closed
 }
 
-// StartServer starts a standalone ZooKeeper server on 127.0.0.1 and a free
-// port, in a new temporary data directory, and blocks until it serves (`srvr`
-// reports a Mode) or 60 s have passed. If the JVM exits first the error holds
-// the tail of its log; a port clash is retried with a new port. Stop must be
-// called to kill the JVM and remove its directory.
+// StartServer starts a standalone ZooKeeper server on a loopback address of
+// its own (127.x.y.z, chosen at random; 127.0.0.1 where the system has no
+// other loopback address) and a free port, in a new temporary data
+// directory, and blocks until it serves (`srvr` reports a Mode) or 60 s have
+// passed. If the JVM exits first the error holds the tail of its log; a port
+// clash is retried with a new address. Stop must be called to kill the JVM
+// and remove its directory.
 func StartServer(opts ...Option) (*Server, error) {
 	cfg := buildConfig(opts)
 	inst, err := cfg.findInstall()
@@ -79,33 +94,36 @@ func StartServer(opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("zktest: %w", err)
 	}
 	var pki *TLS
-	nports := 1
 	if cfg.tls {
 		if pki, err = NewTLS(); err != nil {
 			_ = os.RemoveAll(dir)
 			return nil, err
 		}
-		nports = 2
 	}
 	var last error
 	for attempt := 0; attempt < portAttempts; attempt++ {
-		ports, err := freePorts(nports)
+		ep, err := freeEndpoint(0, "")
 		if err != nil {
 			last = err
 			break
 		}
-		s, err := newServer(cfg, inst, dir, true, standaloneMain, ports[0], 0, "standalone")
+		s, err := newServer(cfg, inst, dir, true, standaloneMain, ep, 0, "standalone")
 		if err != nil {
 			last = err
 			break
 		}
 		if pki != nil {
-			if err := s.enableTLS(pki, ports[1]); err != nil {
+			ports, err := freePorts(1)
+			if err != nil {
+				last = err
+				break
+			}
+			if err := s.enableTLS(pki, ports[0]); err != nil {
 				last = err
 				break
 			}
 		}
-		if err := s.writeConfig(nil); err != nil {
+		if err := s.writeConfig(); err != nil {
 			last = err
 			break
 		}
@@ -154,7 +172,7 @@ func (c *config) findInstall() (*install, error) {
 	return findInstall()
 }
 
-func newServer(cfg config, inst *install, dir string, ownDir bool, mainClass string, port, myid int, name string) (*Server, error) {
+func newServer(cfg config, inst *install, dir string, ownDir bool, mainClass string, ep endpoint, myid int, name string) (*Server, error) {
 	s := &Server{
 		cfg:       cfg,
 		inst:      inst,
@@ -164,14 +182,14 @@ func newServer(cfg config, inst *install, dir string, ownDir bool, mainClass str
 		cfgPath:   filepath.Join(dir, "zoo.cfg"),
 		logPath:   filepath.Join(dir, "zookeeper.log"),
 		mainClass: mainClass,
-		port:      port,
 		myid:      myid,
 	}
+	s.ep.Store(&ep)
 	if cfg.logDir != "" {
 		if err := os.MkdirAll(cfg.logDir, 0o755); err != nil {
 			return nil, fmt.Errorf("zktest: %w", err)
 		}
-		s.logPath = filepath.Join(cfg.logDir, fmt.Sprintf("zookeeper-%s-%d.log", name, port))
+		s.logPath = filepath.Join(cfg.logDir, fmt.Sprintf("zookeeper-%s-%d.log", name, ep.port))
 	}
 	if err := os.MkdirAll(s.dataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("zktest: %w", err)
@@ -194,18 +212,19 @@ func (s *Server) enableTLS(pki *TLS, port int) error {
 	return nil
 }
 
-// writeConfig writes zoo.cfg; peers holds "server.N=..." lines for an
-// ensemble member.
-func (s *Server) writeConfig(peers []string) error {
+// writeConfig writes zoo.cfg, with s.peers (the "server.N=..." lines of an
+// ensemble member).
+func (s *Server) writeConfig() error {
 	c := s.cfg
+	ep := s.ep.Load()
 	var b strings.Builder
 	line := func(k, v string) { fmt.Fprintf(&b, "%s=%s\n", k, v) }
 	line("tickTime", ms(c.tickTime))
 	line("initLimit", "10")
 	line("syncLimit", "5")
 	line("dataDir", s.dataDir)
-	line("clientPort", strconv.Itoa(s.port))
-	line("clientPortAddress", "127.0.0.1")
+	line("clientPort", strconv.Itoa(ep.port))
+	line("clientPortAddress", ep.host)
 	line("minSessionTimeout", ms(c.minSessionTimeout))
 	line("maxSessionTimeout", ms(c.maxSessionTimeout))
 	line("admin.enableServer", "false")
@@ -224,10 +243,10 @@ func (s *Server) writeConfig(peers []string) error {
 		line("ssl.trustStore.type", "PEM")
 		line("ssl.clientAuth", "need")
 	}
-	if len(peers) > 0 {
+	if len(s.peers) > 0 {
 		line("reconfigEnabled", "false")
 		line("standaloneEnabled", "false")
-		for _, p := range peers {
+		for _, p := range s.peers {
 			b.WriteString(p + "\n")
 		}
 	}
@@ -261,6 +280,9 @@ func (s *Server) jvmArgs() []string {
 		"-Dorg.slf4j.simpleLogger.showDateTime=true",
 		"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
 	}
+	if s.dynamic {
+		args = append(args, "-Dzookeeper.DigestAuthenticationProvider.superDigest="+superDigest())
+	}
 	args = append(args, s.cfg.jvmFlags...)
 	return append(args, "-cp", s.inst.classpathArg(), s.mainClass, s.cfgPath)
 }
@@ -280,7 +302,7 @@ func (s *Server) spawn() (*process, error) {
 	if s.tls != nil {
 		secure = fmt.Sprintf(" (TLS on %d)", s.tlsPort)
 	}
-	fmt.Fprintf(logf, "### zktest: starting %s on 127.0.0.1:%d%s at %s\n", s.mainClass, s.port, secure, time.Now().Format(time.RFC3339Nano))
+	fmt.Fprintf(logf, "### zktest: starting %s on %s%s at %s\n", s.mainClass, s.Addr(), secure, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(s.inst.java, s.jvmArgs()...)
 	cmd.Dir = s.dir
 	cmd.Stdout = logf
@@ -389,14 +411,20 @@ func (s *Server) exitError(p *process) error {
 	return err
 }
 
-// Addr returns the client address, "127.0.0.1:PORT".
-func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+// Addr returns the client address, "127.x.y.z:PORT": a loopback address of
+// the server's own (127.0.0.1 where the system has no other), which Move
+// changes.
+func (s *Server) Addr() string {
+	ep := s.ep.Load()
+	return net.JoinHostPort(ep.host, strconv.Itoa(ep.port))
+}
 
 // Servers returns []string{s.Addr()}, ready for zk.Connect.
 func (s *Server) Servers() []string { return []string{s.Addr()} }
 
-// SecureAddr returns the TLS client address, "127.0.0.1:PORT", or "" when
-// the server was started without WithTLS.
+// SecureAddr returns the TLS client address, "127.0.0.1:PORT" (it matches
+// the server certificate and does not move), or "" when the server was
+// started without WithTLS.
 func (s *Server) SecureAddr() string {
 	if s.tls == nil {
 		return ""
@@ -514,6 +542,53 @@ func (s *Server) Restart() error {
 	}
 }
 
+// Move kills the JVM (as Kill) and starts it again with its data on a new
+// loopback address of its own and the same port, like a Kubernetes pod that
+// comes back with a new IP, and blocks until it serves (a member: until it
+// has rejoined the quorum) or 60 s have passed. It returns the new Addr;
+// nothing listens on the old one any more, so a connection to it is refused.
+// Where the system has no loopback address but 127.0.0.1, the port changes
+// instead. An ensemble member moves only its client address: its quorum and
+// election ports stay on 127.0.0.1, where the other members' configuration
+// names them. A member of an ensemble started with reconfigEnabled=true
+// cannot move (the configuration announces its client address): replace it
+// with Ensemble.Reconfig. Move fails after Stop.
+func (s *Server) Move() (string, error) {
+	if s.dynamic {
+		return "", fmt.Errorf("zktest: %s is in a reconfig-enabled ensemble: replace it with Ensemble.Reconfig", s)
+	}
+	s.mu.Lock()
+	stopped := s.stopped
+	s.mu.Unlock()
+	if stopped {
+		return "", errStopped
+	}
+	if err := s.Kill(); err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.startTimeout)
+	defer cancel()
+	old := *s.ep.Load()
+	for attempt := 1; ; attempt++ {
+		ep, err := freeEndpoint(old.port, old.host)
+		if err != nil {
+			return "", err
+		}
+		s.ep.Store(&ep)
+		if err := s.writeConfig(); err != nil {
+			return "", err
+		}
+		err = s.startAndWait(ctx)
+		if err == nil {
+			return s.Addr(), nil
+		}
+		_ = s.Kill()
+		if !errors.Is(err, errPortClash) || ctx.Err() != nil || attempt >= portAttempts {
+			return "", err
+		}
+	}
+}
+
 // Freeze stops the JVM with SIGSTOP: its sockets stay open but it answers
 // nothing, like a hung machine.
 func (s *Server) Freeze() error { return s.signal(syscall.SIGSTOP, true) }
@@ -561,6 +636,41 @@ func (s *Server) String() string {
 		return fmt.Sprintf("zookeeper member %d at %s", s.myid, s.Addr())
 	}
 	return "zookeeper at " + s.Addr()
+}
+
+// freeEndpoint returns a client address for a server: a random loopback
+// address other than avoid (in 127.1.0.1 to 127.254.255.254, which leaves
+// out 127.0.0.1, systemd-resolved's 127.0.0.53 and Debian's 127.0.1.1) on
+// which port (0: any free port) is free. Where the system has no loopback
+// address but 127.0.0.1 (binding another fails), it returns 127.0.0.1 and a
+// free port.
+func freeEndpoint(port int, avoid string) (endpoint, error) {
+	var last error
+	for i := 0; i < 16; i++ {
+		host := fmt.Sprintf("127.%d.%d.%d", 1+rand.IntN(254), rand.IntN(256), 1+rand.IntN(254))
+		if host == avoid {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			last = err
+			if errors.Is(err, syscall.EADDRNOTAVAIL) {
+				break
+			}
+			continue
+		}
+		ep := endpoint{host: host, port: l.Addr().(*net.TCPAddr).Port}
+		l.Close()
+		return ep, nil
+	}
+	if !errors.Is(last, syscall.EADDRNOTAVAIL) {
+		return endpoint{}, fmt.Errorf("zktest: free client address: %w", last)
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return endpoint{}, err
+	}
+	return endpoint{host: "127.0.0.1", port: ports[0]}, nil
 }
 
 // freePorts returns n distinct free loopback ports. The listeners are all open
