@@ -8,14 +8,20 @@
 //
 // # Servers
 //
-// StartServer starts a standalone server on 127.0.0.1, a free port and a
-// temporary directory; StartEnsemble starts 3 or 5 members. Both are tuned
-// for tests (a 200 ms tick and 500 ms minimum session timeout, so expiry
-// tests take about a second; every four-letter word allowed; extended types
-// such as TTL nodes; empty containers reaped every 500 ms), which WithConfig
-// and WithJVMFlags override, and WithTLS adds a TLS port. A server is ready
-// when `srvr` reports a Mode. Kill, Restart, Freeze and Thaw act on one
-// server or ensemble Member; Stop kills it and removes its directory.
+// StartServer starts a standalone server on a loopback address of its own
+// (127.x.y.z), a free port and a temporary directory; StartEnsemble starts 3
+// or 5 members, each on an address of its own. Both are tuned for tests (a
+// 200 ms tick and 500 ms minimum session timeout, so expiry tests take about
+// a second; every four-letter word allowed; extended types such as TTL
+// nodes; empty containers reaped every 500 ms), which WithConfig and
+// WithJVMFlags override, and WithTLS adds a TLS port. A server is ready when
+// `srvr` reports a Mode. Kill, Restart, Move (a restart on a new address,
+// like a pod that gets a new IP), Freeze and Thaw act on one server or
+// ensemble Member; Stop kills it and removes its directory. An ensemble
+// started with WithConfig("reconfigEnabled", "true") announces its members'
+// client addresses in /zookeeper/config, and Ensemble.Reconfig adds and
+// removes members. A Resolver says what a host name resolves to, so that
+// clients can follow a name to a server's new address without /etc/hosts.
 //
 // # Tests
 //
@@ -63,5 +69,5 @@
 //
 // # Concurrency
 //
-// Server, Ensemble, Proxy and Tap are safe for concurrent use.
+// Server, Ensemble, Proxy, Tap and Resolver are safe for concurrent use.
 package zktest
