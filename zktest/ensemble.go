@@ -25,7 +25,9 @@ type Ensemble struct {
 
 	mu      sync.Mutex
 	members []*Server // the current members, in order
+	joining []*Server // members Reconfig has started and not yet added
 	nextID  int       // the myid of the next member Reconfig adds
+	stopped bool
 }
 
 // StartEnsemble starts an ensemble of n members (3 or 5; any n >= 1 works)
@@ -259,11 +261,15 @@ func (e *Ensemble) WaitReady(ctx context.Context) error {
 	}
 }
 
-// Stop kills every member and removes the ensemble's directory. It is
-// idempotent.
+// Stop kills every member (and any that Reconfig is adding) and removes the
+// ensemble's directory. It is idempotent; Reconfig fails after it.
 func (e *Ensemble) Stop() error {
+	e.mu.Lock()
+	e.stopped = true
+	all := append(append([]*Server(nil), e.members...), e.joining...)
+	e.mu.Unlock()
 	var errs []error
-	for _, m := range e.current() {
+	for _, m := range all {
 		if err := m.Stop(); err != nil {
 			errs = append(errs, err)
 		}

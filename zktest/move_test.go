@@ -230,4 +230,10 @@ func TestReconfigReplacesMembers(t *testing.T) {
 			t.Fatalf("Reconfig(ctx, 0, %v) = %v, want ErrBadArgument", bad, err)
 		}
 	}
+	if err := e.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Reconfig(ctx, 1); err == nil {
+		t.Fatal("Reconfig after Stop succeeded")
+	}
 }

@@ -52,6 +52,12 @@ func (e *Ensemble) Reconfig(ctx context.Context, add int, remove ...*Server) ([]
 	}
 	e.reconfig.Lock()
 	defer e.reconfig.Unlock()
+	e.mu.Lock()
+	stopped := e.stopped
+	e.mu.Unlock()
+	if stopped {
+		return nil, fmt.Errorf("zktest: reconfig: %w", errStopped)
+	}
 	members := e.current()
 	var stay []*Server
 	var leaving []string
@@ -83,6 +89,11 @@ func (e *Ensemble) Reconfig(ctx context.Context, add int, remove ...*Server) ([]
 	}
 
 	joiners, err := e.startJoiners(ctx, add, cur)
+	defer func() {
+		e.mu.Lock()
+		e.joining = nil
+		e.mu.Unlock()
+	}()
 	stopJoiners := func() {
 		for _, j := range joiners {
 			_ = j.Stop()
@@ -105,15 +116,19 @@ func (e *Ensemble) Reconfig(ctx context.Context, add int, remove ...*Server) ([]
 		stopJoiners()
 		return nil, err
 	}
+	e.mu.Lock()
+	if e.stopped { // Stop ran meanwhile and stopped the joiners too
+		e.mu.Unlock()
+		return nil, fmt.Errorf("zktest: reconfig: %w", errStopped)
+	}
+	e.members, e.joining = next, nil
+	e.mu.Unlock()
 	var errs []error
 	for _, m := range remove {
 		if err := m.Stop(); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	e.mu.Lock()
-	e.members = next
-	e.mu.Unlock()
 	if err := e.WaitReady(ctx); err != nil {
 		errs = append(errs, err)
 	}
@@ -185,11 +200,18 @@ func (e *Ensemble) startJoiners(ctx context.Context, n int, cur []string) ([]*Se
 			return joiners, err
 		}
 		e.mu.Lock()
+		if e.stopped {
+			e.mu.Unlock()
+			return joiners, fmt.Errorf("zktest: reconfig: %w", errStopped)
+		}
 		myid := e.nextID
 		e.nextID++
-		e.mu.Unlock()
 		line := peerLine(myid, ports[0], ports[1], ep, true)
 		s, err := e.newMember(myid, ep, append(slices.Clip(cur), line))
+		if err == nil {
+			e.joining = append(e.joining, s) // from here on, Stop stops it too
+		}
+		e.mu.Unlock()
 		if err != nil {
 			return joiners, err
 		}
