@@ -46,10 +46,10 @@ type hostProvider struct {
 	configured []string // "host:port", as given to Connect
 	learned    []string // "host:port" the ensemble announces (nil: none adopted)
 	pass       []hostAddr
-	next       int  // index of the next address of pass to try
-	started    bool // a pass was begun
-	answered   bool // Connected was called since the pass began
-	passes     int  // passes begun (each resolves the names anew)
+	next       int  // index in pass of the next address to try
+	tried      int  // addresses tried since the pass began or the last connection
+	stale      bool // learned changed: resolve before the next attempt
+	passes     int  // resolutions made
 	failures   map[string]error
 	lookupErrs map[string]string // name -> last lookup error logged (to log a change once)
 }
@@ -85,34 +85,40 @@ func (h *hostProvider) Len() int {
 	return max(len(h.pass), 1)
 }
 
-// Next returns the next address to try. When the pass is over it resolves
-// the names again and begins a new one; retryStart is true when no server
-// answered in the pass that ended, which makes go-zookeeper fail the
-// requests waiting to be sent (zk.ErrNoServer) and pause a second before the
-// next dial.
+// Next returns the next address to try. Once every address of the pass has
+// been tried without an answer (counting the one last connected to, as
+// go-zookeeper's own provider does), it resolves the names again and begins
+// a new pass, with retryStart true: go-zookeeper then fails the requests
+// waiting to be sent (zk.ErrNoServer) and pauses a second before it dials.
+// So after a disconnect the other servers are tried at once, and the one
+// just lost a second later, under the address its name has then.
 func (h *hostProvider) Next() (server string, retryStart bool) {
 	h.mu.Lock()
-	if h.next >= len(h.pass) {
-		retryStart = h.started && !h.answered
-		h.started, h.answered = true, false
+	defer h.mu.Unlock()
+	if h.pass == nil || h.stale || h.tried >= len(h.pass) {
+		retryStart = h.pass != nil && h.tried >= len(h.pass)
 		h.passes++
 		learned, configured := h.learned, h.configured
 		h.mu.Unlock()
 		pass := h.resolve(learned, configured)
 		h.mu.Lock()
-		h.pass, h.next = pass, 0
+		h.pass, h.tried, h.stale = pass, 0, false
+		if h.next >= len(pass) {
+			h.next = 0
+		}
 	}
 	a := h.pass[h.next]
-	h.next++
-	h.mu.Unlock()
+	h.next = (h.next + 1) % len(h.pass)
+	h.tried++
 	return a.addr, retryStart
 }
 
-// Connected is called when a connection has a session.
+// Connected is called when a connection has a session: the pass starts
+// again from there, the connected address counting as tried.
 func (h *hostProvider) Connected() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.answered = true
+	h.tried = 1
 }
 
 // resolve returns the addresses of a pass: those of the learned members
@@ -269,7 +275,7 @@ func (h *hostProvider) setLearned(members []string) {
 		return
 	}
 	h.learned = append([]string(nil), members...)
-	h.next = len(h.pass)
+	h.stale = true
 }
 
 // learnedMembers returns the members adopted from the ensemble's config.
