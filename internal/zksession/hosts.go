@@ -49,6 +49,7 @@ type hostProvider struct {
 	next       int  // index in pass of the next address to try
 	tried      int  // addresses tried since the pass began or the last connection
 	stale      bool // learned changed: resolve before the next attempt
+	deferred   bool // a pass is due: resolve when go-zookeeper dials (target)
 	passes     int  // resolutions made
 	failures   map[string]error
 	lookupErrs map[string]string // name -> last lookup error logged (to log a change once)
@@ -87,30 +88,82 @@ func (h *hostProvider) Len() int {
 
 // Next returns the next address to try. Once every address of the pass has
 // been tried without an answer (counting the one last connected to, as
-// go-zookeeper's own provider does), it resolves the names again and begins
-// a new pass, with retryStart true: go-zookeeper then fails the requests
-// waiting to be sent (zk.ErrNoServer) and pauses a second before it dials.
+// go-zookeeper's own provider does), a new pass begins with retryStart
+// true: go-zookeeper then fails the requests waiting to be sent
+// (zk.ErrNoServer) and pauses a second before it dials. The names are
+// resolved again when it dials, after that pause (see target), so that a
+// server that came back under its name during the pause is dialed at once.
 // So after a disconnect the other servers are tried at once, and the one
 // just lost a second later, under the address its name has then.
 func (h *hostProvider) Next() (server string, retryStart bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.pass == nil || h.stale || h.tried >= len(h.pass) {
-		retryStart = h.pass != nil && h.tried >= len(h.pass)
-		h.passes++
-		learned, configured := h.learned, h.configured
-		h.mu.Unlock()
-		pass := h.resolve(learned, configured)
-		h.mu.Lock()
-		h.pass, h.tried, h.stale = pass, 0, false
-		if h.next >= len(pass) {
-			h.next = 0
-		}
+	if h.pass != nil && h.tried >= len(h.pass) {
+		h.deferred, h.tried = true, 0
+		return h.configured[0], true
 	}
+	if h.pass == nil || h.stale {
+		h.resolveLocked()
+	}
+	return h.takeLocked().addr, false
+}
+
+// resolveLocked begins a new pass, resolving the names with h.mu released
+// meanwhile. h.mu held.
+func (h *hostProvider) resolveLocked() {
+	h.passes++
+	learned, configured := h.learned, h.configured
+	h.mu.Unlock()
+	pass := h.resolve(learned, configured)
+	h.mu.Lock()
+	h.pass, h.tried, h.stale = pass, 0, false
+	if h.next >= len(pass) {
+		h.next = 0
+	}
+}
+
+// takeLocked returns the next address of the pass and counts it tried.
+// h.mu held.
+func (h *hostProvider) takeLocked() hostAddr {
 	a := h.pass[h.next]
 	h.next = (h.next + 1) % len(h.pass)
 	h.tried++
-	return a.addr, retryStart
+	return a
+}
+
+// target returns what to dial for server, a value Next returned: the
+// address itself, or, for the first dial of a pass that Next deferred, the
+// first address of that pass, resolved now; the name it came from (the name
+// TLS verifies); and the lookup error to fail the dial with at once when
+// the name did not resolve.
+func (h *hostProvider) target(server string) (addr, name string, lookupErr error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.deferred {
+		h.deferred = false
+		h.next = 0
+		h.resolveLocked()
+		a := h.takeLocked()
+		return a.addr, a.name, a.lookupErr
+	}
+	for _, a := range h.pass {
+		if a.addr == server {
+			return a.addr, a.name, a.lookupErr
+		}
+	}
+	return server, server, nil
+}
+
+// nameOf returns the name that addr, a dialed address, came from.
+func (h *hostProvider) nameOf(addr string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, a := range h.pass {
+		if a.addr == addr {
+			return a.name
+		}
+	}
+	return addr
 }
 
 // Connected is called when a connection has a session: the pass starts
@@ -125,7 +178,7 @@ func (h *hostProvider) Connected() {
 // first, then those of the configured names not among them, each group
 // shuffled. A name that does not resolve is left out, with a log line; when
 // no name resolves, the pass holds the names themselves with their lookup
-// errors, which the dialer returns at once (see dialTarget).
+// errors, which the dialer returns at once (see target).
 func (h *hostProvider) resolve(learned, configured []string) []hostAddr {
 	ctx, cancel := context.WithTimeout(h.ctx, lookupTimeout)
 	defer cancel()
@@ -220,23 +273,9 @@ func (h *hostProvider) noteLookup(name string, err error) {
 	}
 }
 
-// dialTarget returns the name that addr (a value Next returned) came from,
-// and the lookup error to fail the dial with at once when the name did not
-// resolve.
-func (h *hostProvider) dialTarget(addr string) (name string, lookupErr error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, a := range h.pass {
-		if a.addr == addr {
-			return a.name, a.lookupErr
-		}
-	}
-	return addr, nil
-}
-
 // noteFailure records why an attempt on addr failed, for Connect's error.
 func (h *hostProvider) noteFailure(addr string, err error) {
-	name, _ := h.dialTarget(addr)
+	name := h.nameOf(addr)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.failures[name] = err

@@ -109,7 +109,7 @@ func (w *wire) Dial(network, address string, timeout time.Duration) (net.Conn, e
 	var c net.Conn
 	var err error
 	if w.hosts != nil {
-		name, err = w.hosts.dialTarget(address)
+		address, name, err = w.hosts.target(address)
 	}
 	if err == nil {
 		c, err = w.dial(network, address, timeout)
