@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -28,7 +30,9 @@ func (c SessionCreds) hexID() string { return fmt.Sprintf("0x%x", c.ID) }
 // connection to the session with its id and password, sends closeSession and
 // waits for the reply, so the server deletes the session's ephemeral nodes
 // before it returns. The victim's client learns of it (StateExpired) when it
-// reconnects. The servers are tried in order until one answers. A session
+// reconnects. The servers are tried in order until one answers; when a
+// server closes the attach before it answers (the victim's client attached
+// again at once), the attach is repeated, up to 5 times. A session
 // that is already gone gives nil. ctx bounds the whole call (10 s per server
 // without a deadline). A nil ctx gives an error.
 func ExpireSession(ctx context.Context, servers []string, creds SessionCreds) error {
@@ -43,9 +47,18 @@ func ExpireSession(ctx context.Context, servers []string, creds SessionCreds) er
 	}
 	var errs []error
 	for _, addr := range servers {
-		err := expireOn(ctx, addr, creds)
-		if err == nil {
-			return nil
+		var err error
+		// The victim's client, whose connection our attach closed, may
+		// attach again at once, and the server then closes ours before it
+		// answers closeSession: attach again (a session already closed
+		// gives nil then).
+		for attempt := 0; attempt < 5; attempt++ {
+			if err = expireOn(ctx, addr, creds); err == nil {
+				return nil
+			}
+			if !errors.Is(err, errAttachClosed) || ctx.Err() != nil {
+				break
+			}
 		}
 		errs = append(errs, err)
 		if ctx.Err() != nil {
@@ -54,6 +67,10 @@ func ExpireSession(ctx context.Context, servers []string, creds SessionCreds) er
 	}
 	return fmt.Errorf("zktest: expire session %s: %w", creds.hexID(), errors.Join(errs...))
 }
+
+// errAttachClosed marks a closeSession whose connection the server closed
+// before it answered.
+var errAttachClosed = errors.New("connection closed before the reply")
 
 func expireOn(ctx context.Context, addr string, creds SessionCreds) error {
 	deadline, ok := ctx.Deadline()
@@ -94,6 +111,9 @@ func expireOn(ctx context.Context, addr string, creds SessionCreds) error {
 	}
 	for {
 		f, err := readFrame(c)
+		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+			return fmt.Errorf("%s: close session reply: %w: %w", addr, errAttachClosed, err)
+		}
 		if err != nil {
 			return fmt.Errorf("%s: close session reply: %w", addr, err)
 		}
