@@ -20,8 +20,8 @@
 // order, without ever blocking:
 //
 //   - Connected: the first session is up.
-//   - Suspended: the connection is down. The session may still be alive, but
-//     the server may expire it at any moment.
+//   - Suspended: the connection is down. The session may still be alive,
+//     and a reconnection in time keeps it.
 //   - Reconnected: the connection is back, to the same session or, after
 //     Lost, to a new one.
 //   - Lost: the session is gone, and the server deletes (or has deleted) its
@@ -34,15 +34,20 @@
 // # What ends a lease
 //
 // The loss policy (WithLossPolicy) says when the leases and terms of the
-// recipes on this Session end. Standard, the default, ends them at
-// Suspended: the client notices silence after about two thirds of the
-// session timeout and the server expires a session only after the whole
-// timeout, so the holder stops before anyone else can acquire. SessionOnly
-// ends them only at Lost: a holder rides out short disconnects, and accepts
-// that it may overlap with the next holder when the session expires while
-// it is cut off. The lease's error says which: ErrSuspended, ErrLost,
-// ErrClosed. Fence the guarded resource with the lease's token where two
-// holders must never write.
+// recipes on this Session end. Standard, the default, ends them at a
+// deadline, two thirds of the session timeout T after the send time of the
+// newest request a server answered, if the connection is down then: the
+// server expires a session no sooner than T after it received that request,
+// so the holder has T/3 to stop before anyone else can acquire, and a
+// disconnect mended in time (a connection reset, a rolling restart) ends
+// nothing. A follower cut off from the ensemble's leader can narrow that
+// margin by up to syncLimit×tickTime: keep T ≥ 3×syncLimit×tickTime, or use
+// EndAtDisconnect, which ends leases at the first disconnect. SessionOnly
+// ends them only at Lost: a holder rides out disconnects, and accepts that
+// it may overlap with the next holder when the session expires while it is
+// cut off. The lease's error says which: ErrSuspended, ErrLost, ErrClosed.
+// Fence the guarded resource with the lease's token where two holders must
+// never write.
 //
 // # Guarantees
 //

@@ -13,9 +13,10 @@ var (
 	// for longer than its timeout. Every lease of it has ended, and its
 	// ephemeral nodes are (or will soon be) deleted by the server.
 	ErrLost = zksession.ErrLost
-	// ErrSuspended is the cause of a lease ended under the Standard loss
-	// policy because the connection went down: the session may still be
-	// alive, but the server may expire it at any moment.
+	// ErrSuspended is the cause of a lease ended while the connection is
+	// down and the session may still be alive: under the Standard loss
+	// policy at the lease deadline, under EndAtDisconnect at the disconnect.
+	// The server may expire the session soon after.
 	ErrSuspended = zksession.ErrSuspended
 	// ErrBadArgument is returned, before anything is started, for an invalid
 	// argument or option anywhere in this module: a nil context, session or

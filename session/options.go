@@ -49,7 +49,10 @@ func WithLogger(l *zap.Logger) Option { return Option(zksession.WithLogger(l)) }
 // lines; none for the Session's).
 func WithSlog(l *slog.Logger) Option { return Option(zksession.WithSlog(l)) }
 
-// WithLossPolicy sets the loss policy (default Standard).
+// WithLossPolicy sets the loss policy (default Standard: leases end at a
+// deadline two thirds of the session timeout after the newest answered
+// request, if the connection is still down then; SessionOnly: at Lost;
+// EndAtDisconnect: at the first disconnect). See LossPolicy.
 func WithLossPolicy(p LossPolicy) Option {
 	return Option(zksession.WithLossPolicy(zksession.LossPolicy(p)))
 }

@@ -14,8 +14,9 @@ const (
 	// Connected: the first ZooKeeper session exists and the connection is up.
 	Connected State = iota + 1
 	// Suspended: the connection is down; the session may still be alive on
-	// the server, which may expire it at any moment. Under the Standard loss
-	// policy every lease ends here.
+	// the server. Under the Standard loss policy leases end at their
+	// deadline if the connection is still down then; under EndAtDisconnect
+	// every lease ends here.
 	Suspended
 	// Reconnected: the connection is back, to the same session after
 	// Suspended, or to a new session after Lost.
@@ -75,15 +76,26 @@ func (sub *Subscription) Close() { sub.sub.Close() }
 type LossPolicy int
 
 const (
-	// Standard (the default) ends leases at Suspended, Lost and Closed: after
-	// a disconnect the server may expire the session at any moment and
-	// another process may then acquire, so a holder must stop before that.
+	// Standard (the default) ends leases at a deadline: two thirds of the
+	// negotiated session timeout T after the send time of the newest request
+	// a server answered, if the connection is down then, and at Lost and
+	// Closed. The server cannot expire the session sooner than T after it
+	// received that request, so the holder has at least T/3 to stop before
+	// anyone else can acquire. A disconnect mended before the deadline (a
+	// connection reset, a server restarted in a rolling restart) ends
+	// nothing. A follower cut off from the ensemble's leader narrows the
+	// margin by up to syncLimit×tickTime: choose T ≥ 3×syncLimit×tickTime,
+	// or EndAtDisconnect.
 	Standard LossPolicy = iota
 	// SessionOnly ends leases only at Lost and Closed: a holder rides out
-	// short disconnects, and may overlap with the next holder when the
-	// session expires while it is cut off.
+	// disconnects, and may overlap with the next holder when the session
+	// expires while it is cut off.
 	SessionOnly
+	// EndAtDisconnect ends leases at the first Suspended (any disconnect,
+	// even one the session survives), Lost and Closed: for ensembles whose
+	// syncLimit×tickTime is large against the session timeout.
+	EndAtDisconnect
 )
 
-// String returns "standard" or "session-only".
+// String returns "standard", "session-only" or "end-at-disconnect".
 func (p LossPolicy) String() string { return zksession.LossPolicy(p).String() }

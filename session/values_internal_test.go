@@ -18,8 +18,13 @@ func TestValuesMatchImplementation(t *testing.T) {
 			t.Errorf("state %v = %d, implementation %v = %d", p.pub, p.pub, p.impl, p.impl)
 		}
 	}
-	if int(Standard) != int(zksession.Standard) || int(SessionOnly) != int(zksession.SessionOnly) {
-		t.Error("loss policies differ from the implementation's")
+	for _, p := range []struct {
+		pub  LossPolicy
+		impl zksession.LossPolicy
+	}{{Standard, zksession.Standard}, {SessionOnly, zksession.SessionOnly}, {EndAtDisconnect, zksession.EndAtDisconnect}} {
+		if int(p.pub) != int(p.impl) || p.pub.String() != p.impl.String() {
+			t.Errorf("loss policy %v = %d, implementation %v = %d", p.pub, p.pub, p.impl, p.impl)
+		}
 	}
 	if DefaultSessionTimeout != zksession.DefaultSessionTimeout || DefaultConnectTimeout != zksession.DefaultConnectTimeout {
 		t.Error("default timeouts differ from the implementation's")

@@ -13,8 +13,10 @@
 //     bind the work on an ephemeral node to the epoch it was created under,
 //     so nothing runs across a session loss.
 //   - LeaseContext and WaitLease: the context of a lease taken now, canceled
-//     as the loss policy says (at Suspended under Standard, at Lost under
-//     SessionOnly, at Close under both), with the reason as its cause.
+//     as the loss policy says (under Standard at the lease deadline of a
+//     connection still down, under EndAtDisconnect at Suspended, under
+//     SessionOnly at Lost; at Lost and Close under all), with the reason as
+//     its cause.
 //   - Retry: runs a request within ctx and the epoch, retrying connection
 //     errors with backoff, and reports a request that go-zookeeper replayed
 //     on a new session (ErrSessionChanged).

@@ -234,7 +234,7 @@ func WithNamespace(ns string) Option {
 // WithLossPolicy sets the loss policy (default Standard).
 func WithLossPolicy(p LossPolicy) Option {
 	return func(c *config) error {
-		if p != Standard && p != SessionOnly {
+		if p != Standard && p != SessionOnly && p != EndAtDisconnect {
 			return badOption("unknown loss policy %d", int(p))
 		}
 		c.policy = p

@@ -191,9 +191,13 @@ func (s *Session) CreateContainers(ctx context.Context, p string) error {
 }
 
 // LeaseContext returns the context for a lease taken now. Under Standard it is
-// canceled at the first Suspended, Lost or Closed after the current connected
-// interval began (cause ErrSuspended, ErrLost or ErrClosed); if the connection
-// is down now it is already canceled. Under SessionOnly it is canceled when
+// canceled (cause ErrSuspended) when the connection is down at the lease
+// deadline, two thirds of the session timeout after the send time of the
+// newest answered request, unless the same session is back before it, and at
+// Lost or Closed (cause ErrLost or ErrClosed); under EndAtDisconnect at the
+// first Suspended, Lost or Closed after the current connected interval
+// began. Under both, if the lease context of the interval has ended, it is
+// already canceled. Under SessionOnly it is canceled when
 // the current epoch ends (cause ErrLost or ErrClosed); if the session is lost
 // now it is already canceled. After Close it is canceled with ErrClosed.
 // Match the cause with errors.Is(context.Cause(ctx), ErrLost) and so on.

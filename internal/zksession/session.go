@@ -406,28 +406,67 @@ func (s *Session) onEvent(ev zk.Event) {
 	}
 }
 
-// connBroken ends the standard-policy leases of the current connected
-// interval at once, on whichever goroutine first sees the connection break:
-// our wire's failed read (the earliest), or go-zookeeper's Disconnected
-// event. When a session is ended on the server at once (an operator's kill),
-// the server closes our connection only a round trip before it deletes our
-// nodes, and the holder should be told as early as that lead allows; the
-// state goroutine, which reports Suspended right after (its leaseStop is then
-// a no-op), is several goroutine hops later. Only the lock is taken, never held
-// across I/O.
+// connBroken ends the leases of the current connected interval at once, on
+// whichever goroutine first sees the connection break (our wire's failed
+// read, the earliest, or go-zookeeper's Disconnected event), when the policy
+// says the break ends them: under EndAtDisconnect always, under Standard
+// when the lease deadline (see leaseDeadline) has passed already, which is
+// the case of a silent connection (the wire breaks it at that deadline, see
+// wireConn.heardDeadline). A connection that breaks before its deadline (a
+// reset, a server restarting) ends nothing here: the state goroutine ends
+// the leases at the deadline unless the same session is back by then.
+// When a session is ended on the server at once (an operator's kill), the
+// server closes our connection only a round trip before it deletes our
+// nodes, and an EndAtDisconnect holder should be told as early as that lead
+// allows; the state goroutine, which reports Suspended right after, is
+// several goroutine hops later. Only the lock is taken, never held across
+// I/O.
 func (s *Session) connBroken() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.connUp {
 		s.heardAtBreak.Store(s.wire.lastRead.Load())
 	}
-	if s.connUp && !s.closing && s.epoch != nil && s.epoch.live() {
+	if s.connUp && !s.closing && s.epoch != nil && s.epoch.live() && s.endsAtBreak(time.Now()) {
 		s.leaseStop(causeErr(ErrSuspended, s.epoch.id))
 	}
 }
 
+// endsAtBreak reports whether a connection that breaks at now ends the
+// leases of the current interval at once. s.mu held.
+func (s *Session) endsAtBreak(now time.Time) bool {
+	if s.cfg.policy == Standard {
+		return !now.Before(s.leaseDeadline())
+	}
+	// EndAtDisconnect. (SessionOnly's leases follow the epoch: the
+	// interval's context is not theirs.)
+	return true
+}
+
+// leaseDeadline is when the leases of a Standard session end if the
+// connection is down by then: two thirds of the negotiated session timeout T
+// after the send time of the newest request a server answered (heardSince;
+// zero, if there is none, which ends them at once). That server received the
+// request no earlier than its send time, and a session expires no sooner
+// than T after the server last heard from the client, so a lease ended then
+// ends at least T/3 before the session can expire: the margin its holder has
+// to stop before anyone else can acquire (docs/design.md: a follower cut off
+// from the ensemble's leader narrows it by up to syncLimit×tickTime). A
+// reconnection to the same session before the deadline proves the session
+// live on the ensemble's leader (a follower revalidates a reconnecting
+// session with it), so the leases go on. It is the same moment at which the
+// wire gives up on a silent connection (wireConn.heardDeadline). s.mu held.
+func (s *Session) leaseDeadline() time.Time {
+	hb := s.wire.heardSince()
+	if hb.IsZero() {
+		return time.Time{}
+	}
+	return hb.Add(s.timeout * 2 / 3)
+}
+
 // run is the state goroutine: it applies recorded events in order and runs
-// the local loss timer.
+// the local loss timer and, under Standard, the lease deadline (one timer,
+// set for the earlier of the two).
 func (s *Session) run() {
 	defer s.wg.Done()
 	var timer *time.Timer
@@ -455,15 +494,52 @@ func (s *Session) run() {
 			timer.Stop()
 			timer, timerC = nil, nil
 		}
+		var next time.Time
+		if deadline, armed := s.pendingLeaseDeadline(); armed {
+			if d := time.Until(deadline); d > 0 {
+				next = deadline
+			} else {
+				s.endLeases(deadline)
+			}
+		}
 		if deadline, armed := s.lossDeadline(); armed {
 			if d := time.Until(deadline); d > 0 {
-				timer = time.NewTimer(d)
-				timerC = timer.C
+				if next.IsZero() || deadline.Before(next) {
+					next = deadline
+				}
 			} else {
 				s.localLoss(deadline)
 			}
 		}
+		if !next.IsZero() {
+			timer = time.NewTimer(time.Until(next))
+			timerC = timer.C
+		}
 	}
+}
+
+// pendingLeaseDeadline returns the lease deadline (see leaseDeadline) while
+// the connection is down and the leases of a Standard session are held.
+func (s *Session) pendingLeaseDeadline() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing || s.connUp || s.cfg.policy != Standard || s.epoch == nil || !s.epoch.live() || s.lease.Err() != nil {
+		return time.Time{}, false
+	}
+	return s.leaseDeadline(), true
+}
+
+// endLeases ends the leases of a Standard session whose connection is still
+// down at their deadline.
+func (s *Session) endLeases(deadline time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing || s.connUp || s.epoch == nil || !s.epoch.live() || s.lease.Err() != nil {
+		return
+	}
+	s.leaseStop(causeErr(ErrSuspended, s.epoch.id))
+	s.lg.Warn("connection still down at the lease deadline: leases ended",
+		zap.Duration("session_timeout", s.timeout), zap.Time("deadline", deadline), hexID(s.epoch.id))
 }
 
 // lossDeadline returns when the local timer declares the current epoch lost:
@@ -541,7 +617,12 @@ func (s *Session) handle(ev zkEvent) {
 				zap.Duration("session_timeout", s.timeout))
 		case s.epoch.live() && s.epoch.id == id:
 			if !wasUp {
-				s.startInterval()
+				if s.lease.Err() != nil {
+					// Ended at the disconnect (EndAtDisconnect) or at its
+					// deadline; under Standard a reconnection before the
+					// deadline keeps the leases of the interval.
+					s.startInterval()
+				}
 				s.emit(Reconnected, ev.at, "connection restored, same session", zap.String("server", ev.server))
 			}
 		case s.epoch.live():
@@ -561,7 +642,11 @@ func (s *Session) handle(ev zkEvent) {
 		s.connUp = false
 		s.downSince = ev.at
 		if s.epoch != nil && s.epoch.live() {
-			s.leaseStop(causeErr(ErrSuspended, s.epoch.id))
+			if s.cfg.policy != Standard {
+				s.leaseStop(causeErr(ErrSuspended, s.epoch.id))
+			}
+			// Under Standard the leases end at their deadline (run), if the
+			// same session is not back by then.
 			s.emit(Suspended, ev.at, "connection lost, session may still be alive",
 				zap.Duration("session_timeout", s.timeout))
 		}
@@ -585,8 +670,10 @@ func (s *Session) startEpoch(id int64) {
 	s.startInterval()
 }
 
-// startInterval begins a connected interval: the standard-policy lease
-// context, canceled at the next Suspended, Lost or Closed. s.mu held.
+// startInterval begins a lease interval: the lease context of Standard and
+// EndAtDisconnect, canceled at the next Suspended under EndAtDisconnect, at
+// the lease deadline of a connection still down under Standard, and at Lost
+// or Closed. s.mu held.
 func (s *Session) startInterval() {
 	s.lease, s.leaseStop = context.WithCancelCause(s.epoch.ctx)
 }
@@ -711,8 +798,8 @@ func (s *Session) waitLease(ctx context.Context) (*Epoch, context.Context, error
 			s.mu.Unlock()
 			return nil, nil, ErrClosed
 		}
-		// A standard-policy lease context already ended by connBroken means
-		// the connection is gone and Suspended is on its way: wait for it.
+		// A lease context already ended by connBroken means the connection
+		// is gone and Suspended is on its way: wait for it.
 		if s.connUp && s.epoch != nil && s.epoch.live() && (s.cfg.policy == SessionOnly || s.lease.Err() == nil) {
 			ep, lease := s.epoch, s.lease
 			if s.cfg.policy == SessionOnly {

@@ -50,23 +50,35 @@ func (s State) String() string {
 type LossPolicy int
 
 const (
-	// Standard (the default) ends leases at Suspended, Lost and Closed: after a
-	// disconnect the server may expire the session at any moment and another
-	// process may then acquire, so a holder must stop before that can happen.
+	// Standard (the default) ends leases at a deadline, not at a disconnect:
+	// two thirds of the negotiated session timeout T after the send time of
+	// the newest request a server answered. The server cannot expire the
+	// session sooner than T after it received that request, so a lease ends
+	// at least T/3 before any expiry. A reconnection to the same session
+	// before the deadline keeps every lease; Lost and Closed end them at
+	// once. (docs/design.md: a follower cut off from the ensemble's leader
+	// narrows that margin by up to syncLimit×tickTime.)
 	Standard LossPolicy = iota
-	// SessionOnly ends leases only at Lost and Closed. A holder rides out short
+	// SessionOnly ends leases only at Lost and Closed. A holder rides out
 	// disconnects, accepting that it may overlap with the next holder when the
 	// session expires while it is disconnected.
 	SessionOnly
+	// EndAtDisconnect ends leases at the first disconnect (Suspended), at
+	// Lost and at Closed, even when the session survives the disconnect: for
+	// ensembles whose syncLimit×tickTime is large against the session
+	// timeout, where Standard's deadline gives too little margin.
+	EndAtDisconnect
 )
 
-// String returns "standard" or "session-only".
+// String returns "standard", "session-only" or "end-at-disconnect".
 func (p LossPolicy) String() string {
 	switch p {
 	case Standard:
 		return "standard"
 	case SessionOnly:
 		return "session-only"
+	case EndAtDisconnect:
+		return "end-at-disconnect"
 	}
 	return fmt.Sprintf("LossPolicy(%d)", int(p))
 }

@@ -14,34 +14,45 @@ import (
 )
 
 // A short cut: Suspended, then Reconnected with the same session and epoch.
-// Standard leases end at Suspended; session-only leases survive.
+// A reconnection before the lease deadline keeps Standard leases (the same
+// lease context goes on) and session-only ones; EndAtDisconnect leases end
+// at Suspended, and a lease taken after Reconnected is a new one.
 func TestShortCutSameSession(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	p := ns.Proxy(t)
-	// One server address: go-zookeeper sleeps 1 s before reconnecting, so the
-	// timeout leaves room for that.
-	opt := session.WithSessionTimeout(4 * time.Second)
+	// One server address: go-zookeeper sleeps 1 s before reconnecting; the
+	// lease deadline, 4 s after the request answered just before the cut,
+	// leaves room for that.
+	opt := session.WithSessionTimeout(6 * time.Second)
 	s := sessiontest.ConnectTo(t, p.Servers(), ns.Root, opt)
 	so := sessiontest.ConnectTo(t, p.Servers(), ns.Root, opt, session.WithLossPolicy(session.SessionOnly))
-	rec, recSO := sessiontest.Record(t, s), sessiontest.Record(t, so)
-	ep, epSO := sessiontest.Core(s).Epoch(), sessiontest.Core(so).Epoch()
-	lease, leaseSO := sessiontest.Core(s).LeaseContext(), sessiontest.Core(so).LeaseContext()
+	sd := sessiontest.ConnectTo(t, p.Servers(), ns.Root, opt, session.WithLossPolicy(session.EndAtDisconnect))
+	rec, recSO, recD := sessiontest.Record(t, s), sessiontest.Record(t, so), sessiontest.Record(t, sd)
+	ep, epSO, epD := sessiontest.Core(s).Epoch(), sessiontest.Core(so).Epoch(), sessiontest.Core(sd).Epoch()
+	lease, leaseSO, leaseD := sessiontest.Core(s).LeaseContext(), sessiontest.Core(so).LeaseContext(), sessiontest.Core(sd).LeaseContext()
+	for _, x := range []*session.Session{s, so, sd} {
+		answered(t, x)
+	}
 
 	p.Cut()
 	sus := rec.Wait(t, wait, session.Suspended)
 	if sus.Epoch != ep || sus.SessionID != ep.SessionID() {
 		t.Fatalf("Suspended for %v, want %v", sus.Epoch, ep)
 	}
-	if err := context.Cause(lease); !errors.Is(err, session.ErrSuspended) {
-		t.Fatalf("standard lease cause at Suspended = %v", err)
+	if err := context.Cause(lease); err != nil {
+		t.Fatalf("standard lease ended at a reset, before its deadline: %v", err)
 	}
 	recSO.Wait(t, wait, session.Suspended)
 	if err := context.Cause(leaseSO); err != nil {
 		t.Fatalf("session-only lease canceled at Suspended: %v", err)
 	}
-	if st := s.State(); st == session.Suspended {
-		if c := sessiontest.Core(s).LeaseContext(); !errors.Is(context.Cause(c), session.ErrSuspended) {
-			t.Fatalf("lease taken while suspended: cause %v", context.Cause(c))
+	recD.Wait(t, wait, session.Suspended)
+	if err := context.Cause(leaseD); !errors.Is(err, session.ErrSuspended) {
+		t.Fatalf("end-at-disconnect lease cause at Suspended = %v", err)
+	}
+	if st := sd.State(); st == session.Suspended {
+		if c := sessiontest.Core(sd).LeaseContext(); !errors.Is(context.Cause(c), session.ErrSuspended) {
+			t.Fatalf("end-at-disconnect lease taken while suspended: cause %v", context.Cause(c))
 		}
 	}
 
@@ -49,30 +60,49 @@ func TestShortCutSameSession(t *testing.T) {
 	if rc.Epoch != ep || rc.SessionID != ep.SessionID() || ep.Err() != nil {
 		t.Fatalf("Reconnected with %v (err %v), want the same epoch %v", rc.Epoch, ep.Err(), ep)
 	}
+	if err := context.Cause(lease); err != nil {
+		t.Fatalf("standard lease ended by a reset mended before its deadline: %v", err)
+	}
+	if c := sessiontest.Core(s).LeaseContext(); c != lease {
+		t.Fatal("after a reconnection in time, a standard lease taken now must be the same interval's")
+	}
 	recSO.Wait(t, wait, session.Reconnected)
 	if err := context.Cause(leaseSO); err != nil || epSO.Err() != nil {
 		t.Fatalf("session-only lease ended by a short cut: %v / %v", err, epSO.Err())
 	}
-	if got := fmt.Sprint(rec.States()); got != "[Suspended Reconnected]" {
-		t.Fatalf("states %s", got)
+	recD.Wait(t, wait, session.Reconnected)
+	for _, r := range []*sessiontest.Recorder{rec, recD} {
+		if got := fmt.Sprint(r.States()); got != "[Suspended Reconnected]" {
+			t.Fatalf("states %s", got)
+		}
 	}
-	if c := sessiontest.Core(s).LeaseContext(); c.Err() != nil || c == lease {
-		t.Fatal("a lease taken after Reconnected must be live and new")
+	if c := sessiontest.Core(sd).LeaseContext(); c.Err() != nil || c == leaseD {
+		t.Fatal("an end-at-disconnect lease taken after Reconnected must be live and new")
 	}
-	if !errors.Is(context.Cause(lease), session.ErrSuspended) {
-		t.Fatal("the old lease must stay ended")
+	if !errors.Is(context.Cause(leaseD), session.ErrSuspended) || epD.Err() != nil {
+		t.Fatal("the old end-at-disconnect lease must stay ended, its epoch live")
 	}
 	got, err := sessiontest.Core(s).WaitConnected(ctxT(t, time.Second))
 	if err != nil || got != ep {
 		t.Fatalf("WaitConnected = %v, %v", got, err)
 	}
 	got, lctx, err := sessiontest.Core(s).WaitLease(ctxT(t, time.Second))
-	if err != nil || got != ep || lctx.Err() != nil || lctx != sessiontest.Core(s).LeaseContext() {
+	if err != nil || got != ep || lctx != lease || lctx.Err() != nil {
 		t.Fatalf("WaitLease = %v, %v, %v", got, lctx, err)
 	}
 	got, lctx, err = sessiontest.Core(so).WaitLease(ctxT(t, time.Second))
 	if err != nil || got != epSO || lctx != epSO.Context() {
 		t.Fatalf("session-only WaitLease = %v, %v, %v", got, lctx, err)
+	}
+}
+
+// answered makes a request of s and waits for its answer: the newest
+// answered request's send time, from which the Standard lease deadline
+// counts, is then at most now.
+func answered(t *testing.T, s *session.Session) {
+	t.Helper()
+	if _, _, err := s.Conn().Exists("/"); err != nil {
+		t.Fatalf("exists: %v", err)
 	}
 }
 

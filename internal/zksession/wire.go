@@ -798,7 +798,13 @@ func (c *wireConn) scanReplies(b []byte) {
 					c.w.lastZxid.Store(0)
 				}
 				c.w.info.Store(&connectInfo{sessionID: id, timeout: time.Duration(timeoutMs) * time.Millisecond})
-				c.heard(c.connectSent.Load())
+				if timeoutMs > 0 {
+					// A session accepted (a reconnecting one revalidated
+					// on the ensemble's leader): the server heard us when
+					// we asked, or later. Not an expired one's answer,
+					// which must not move a lease deadline (leaseDeadline).
+					c.heard(c.connectSent.Load())
+				}
 				c.answered.Store(true)
 			}
 			return
