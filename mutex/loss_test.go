@@ -226,8 +226,9 @@ func TestHolderSessionExpired(t *testing.T) {
 	}
 }
 
-// TestHolderSessionKilled: standard policy; the holder's session is ended on
-// the server at once (zktest.ExpireSession through the member that serves
+// TestHolderSessionKilled: end-at-disconnect policy (under Standard the
+// holder hears of a kill only when it reconnects: docs/design.md); the
+// holder's session is ended on the server at once (zktest.ExpireSession through the member that serves
 // it: an operator's kill, not an expiry). The server closes the holder's
 // connection, so the holder's lease ends with session.ErrSuspended, then
 // matches session.ErrLost; the waiter acquires; the lost lease's Release is
@@ -244,7 +245,7 @@ func TestHolderSessionKilled(t *testing.T) {
 		t.Run(k.name, func(t *testing.T) {
 			ns := zktest.NewNamespace(t)
 			raw := ns.Conn(t)
-			hs, tap := sessiontest.ConnectTap(t, ns, bystander)
+			hs, tap := sessiontest.ConnectTap(t, ns, bystander, session.WithLossPolicy(session.EndAtDisconnect))
 			rec := sessiontest.Record(t, hs)
 			holder := k.make(t, hs)
 			ws := connect(t, ns, bystander)
@@ -333,15 +334,106 @@ func TestHolderPartitioned(t *testing.T) {
 	}
 }
 
-// TestShortCutStandard: a short cut ends a standard-policy lease at
-// Suspended; its node is deleted once the connection is back, and someone
-// else can take the lock. A waiter, however, keeps its place across a cut.
-func TestShortCutStandard(t *testing.T) {
+// TestResetKeepsLease: under the standard policy a connection reset whose
+// reconnection (to the same session) comes before the lease deadline keeps
+// the lease and its node, with nothing for the holder to do: others still
+// find the lock held.
+func TestResetKeepsLease(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			ns := zktest.NewNamespace(t)
 			raw := ns.Conn(t)
-			hs, p := sessiontest.ConnectProxy(t, ns)
+			hs, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(sessiontest.LeaseTimeout))
+			holder := k.make(t, hs)
+			other := k.make(t, connect(t, ns))
+			ctx := ctxT(t)
+			hl, err := holder.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sessiontest.Reset(t, hs, p)
+			if err := hl.Err(); err != nil {
+				t.Fatalf("lease ended by a reset mended before its deadline: %v", err)
+			}
+			if ok, _, err := raw.Exists(mutex.NodePath(hl)); err != nil || !ok {
+				t.Fatalf("node gone after the reset: %v %v", ok, err)
+			}
+			if _, err := other.TryLock(ctx); !errors.Is(err, recipes.ErrBusy) {
+				t.Fatalf("other TryLock = %v, want ErrBusy", err)
+			}
+			if err := hl.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			ol, err := other.TryLock(ctx)
+			if err != nil {
+				t.Fatalf("TryLock after Release: %v", err)
+			}
+			if err := ol.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestResetThenSilenceEndsLease: under the standard policy a connection
+// reset followed by silence ends the lease at its deadline (two thirds of
+// the session timeout after the last answered request), while the server
+// still has the session: the lease's node is there, owned by it. Once the
+// client is back, the node goes and another can lock.
+func TestResetThenSilenceEndsLease(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			ns := zktest.NewNamespace(t)
+			raw := ns.Conn(t)
+			hs, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(sessiontest.LeaseTimeout))
+			holder := k.make(t, hs)
+			other := k.make(t, connect(t, ns))
+			ctx := ctxT(t)
+			hl, err := holder.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sid := hs.SessionID()
+			sl := sessiontest.ResetThenSilence(t, hs, p)
+			if err := hl.Err(); err != nil {
+				t.Fatalf("lease ended at the reset, before its deadline: %v", err)
+			}
+			sl.WaitEnded(t, hl.Done(), "the lease")
+			_, st, err := raw.Exists(mutex.NodePath(hl))
+			if err != nil || st == nil || st.EphemeralOwner != sid {
+				t.Fatalf("the session's node when its lease ended: %v %v: the server expired the session first", st, err)
+			}
+			if !errors.Is(hl.Err(), session.ErrSuspended) {
+				t.Fatalf("cause = %v, want session.ErrSuspended", hl.Err())
+			}
+			sl.End(t)
+			zktest.Eventually(t, wait, func() bool {
+				ok, _, err := raw.Exists(mutex.NodePath(hl))
+				return err == nil && !ok
+			}, "node of the ended lease not deleted")
+			ol, err := other.TryLock(ctx)
+			if err != nil {
+				t.Fatalf("TryLock after the ended lease: %v", err)
+			}
+			if err := hl.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := ol.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestShortCutEndAtDisconnect: a short cut ends an end-at-disconnect lease
+// at Suspended; its node is deleted once the connection is back, and someone
+// else can take the lock. A waiter, however, keeps its place across a cut.
+func TestShortCutEndAtDisconnect(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			ns := zktest.NewNamespace(t)
+			raw := ns.Conn(t)
+			hs, p := sessiontest.ConnectProxy(t, ns, session.WithLossPolicy(session.EndAtDisconnect))
 			rec := sessiontest.Record(t, hs)
 			holder := k.make(t, hs)
 			other := k.make(t, connect(t, ns))

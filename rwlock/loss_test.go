@@ -110,8 +110,9 @@ func TestHolderSessionExpired(t *testing.T) {
 // chaos run's checker gives the same race (servingKillRace).
 const killRace = time.Second
 
-// TestHolderSessionKilled: standard policy; the holder's session is ended on
-// the server at once (zktest.ExpireSession through the member that serves
+// TestHolderSessionKilled: end-at-disconnect policy (under Standard the
+// holder hears of a kill only when it reconnects: docs/design.md); the
+// holder's session is ended on the server at once (zktest.ExpireSession through the member that serves
 // it: an operator's kill, not an expiry). The server closes the holder's
 // connection, so the holder's lease ends with session.ErrSuspended, then
 // matches session.ErrLost; the waiter acquires; the lost lease's Release is
@@ -128,7 +129,7 @@ func TestHolderSessionKilled(t *testing.T) {
 			t.Run(pairName(k, p.holder, p.waiter), func(t *testing.T) {
 				ns := zktest.NewNamespace(t)
 				raw := ns.Conn(t)
-				hs, tap := sessiontest.ConnectTap(t, ns, bystander)
+				hs, tap := sessiontest.ConnectTap(t, ns, bystander, session.WithLossPolicy(session.EndAtDisconnect))
 				rec := sessiontest.Record(t, hs)
 				holder := k.make(t, hs)
 				waiter := k.make(t, connect(t, ns, bystander))
@@ -215,16 +216,84 @@ func TestHolderPartitioned(t *testing.T) {
 }
 
 // TestShortDisconnect: a connection drop shorter than the session timeout.
-// Standard policy: a held lease ends at Suspended and its node is deleted
-// once the connection is back, while a waiter keeps its place across the
-// cut. Session-only policy: the lease and its node survive.
+// Standard policy: a reset whose reconnection comes before the lease
+// deadline keeps the lease and its node; a reset followed by silence ends
+// it at the deadline, before the server could expire the session (its node
+// is still there), and the node goes once the connection is back.
+// End-at-disconnect policy: a held lease ends at Suspended and its node is
+// deleted once the connection is back, while a waiter keeps its place across
+// the cut. Session-only policy: the lease and its node survive.
 func TestShortDisconnect(t *testing.T) {
 	for _, k := range kinds {
 		for _, side := range []Side{Read, Write} {
-			t.Run(fmt.Sprintf("%s/%v/standard", k.name, side), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%v/standard-kept", k.name, side), func(t *testing.T) {
 				ns := zktest.NewNamespace(t)
 				raw := ns.Conn(t)
-				hs, p := sessiontest.ConnectProxy(t, ns)
+				hs, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(sessiontest.LeaseTimeout))
+				holder := k.make(t, hs)
+				other := k.make(t, connect(t, ns))
+				ctx := ctxT(t)
+				hl, err := acquire(ctx, holder, side, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sessiontest.Reset(t, hs, p)
+				if err := hl.Err(); err != nil {
+					t.Fatalf("lease ended by a reset mended before its deadline: %v", err)
+				}
+				if ks := nodes(t, raw, ns); len(ks) != 1 || ks[0] != hl.Node() {
+					t.Fatalf("nodes %q, want the lease's %s", ks, hl.Node())
+				}
+				if _, err := other.TryLock(ctx); !errors.Is(err, recipes.ErrBusy) {
+					t.Fatalf("TryLock beside a held lease: %v, want ErrBusy", err)
+				}
+				if err := hl.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+				waitEmpty(t, raw, ns)
+			})
+			t.Run(fmt.Sprintf("%s/%v/standard-silence", k.name, side), func(t *testing.T) {
+				ns := zktest.NewNamespace(t)
+				raw := ns.Conn(t)
+				hs, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(sessiontest.LeaseTimeout))
+				holder := k.make(t, hs)
+				other := k.make(t, connect(t, ns))
+				ctx := ctxT(t)
+				hl, err := acquire(ctx, holder, side, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sid := hs.SessionID()
+				sl := sessiontest.ResetThenSilence(t, hs, p)
+				if err := hl.Err(); err != nil {
+					t.Fatalf("lease ended at the reset, before its deadline: %v", err)
+				}
+				sl.WaitEnded(t, hl.Done(), "the lease")
+				_, st, err := raw.Exists(rwlock.NodePath(hl))
+				if err != nil || st == nil || st.EphemeralOwner != sid {
+					t.Fatalf("the session's node when its lease ended: %v %v: the server expired the session first", st, err)
+				}
+				if !errors.Is(hl.Err(), session.ErrSuspended) {
+					t.Fatalf("cause = %v, want session.ErrSuspended", hl.Err())
+				}
+				sl.End(t)
+				waitEmpty(t, raw, ns)
+				ol, err := acquire(ctx, other, Write, true)
+				if err != nil {
+					t.Fatalf("TryLock after the ended lease: %v", err)
+				}
+				if err := hl.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if err := ol.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+				waitEmpty(t, raw, ns)
+			})
+			t.Run(fmt.Sprintf("%s/%v/end-at-disconnect", k.name, side), func(t *testing.T) {
+				ns := zktest.NewNamespace(t)
+				raw := ns.Conn(t)
+				hs, p := sessiontest.ConnectProxy(t, ns, session.WithLossPolicy(session.EndAtDisconnect))
 				rec := sessiontest.Record(t, hs)
 				holder := k.make(t, hs)
 				other := k.make(t, connect(t, ns))

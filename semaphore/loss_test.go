@@ -140,8 +140,9 @@ func TestHolderSessionExpired(t *testing.T) {
 	waitNodes(t, raw, ns, semaphore.LeasesDir, 0)
 }
 
-// The holder's session is ended on the server at once while a waiter waits
-// (zktest.ExpireSession through the member that serves it: an operator's
+// End-at-disconnect policy (under Standard the holder hears of a kill only
+// when it reconnects: docs/design.md). The holder's session is ended on the
+// server at once while a waiter waits (zktest.ExpireSession through the member that serves it: an operator's
 // kill, not an expiry). The server closes the holder's connection, so the
 // holder's lease ends with session.ErrSuspended, then matches
 // session.ErrLost; the waiter acquires; the lost lease's Release is
@@ -155,7 +156,7 @@ func TestHolderSessionExpired(t *testing.T) {
 func TestHolderSessionKilled(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	raw := ns.Conn(t)
-	hs, tap := sessiontest.ConnectTap(t, ns, bystander)
+	hs, tap := sessiontest.ConnectTap(t, ns, bystander, session.WithLossPolicy(session.EndAtDisconnect))
 	rec := sessiontest.Record(t, hs)
 	holder := newSem(t, hs, 1)
 	waiter := newSem(t, connect(t, ns, bystander), 1)
@@ -242,13 +243,85 @@ func TestHolderPartitioned(t *testing.T) {
 	}
 }
 
-// A short cut under the standard policy ends a held lease at Suspended and
-// its node is deleted once the connection is back; an acquire waiting for
-// room across the cut still gets a lease (it queues again).
-func TestShortCutStandard(t *testing.T) {
+// Under the standard policy a connection reset whose reconnection comes
+// before the lease deadline keeps the lease and its node: the semaphore
+// stays full.
+func TestResetKeepsLease(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	raw := ns.Conn(t)
-	s, p := sessiontest.ConnectProxy(t, ns)
+	s, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(sessiontest.LeaseTimeout))
+	sem := newSem(t, s, 1)
+	other := newSem(t, connect(t, ns), 1)
+	ctx := ctxT(t)
+	l, err := sem.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessiontest.Reset(t, s, p)
+	if err := l.Err(); err != nil {
+		t.Fatalf("lease ended by a reset mended before its deadline: %v", err)
+	}
+	if ok, _, err := raw.Exists(semaphore.NodePath(l)); err != nil || !ok {
+		t.Fatalf("lease node gone after the reset: %v %v", ok, err)
+	}
+	if _, err := other.TryAcquire(ctx); !errors.Is(err, recipes.ErrBusy) {
+		t.Fatalf("other TryAcquire = %v, want ErrBusy", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitNodes(t, raw, ns, semaphore.LeasesDir, 0)
+}
+
+// Under the standard policy a connection reset followed by silence ends the
+// lease at its deadline, while the server still has the session (the
+// lease's node is there, owned by it); once the client is back, the node
+// goes and another acquires.
+func TestResetThenSilenceEndsLease(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	s, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(sessiontest.LeaseTimeout))
+	sem := newSem(t, s, 1)
+	other := newSem(t, connect(t, ns), 1)
+	ctx := ctxT(t)
+	l, err := sem.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := s.SessionID()
+	sl := sessiontest.ResetThenSilence(t, s, p)
+	if err := l.Err(); err != nil {
+		t.Fatalf("lease ended at the reset, before its deadline: %v", err)
+	}
+	sl.WaitEnded(t, l.Done(), "the lease")
+	_, st, err := raw.Exists(semaphore.NodePath(l))
+	if err != nil || st == nil || st.EphemeralOwner != sid {
+		t.Fatalf("the session's node when its lease ended: %v %v: the server expired the session first", st, err)
+	}
+	if !errors.Is(l.Err(), session.ErrSuspended) {
+		t.Fatalf("cause = %v, want session.ErrSuspended", l.Err())
+	}
+	sl.End(t)
+	waitNodes(t, raw, ns, semaphore.LeasesDir, 0)
+	ol, err := other.TryAcquire(ctx)
+	if err != nil {
+		t.Fatalf("TryAcquire after the ended lease: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ol.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A short cut under the end-at-disconnect policy ends a held lease at
+// Suspended and its node is deleted once the connection is back; an acquire
+// waiting for room across the cut still gets a lease (it queues again).
+func TestShortCutEndAtDisconnect(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	s, p := sessiontest.ConnectProxy(t, ns, session.WithLossPolicy(session.EndAtDisconnect))
 	rec := sessiontest.Record(t, s)
 	sem := newSem(t, s, 1)
 	other := newSem(t, connect(t, ns), 1)

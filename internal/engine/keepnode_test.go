@@ -15,7 +15,7 @@ import (
 )
 
 // TestKeepNodeUntilRelease: with WithKeepNodeUntilRelease, leases that ended
-// at a suspension keep their nodes after the connection is back; Release
+// at a suspension (EndAtDisconnect) keep their nodes after the connection is back; Release
 // deletes one (synchronously with a live ctx, through the session's queue
 // with a ctx already ended, without blocking), and Close deletes the node of
 // an ended lease nobody released.
@@ -23,7 +23,7 @@ func TestKeepNodeUntilRelease(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	raw := ns.Conn(t)
 	ctx := ctxT(t)
-	s, p := sessiontest.ConnectProxy(t, ns)
+	s, p := sessiontest.ConnectProxy(t, ns, session.WithLossPolicy(session.EndAtDisconnect))
 	in, err := engine.New(s, dir, engine.WithKeepNodeUntilRelease(true))
 	if err != nil {
 		t.Fatal(err)
@@ -102,14 +102,15 @@ func TestKeepNodeUntilRelease(t *testing.T) {
 }
 
 // TestKeepNodeUntilReleaseFixed: a fixed node that outlived its lease
-// (WithKeepNodeUntilRelease) is deleted by the lease's goroutine once Release
+// (WithKeepNodeUntilRelease; the lease ended at a suspension under
+// EndAtDisconnect) is deleted by the lease's goroutine once Release
 // is called, and Release returns its result; one nobody released goes at
 // Close.
 func TestKeepNodeUntilReleaseFixed(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	raw := ns.Conn(t)
 	ctx := ctxT(t)
-	s, p := sessiontest.ConnectProxy(t, ns)
+	s, p := sessiontest.ConnectProxy(t, ns, session.WithLossPolicy(session.EndAtDisconnect))
 	in, err := engine.New(s, dir, engine.WithKeepNodeUntilRelease(true))
 	if err != nil {
 		t.Fatal(err)

@@ -62,12 +62,14 @@ func endedWithNodeGone(t *testing.T, l *engine.Lease, want error, raw *zk.Conn, 
 	waitChildren(t, raw, ns, 0)
 }
 
-// TestLossCauseInstantExpiry: standard policy; the holder's session is
-// expired on the server at once. The lease ends at the suspension; once the
-// session reports Lost, Err matches session.ErrLost.
+// TestLossCauseInstantExpiry: end-at-disconnect policy; the holder's session
+// is expired on the server at once. The lease ends at the suspension; once
+// the session reports Lost, Err matches session.ErrLost. (Under Standard the
+// lease may end at Lost itself, if the client learns of the expiry before
+// its lease deadline: TestLossCauseInstantExpiryStandard.)
 func TestLossCauseInstantExpiry(t *testing.T) {
 	ns := zktest.NewNamespace(t)
-	s, tap := sessiontest.ConnectTap(t, ns)
+	s, tap := sessiontest.ConnectTap(t, ns, session.WithLossPolicy(session.EndAtDisconnect))
 	in := newInternals(t, s)
 	l, err := in.Acquire(ctxT(t), lockDriver, nil)
 	if err != nil {
@@ -80,6 +82,28 @@ func TestLossCauseInstantExpiry(t *testing.T) {
 	ended(t, l) // by then: Suspended came first
 	checkLostCause(t, l)
 	t.Logf("Err after an instant expiry: %v", l.Err())
+}
+
+// TestLossCauseInstantExpiryStandard: standard policy; the holder's session
+// is expired on the server at once. The lease has ended by the time the
+// session reports Lost (at Lost, or at its deadline before that), and Err
+// matches session.ErrLost.
+func TestLossCauseInstantExpiryStandard(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	s, tap := sessiontest.ConnectTap(t, ns)
+	in := newInternals(t, s)
+	l, err := in.Acquire(ctxT(t), lockDriver, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(context.Background())
+	rec := sessiontest.Record(t, s)
+	sessiontest.Expire(t, s, tap)
+	rec.Wait(t, wait, session.Lost)
+	ended(t, l)
+	if err := l.Err(); !errors.Is(err, session.ErrLost) {
+		t.Fatalf("after Lost, Err() = %v: does not match session.ErrLost", err)
+	}
 }
 
 // TestLossCausePartition: standard policy; the holder is partitioned past
@@ -112,7 +136,7 @@ func TestLossCausePartition(t *testing.T) {
 // only when there is something to do: the node-watch delay, the end of the
 // lease context or Close) is still ended and cleaned up by each of them, with
 // the node watch on and off (off, no delay ever starts it). A suspension
-// right after the acquire ends it and, once reconnected, its node is
+// (EndAtDisconnect) right after the acquire ends it and, once reconnected, its node is
 // deleted, also when the holder releases the lease as soon as it is told;
 // Close right after the acquire ends it with ErrClosed and deletes the
 // node; released leases leave nothing running (goleak, see TestMain).
@@ -131,7 +155,7 @@ func TestShortHoldEnds(t *testing.T) {
 		t.Run(fmt.Sprintf("suspension/watch=%v", watch), func(t *testing.T) {
 			ns := zktest.NewNamespace(t)
 			raw := ns.Conn(t)
-			s, p := sessiontest.ConnectProxy(t, ns)
+			s, p := sessiontest.ConnectProxy(t, ns, session.WithLossPolicy(session.EndAtDisconnect))
 			_, l := acquired(t, s)
 			p.Cut()
 			select {
@@ -190,14 +214,14 @@ func TestShortHoldEnds(t *testing.T) {
 // TestHeldLeaseStartsNoGoroutine: a held sequential lease starts its monitor
 // goroutine only when it has something to do. With the node watch off (no
 // 100 ms delay), 50 held leases add no goroutine of the engine while they are
-// held; ending them (a suspension) starts the monitors, which delete the
-// nodes. (With the node watch on, the same holds for the first 100 ms; that
+// held; ending them (a suspension, under EndAtDisconnect) starts the
+// monitors, which delete the nodes. (With the node watch on, the same holds for the first 100 ms; that
 // is timing, so this test takes the deterministic case.)
 func TestHeldLeaseStartsNoGoroutine(t *testing.T) {
 	const leases = 50
 	ns := zktest.NewNamespace(t)
 	raw := ns.Conn(t)
-	s, p := sessiontest.ConnectProxy(t, ns)
+	s, p := sessiontest.ConnectProxy(t, ns, session.WithLossPolicy(session.EndAtDisconnect))
 	in := newInternals(t, s, engine.WithNodeWatch(false))
 	sem := engine.Standard("lease-", leases)
 	// One acquire first, so that workers and the directory exist before

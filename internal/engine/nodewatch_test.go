@@ -8,6 +8,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/recipes"
+	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -125,4 +126,47 @@ func TestNodeWatchEarlyDelete(t *testing.T) {
 	rctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	_ = l.Release(rctx)
+}
+
+// TestNodeWatchSurvivesReconnect: under the standard policy a held lease
+// outlives a connection reset mended before its deadline, and so must the
+// watch on its own node: a third party deletes the node while the client is
+// cut off, and once the same session is back the lease ends with
+// ErrNodeDeleted (go-zookeeper re-sets the watch, and the server reports the
+// deletion it missed).
+func TestNodeWatchSurvivesReconnect(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	s, p, tap := sessiontest.ConnectProxyTap(t, ns, session.WithSessionTimeout(6*time.Second))
+	in := newInternals(t, s)
+	ctx := ctxT(t)
+	l, err := in.Acquire(ctx, lockDriver, []byte("kept"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := l.Path()
+	zktest.Eventually(t, wait, func() bool { return tap.Watches()[node] > 0 }, "a watch on %s", node)
+	rec := sessiontest.Record(t, s)
+	if _, _, err := s.Conn().Exists("/"); err != nil { // the lease deadline counts from now
+		t.Fatal(err)
+	}
+	p.Refuse(true)
+	p.Cut()
+	rec.Wait(t, wait, session.Suspended)
+	if err := ns.Conn(t).Delete(node, -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Err(); err != nil {
+		t.Fatalf("the lease ended before the reconnection: %v", err)
+	}
+	p.Refuse(false)
+	rec.Wait(t, wait, session.Reconnected)
+	select {
+	case <-l.Done():
+	case <-time.After(wait):
+		t.Fatal("the lease did not end after its node was deleted")
+	}
+	if !errors.Is(l.Err(), recipes.ErrNodeDeleted) {
+		t.Errorf("Err %v, want ErrNodeDeleted", l.Err())
+	}
+	_ = l.Release(ctx)
 }
