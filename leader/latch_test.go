@@ -185,8 +185,9 @@ var bystander = session.WithSessionTimeout(10 * time.Second)
 // bound the chaos run's checker gives the same race (servingKillRace).
 const killRace = time.Second
 
-// Standard policy: the leader's session is ended on the server at once
-// (zktest.ExpireSession through the member that serves it: an operator's
+// End-at-disconnect policy (under Standard the leader hears of a kill only
+// at its lease deadline or when it reconnects: docs/design.md): the leader's
+// session is ended on the server at once (zktest.ExpireSession through the member that serves it: an operator's
 // kill, not an expiry). The server closes the leader's connection, so its
 // term ends with session.ErrSuspended, then matches session.ErrLost; another
 // participant leads; the killed one re-enters with a new session. That the
@@ -207,7 +208,7 @@ func TestLatchSessionKilled(t *testing.T) {
 		names = []string{"k0", "k1", "k2"}
 	)
 	for _, id := range names {
-		s, tap := sessiontest.ConnectTap(t, ns, bystander)
+		s, tap := sessiontest.ConnectTap(t, ns, bystander, session.WithLossPolicy(session.EndAtDisconnect))
 		l := startLatch(t, s, id)
 		log.follow(t, id, l)
 		ls, sess, taps = append(ls, l), append(sess, s), append(taps, tap)
@@ -369,14 +370,74 @@ func TestLatchPartitioned(t *testing.T) {
 	log.checkNoOverlap(t)
 }
 
-// Standard policy: a short cut ends the term at Suspended; the participant
-// deletes its node when the connection is back and re-enters at the back,
-// so the other participant leads.
+// Standard policy: a connection reset whose reconnection comes before the
+// lease deadline keeps the term, its node and the leadership: the other
+// participant never leads.
+func TestLatchResetKeepsTerm(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	conn := ns.Conn(t)
+	log := newTermLog(t)
+	sa, pa := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(sessiontest.LeaseTimeout))
+	a := startLatch(t, sa, "a")
+	log.follow(t, "a", a)
+	ta := await(t, a)
+	b := startLatch(t, sessiontest.Connect(t, ns), "b")
+	log.follow(t, "b", b)
+	zktest.Eventually(t, wait, func() bool { return len(children(t, conn, ns)) == 2 }, "2 nodes")
+	sessiontest.Reset(t, sa, pa)
+	if err := ta.Err(); err != nil || a.Term() != ta || !a.IsLeader() {
+		t.Fatalf("a reset mended before the lease deadline ended the term: %v", err)
+	}
+	checkTermNode(t, conn, sa, ta)
+	if b.IsLeader() {
+		t.Fatal("b leads beside a")
+	}
+	log.checkNoOverlap(t)
+}
+
+// Standard policy: a connection reset followed by silence ends the term at
+// the lease deadline, while the server still has the session (the term's
+// node is there, owned by it); the other participant leads only after.
+func TestLatchResetThenSilenceEndsTerm(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	conn := ns.Conn(t)
+	log := newTermLog(t)
+	sa, pa := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(sessiontest.LeaseTimeout))
+	a := startLatch(t, sa, "a")
+	log.follow(t, "a", a)
+	ta := await(t, a)
+	b := startLatch(t, sessiontest.Connect(t, ns), "b")
+	log.follow(t, "b", b)
+	zktest.Eventually(t, wait, func() bool { return len(children(t, conn, ns)) == 2 }, "2 nodes")
+	sid := sa.SessionID()
+	sl := sessiontest.ResetThenSilence(t, sa, pa)
+	if err := ta.Err(); err != nil {
+		t.Fatalf("the term ended at the reset, before its deadline: %v", err)
+	}
+	sl.WaitEnded(t, ta.Done(), "the term")
+	if _, st, err := conn.Exists(leader.TermPath(ta)); err != nil || st == nil || st.EphemeralOwner != sid {
+		t.Fatalf("the session's node when its term ended: %v %v: the server expired the session first", st, err)
+	}
+	if !errors.Is(ta.Err(), session.ErrSuspended) {
+		t.Fatalf("term Err %v, want ErrSuspended", ta.Err())
+	}
+	tb := await(t, b)
+	ro, rn := log.waitPair(t, ta, tb)
+	if !ro.end.Before(rn.start) {
+		t.Errorf("a's term ended %v, b's began %v", ro.end, rn.start)
+	}
+	sl.End(t)
+	log.checkNoOverlap(t)
+}
+
+// End-at-disconnect policy: a short cut ends the term at Suspended; the
+// participant deletes its node when the connection is back and re-enters at
+// the back, so the other participant leads.
 func TestLatchCutEndsTermAtSuspended(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	conn := ns.Conn(t)
 	log := newTermLog(t)
-	sa, pa := sessiontest.ConnectProxy(t, ns)
+	sa, pa := sessiontest.ConnectProxy(t, ns, session.WithLossPolicy(session.EndAtDisconnect))
 	a := startLatch(t, sa, "a")
 	log.follow(t, "a", a)
 	ta := await(t, a)

@@ -33,12 +33,13 @@ func checkTermLost(t *testing.T, term *leader.Term) {
 	t.Logf("term Err after Lost: %v", err)
 }
 
-// TestTermLossCauseInstantExpiry: standard policy; the leader's session is
-// expired on the server at once: its term ends at the suspension, and once
-// the session reports Lost, Term.Err matches session.ErrLost.
+// TestTermLossCauseInstantExpiry: end-at-disconnect policy; the leader's
+// session is expired on the server at once: its term ends at the
+// suspension, and once the session reports Lost, Term.Err matches
+// session.ErrLost.
 func TestTermLossCauseInstantExpiry(t *testing.T) {
 	ns := zktest.NewNamespace(t)
-	s, tap := sessiontest.ConnectTap(t, ns)
+	s, tap := sessiontest.ConnectTap(t, ns, session.WithLossPolicy(session.EndAtDisconnect))
 	l := startLatch(t, s, "x")
 	term := await(t, l)
 	rec := sessiontest.Record(t, s)

@@ -192,7 +192,8 @@ func selectorParticipant(t *testing.T, s *session.Session, id string, work func(
 	}
 }
 
-// TestNoOverlapAfterCut: standard policy; the leader's connection is cut
+// TestNoOverlapAfterCut: end-at-disconnect policy (under Standard a cut this
+// short ends nothing: TestLatchResetKeepsTerm); the leader's connection is cut
 // once, briefly (its session survives). Its work is told at Suspended and
 // needs slowStop to return; the other participant must not start its work
 // before then: the leader's node stays until its work has returned, even
@@ -207,7 +208,7 @@ func TestNoOverlapAfterCut(t *testing.T) {
 			ctx := ctxT(t)
 			// A timeout that a cut and go-zookeeper's reconnect stay well within.
 			timeout := session.WithSessionTimeout(4 * time.Second)
-			sa, pa := sessiontest.ConnectProxy(t, ns, timeout)
+			sa, pa := sessiontest.ConnectProxy(t, ns, timeout, session.WithLossPolicy(session.EndAtDisconnect))
 			sb := sessiontest.Connect(t, ns, timeout)
 			log := newStintLog(t)
 			c.join(t, sa, "a", log.work("a", slowStop))

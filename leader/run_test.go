@@ -169,13 +169,13 @@ func TestRunRequeuesAfterReturn(t *testing.T) {
 	}
 }
 
-// Standard policy: a cut cancels work's ctx with ErrSuspended; Run campaigns
-// again and calls work once the connection is back. With WithRequeue(false)
-// Run returns the loss.
+// End-at-disconnect policy: a cut cancels work's ctx with ErrSuspended; Run
+// campaigns again and calls work once the connection is back. With
+// WithRequeue(false) Run returns the loss.
 func TestRunLoss(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	log := newCallLog()
-	s, p := sessiontest.ConnectProxy(t, ns)
+	s, p := sessiontest.ConnectProxy(t, ns, session.WithLossPolicy(session.EndAtDisconnect))
 	var mu sync.Mutex
 	runs := 0
 	startRun(t, s, "l", func(ctx context.Context) error {
@@ -192,7 +192,7 @@ func TestRunLoss(t *testing.T) {
 	}
 	zktest.Eventually(t, wait, func() bool { mu.Lock(); defer mu.Unlock(); return runs == 2 }, "work again after the cut")
 
-	s2, p2 := sessiontest.ConnectProxy(t, ns)
+	s2, p2 := sessiontest.ConnectProxy(t, ns, session.WithLossPolicy(session.EndAtDisconnect))
 	started := make(chan struct{})
 	r := startRun(t, s2, "once", func(ctx context.Context) error {
 		close(started)

@@ -271,13 +271,13 @@ func TestSelectorClose(t *testing.T) {
 	}
 }
 
-// Standard policy: a cut cancels the callback's ctx with ErrSuspended; with
-// requeue the selector leads again once the connection is back. A callback
-// error does not stop the selector.
+// End-at-disconnect policy: a cut cancels the callback's ctx with
+// ErrSuspended; with requeue the selector leads again once the connection is
+// back. A callback error does not stop the selector.
 func TestSelectorLoss(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	log := newCallLog()
-	s, p := sessiontest.ConnectProxy(t, ns)
+	s, p := sessiontest.ConnectProxy(t, ns, session.WithLossPolicy(session.EndAtDisconnect))
 	var mu sync.Mutex
 	runs := 0
 	sel := newSelector(t, s, "l", func(ctx context.Context) error {

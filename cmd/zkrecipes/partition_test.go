@@ -21,6 +21,25 @@ import (
 // at the earliest have expired the first session (the last request the
 // proxy relayed from it, plus the session timeout).
 func TestPartitionStopsJobBeforeNextHolder(t *testing.T) {
+	stopsJobBeforeNextHolder(t, (*zktest.Proxy).Partition, 0)
+}
+
+// The same with a connection reset followed by silence (the proxy refuses
+// every new connection) instead of a silent partition: the lease does not
+// end at the reset but at its deadline, two thirds of the session timeout
+// after the newest answered request (the session pings every third of the
+// timeout, so at least a sixth of it after the reset), and the job is dead
+// before the server could expire the session.
+func TestResetThenSilenceStopsJobBeforeNextHolder(t *testing.T) {
+	stopsJobBeforeNextHolder(t, func(p *zktest.Proxy) {
+		p.Refuse(true)
+		p.Cut()
+	}, 500*time.Millisecond)
+}
+
+// stopsJobBeforeNextHolder runs the tests above, with fault cutting the
+// first command off; its lease must end no sooner than keptFor after it.
+func stopsJobBeforeNextHolder(t *testing.T, fault func(*zktest.Proxy), keptFor time.Duration) {
 	dir := t.TempDir()
 	first := script(t, dir, "first.sh", `date +%s.%N > "$1/job.start"
 sh -c 'trap "date +%s.%N > \"$1/gc.end\"; exit 0" TERM
@@ -29,7 +48,7 @@ while :; do sleep 0.02; done' gc "$1" &
 trap 'date +%s.%N > "$1/job.end"; exit 0' TERM
 while :; do sleep 0.02; done
 `)
-	pr := partitionFirst(t, dir, first, 500*time.Millisecond)
+	pr := partitionFirst(t, dir, first, 500*time.Millisecond, fault)
 	a, relayed, partitioned, sessionTimeout, grace := pr.first, pr.relayed, pr.partitioned, pr.sessionTimeout, pr.grace
 
 	jobEnd, gcEnd := readStamp(t, filepath.Join(dir, "job.end")), readStamp(t, filepath.Join(dir, "gc.end"))
@@ -66,6 +85,9 @@ margins: job dead %v and grandchild dead %v before the earliest expiry; second j
 	}
 	if !strings.Contains(a.stderr.String(), "suspended") {
 		t.Errorf("the first lease did not end at the suspension:\n%s", a.stderr.String())
+	}
+	if held := leaseEnd.Sub(partitioned); held < keptFor {
+		t.Errorf("the first lease ended %v after the fault, want its deadline, at least %v after it", held.Round(time.Millisecond), keptFor)
 	}
 }
 
@@ -105,10 +127,10 @@ type partitioned struct {
 
 // partitionFirst runs the first command, through a fault proxy, with job
 // firstJob (sh firstJob dir) and a session timeout of 3 s, waits for dir/job.start and dir/gc.start,
-// queues a second command directly, partitions the first, and returns once
-// both commands have exited: the first with 79, the second with 0 after its
-// job wrote dir/second.start.
-func partitionFirst(t *testing.T, dir, firstJob string, grace time.Duration) partitioned {
+// queues a second command directly, cuts the first off (fault: a partition,
+// or a reset and a refusal), and returns once both commands have exited: the
+// first with 79, the second with 0 after its job wrote dir/second.start.
+func partitionFirst(t *testing.T, dir, firstJob string, grace time.Duration, fault func(*zktest.Proxy)) partitioned {
 	t.Helper()
 	ns := zktest.NewNamespace(t)
 	zc := ns.Conn(t)
@@ -135,7 +157,7 @@ func partitionFirst(t *testing.T, dir, firstJob string, grace time.Duration) par
 
 	mu.Lock()
 	pr.partitioned = time.Now()
-	proxy.Partition()
+	fault(proxy)
 	pr.relayed = lastRelayed
 	mu.Unlock()
 
@@ -164,7 +186,7 @@ date +%s.%N > "$1/job.start"
 sh -c 'date +%s.%N > "$1/gc.start"; while :; do date +%s.%N >> "$1/gc.beats"; sleep 0.02; done' gc "$1" &
 while :; do date +%s.%N >> "$1/job.beats"; sleep 0.02; done
 `)
-	pr := partitionFirst(t, dir, first, maxGrace(3*time.Second))
+	pr := partitionFirst(t, dir, first, maxGrace(3*time.Second), (*zktest.Proxy).Partition)
 	stderr := pr.first.stderr.String()
 	term, kill := logTime(t, stderr, "sent SIGTERM"), logTime(t, stderr, "sent SIGKILL")
 	gone := logTime(t, stderr, "process group [0-9]+ gone")
@@ -208,4 +230,65 @@ func lastBeat(t *testing.T, path string) time.Time {
 	}
 	t.Fatalf("%s has no heartbeat", path)
 	return time.Time{}
+}
+
+// A connection reset that the session rides out, its reconnection coming
+// before the lease deadline (a server restarted in a rolling restart looks
+// the same to the client): the command's job is not stopped. The job runs
+// until the test lets it end, after the reconnection, and its own exit code
+// is the command's; the lease never ended.
+func TestResetKeepsJob(t *testing.T) {
+	dir := t.TempDir()
+	job := script(t, dir, "job.sh", `date +%s.%N > "$1/job.start"
+trap 'date +%s.%N > "$1/job.end"; exit 1' TERM
+while [ ! -e "$1/stop" ]; do sleep 0.02; done
+exit 0
+`)
+	ns := zktest.NewNamespace(t)
+	proxy := ns.Proxy(t)
+	var mu sync.Mutex
+	var cut bool
+	reconnected := make(chan struct{})
+	proxy.OnRequest(func(zktest.Request) zktest.Action {
+		mu.Lock()
+		defer mu.Unlock()
+		if cut && reconnected != nil {
+			close(reconnected) // a request relayed after the cut: the session is back
+			reconnected = nil
+		}
+		return zktest.Forward
+	})
+	done := reconnected
+	// The session pings every third of T: the newest answered request is
+	// at most T/3 old at the reset, so the deadline is at least T/3 after
+	// it, 3 s here, where go-zookeeper dials again after 1 s.
+	const sessionTimeout = 9 * time.Second
+	a := start(t, "holder", nil, args([]string{"lock", "--servers", proxy.Addr(), "--namespace", ns.Root,
+		"--session-timeout", sessionTimeout.String(), "-v"}, []string{"/deploy", "--", "sh", job, dir})...)
+	zktest.Eventually(t, waitLong, func() bool { return exists(filepath.Join(dir, "job.start")) }, "the job did not start")
+
+	mu.Lock()
+	cut = true
+	proxy.Cut()
+	mu.Unlock()
+	select {
+	case <-done:
+	case <-time.After(waitLong):
+		t.Fatal("the command did not reconnect")
+	}
+	if !a.running() || exists(filepath.Join(dir, "job.end")) {
+		t.Fatalf("the job was stopped by a reset mended before the lease deadline:\n%s", a.stderr.String())
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := a.wait(t); code != 0 {
+		t.Fatalf("command: exit %d, want the job's 0\nstderr:\n%s", code, a.stderr.String())
+	}
+	if strings.Contains(a.stderr.String(), "lease ended") {
+		t.Errorf("the lease ended across the reset:\n%s", a.stderr.String())
+	}
+	if ss := proxy.Sessions(); len(ss) != 1 {
+		t.Errorf("%d sessions through the proxy, want the one that rode out the reset", len(ss))
+	}
 }
