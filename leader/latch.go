@@ -26,7 +26,8 @@ const (
 // and leads whenever its node is the first one. Each stretch of leadership is
 // a *Term with its own Done, Err and Context.
 //
-// After a term ends because the connection was suspended (standard policy) or
+// After a term ends because the connection was down at its deadline (standard
+// policy), went down (end-at-disconnect) or
 // the session was lost, the latch deletes its node when the connection is back
 // (if the session survived) and enters the election again at the back, as
 // Curator's LeaderLatch does; another participant can lead meanwhile. Resign

@@ -23,8 +23,9 @@ import (
 // A term ends when work returns (nil or an error), when work panics, when
 // the term is resigned (Term.Resign, through TermFromContext), or when
 // leadership is lost. work's ctx is canceled at once when leadership is lost
-// (under the standard loss policy already when the connection is suspended,
-// before another participant can lead), when the term is resigned, or when
+// (under the standard loss policy already at the lease deadline of a
+// connection still down, before another participant can lead), when the term
+// is resigned, or when
 // ctx ends. The participant's node is deleted only after work has returned,
 // even when the connection came back long before, so no other participant's
 // work starts before this one has returned, and work should return promptly
@@ -32,8 +33,9 @@ import (
 // (a partition or a freeze past the session timeout): the server deletes the
 // node with the session, and another participant may lead while work that
 // is slow to stop still runs. Under the standard policy work is told at the
-// suspension, about a third of the session timeout before the server can
-// expire the session; under SessionOnly only a little before. Fence the
+// lease deadline, at least a third of the session timeout before the server
+// can expire the session (docs/design.md: less behind a follower cut off
+// from the ensemble's leader); under SessionOnly only a little before. Fence the
 // guarded resource with the term's token where that matters. Once ctx has
 // ended, Run does not wait for the deletion of its node: it leaves it to the
 // session's guaranteed-delete queue. TermFromContext gives work its *Term

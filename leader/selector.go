@@ -21,8 +21,8 @@ import (
 // A Selector follows the same rule as Run. A term ends when the callback
 // returns (nil or an error), panics, is resigned (Resign, or Term.Resign from
 // the callback), or when leadership is lost. The callback's context is
-// canceled when leadership is lost (under the standard policy already when
-// the connection is suspended), at Resign or on Close; the participant's node
+// canceled when leadership is lost (under the standard policy already at the
+// lease deadline of a connection still down), at Resign or on Close; the participant's node
 // is deleted only after the callback has returned (even when the connection
 // came back long before), so no other participant leads before then, and the
 // callback should return promptly once its context is done. The one

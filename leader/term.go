@@ -36,7 +36,7 @@ type termKey struct{}
 func newTerm(lease *engine.Lease, resigned error) *Term {
 	t := &Term{lease: lease, started: time.Now(), resigned: resigned, released: make(chan struct{})}
 	// The term's context is a child of the lease's: it ends at the same moment
-	// the engine ends the lease (Suspended under the standard policy, Lost,
+	// the engine ends the lease (its deadline under the standard policy, Lost,
 	// node deleted, Closed), and also when this package ends the term first
 	// (Close, callback returned) before it deletes the node.
 	ctx, cancel := context.WithCancelCause(lease.Context())
@@ -71,17 +71,21 @@ func (t *Term) Resign() {
 }
 
 // Done returns a channel that is closed when the term ends: leadership was
-// lost (under the standard loss policy already when the connection is
-// suspended; under session-only when the session is lost), our node was
+// lost (under the standard loss policy already when the connection is still
+// down at the lease deadline, two thirds of the session timeout after the
+// newest answered request; under end-at-disconnect at the suspension; under
+// session-only when the session is lost), our node was
 // deleted by someone else, the holder gave leadership up, or Close was called.
 // It is closed before this participant's node is deleted, so no other
 // participant can lead before it closes, except when the node disappears
 // without warning: a third party deletes it, or the session is ended on the
 // server at once (an operator's kill, not an expiry). Through another ensemble
 // member such a kill gives this client no warning at all; through its own
-// member the server closes the connection as it deletes the node, so this
-// client hears of it only about a round trip before the others, a lead that
-// a busy machine can overtake. The node itself stays until the term's work (Run)
+// member the server closes the connection as it deletes the node, which to
+// this client looks like any reset: under end-at-disconnect it hears of it
+// only about a round trip before the others, a lead that a busy machine can
+// overtake; under the standard policy only at the lease deadline or when it
+// reconnects and learns that the session is gone. The node itself stays until the term's work (Run)
 // or callback (Selector) has returned, unless the session really expires:
 // then the server deletes the node with the session, and another participant
 // may lead while work that is slow to stop still runs.
@@ -89,8 +93,9 @@ func (t *Term) Done() <-chan struct{} { return t.Context().Done() }
 
 // Err returns nil while the term lasts, and afterwards why it ended, as an
 // error matching:
-//   - session.ErrSuspended: the connection went down (standard policy); the
-//     session may still be alive and this participant's node still there;
+//   - session.ErrSuspended: the connection was down at the lease deadline
+//     (standard policy) or went down (end-at-disconnect); the session may
+//     still be alive and this participant's node still there;
 //   - session.ErrLost: the session is gone (expired on the server, replaced,
 //     or declared lost by the local timer), and the node with it; a term that
 //     ended at a suspension matches session.ErrLost too (as well as

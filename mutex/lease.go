@@ -19,8 +19,9 @@ import (
 // under it. Token is a fencing token for the resource the lock guards.
 //
 // Err matches one of: recipes.ErrReleased (Release); session.ErrSuspended
-// under the standard loss policy (the connection went down; the session, and
-// the lock node, may still be alive); session.ErrLost (the session is gone,
+// (the connection was still down at the lease deadline under the standard
+// loss policy, or went down under end-at-disconnect; the session, and the
+// lock node, may still be alive); session.ErrLost (the session is gone,
 // and its node with it); session.ErrClosed (the Mutex or the session was
 // closed); recipes.ErrNodeDeleted (someone else deleted the node). Err is
 // kept up to date: a lease that ended at a suspension also matches

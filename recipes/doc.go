@@ -28,7 +28,7 @@
 //
 //	recipes.ErrReleased      the holder released it (Release, Resign, a leader's work returned)
 //	recipes.ErrNodeDeleted   someone else deleted its node
-//	session.ErrSuspended     the connection went down (the Standard loss policy)
+//	session.ErrSuspended     the connection was down at the lease deadline (Standard) or went down (EndAtDisconnect)
 //	session.ErrLost          the session expired, or was declared lost
 //	session.ErrClosed        the recipe or the session was closed
 //

@@ -17,8 +17,9 @@ import (
 // Lease is the handle of a held side of the lock, returned by RLock and
 // TryRLock (read), and, inside a WriteLease, by Lock and TryLock (write). It
 // tells the holder when the lock is lost: Done is closed when ownership
-// ends, Err says why (recipes.ErrReleased; session.ErrSuspended under the
-// standard loss policy; session.ErrLost; session.ErrClosed when the lock or
+// ends, Err says why (recipes.ErrReleased; session.ErrSuspended when the
+// connection was down at the lease deadline, or went down under
+// end-at-disconnect; session.ErrLost; session.ErrClosed when the lock or
 // the session was closed; recipes.ErrNodeDeleted when someone else deleted
 // our node), and Context is canceled with that cause, so guarded work can
 // simply run under it. Token is a fencing token.

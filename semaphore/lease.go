@@ -10,8 +10,8 @@ import (
 
 // Lease is one lease of a semaphore, returned by a successful acquire. It
 // tells the holder when the lease is lost: Done is closed when it ends, Err
-// says why (recipes.ErrReleased; session.ErrSuspended under the standard loss
-// policy; session.ErrLost; session.ErrClosed; recipes.ErrNodeDeleted when someone else
+// says why (recipes.ErrReleased; session.ErrSuspended when the connection
+// was down at the lease deadline, or went down under end-at-disconnect; session.ErrLost; session.ErrClosed; recipes.ErrNodeDeleted when someone else
 // deleted our node; session.ErrClosed when the semaphore was closed), and Context is
 // canceled with that cause, so guarded work can simply run under it. Whenever
 // a lease ends other than by Release, its node is deleted, so that a holder

@@ -24,10 +24,12 @@ Java services on the same path take part.
 The job runs in its own process group, in the background of a terminal: a
 job that reads from the terminal is stopped (SIGTTIN), so give it its input
 from a file or /dev/null. When the lease ends for any reason
-(the connection to ZooKeeper is suspended, the session is lost, someone
+(the connection to ZooKeeper is still down two thirds of the session
+timeout after the last answered request, the session is lost, someone
 deletes the node), the whole group gets SIGTERM and SIGCONT at once and
-SIGKILL after --grace; after a suspension the job is dead before the server
-can expire the session and admit the next holder (see zkrecipes help lock).
+SIGKILL after --grace; the job is then dead before the server can expire
+the session and admit the next holder (see zkrecipes help lock). A
+disconnect mended before then (a server restarting) stops nothing.
 zkrecipes is the subreaper of every process the job starts: processes that
 left the group (setsid, sudo with use_pty, script, tmux, systemd-run --scope)
 get the same signals, and the lease is released only when no process of the

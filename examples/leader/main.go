@@ -9,8 +9,9 @@
 //     prints who took over and how long it took, from the stop to the start of
 //     the new term;
 //  2. cuts the new leader off from ZooKeeper through its own fault proxy
-//     (zktest.Proxy; -fault partition or cut): the leader steps down as soon
-//     as its connection is suspended, before its session can expire, and
+//     (zktest.Proxy; -fault partition, or cut: its connection closed and new
+//     ones refused until step 3): the leader steps down when its connection
+//     is still down at the lease deadline, before its session can expire, and
 //     prints why (its term's cause); another worker takes over once the old
 //     leader's node is gone;
 //  3. heals the connection and shows the old leader back in the election as a
@@ -207,13 +208,14 @@ func (d *demoRun) script(ctx context.Context) error {
 		out.Printf("    (session timeout %v: the client suspends after about 2/3 of it without a word from the server;", second.sess.SessionTimeout())
 		out.Printf("     the server expires the session, and deletes its node, only after the full timeout)")
 	} else {
-		out.Printf("    (the client suspends at once; it reconnects to the same session, deletes its node and queues again)")
+		out.Printf("    (the client suspends at once; the term ends at its deadline, 2/3 of the timeout after the last answer, unless it is back by then)")
 	}
 	t1 := time.Now()
 	mark = cur
 	if *faultKind == "partition" {
 		second.proxy.Partition()
 	} else {
+		second.proxy.Refuse(true)
 		second.proxy.Cut()
 	}
 	endEv, c1, err = d.j.WaitFor(ctx, mark, second.name+" to step down", isEnd(second))
@@ -239,7 +241,8 @@ func (d *demoRun) script(ctx context.Context) error {
 		out.Printf("--- step 3: healing %s's connection ---", second.name)
 		second.proxy.Heal()
 	} else {
-		out.Printf("--- step 3: %s reconnects by itself ---", second.name)
+		out.Printf("--- step 3: %s's proxy lets it in again; it reconnects by itself ---", second.name)
+		second.proxy.Refuse(false)
 	}
 	back, _, err := d.j.WaitFor(ctx, mark, second.name+" to reconnect", func(e event) bool {
 		return e.kind == sessionState && e.w == second && e.state.State == session.Reconnected

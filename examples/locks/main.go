@@ -8,10 +8,12 @@
 // older than the newest it has seen, and releases the lock.
 //
 // Then the demo cuts the connection of the worker that holds the lock, through
-// that worker's own fault proxy (zktest.Proxy). Under the session's standard
-// loss policy the lease ends at once: lease.Done() fires with cause
-// session.ErrSuspended and the job running under lease.Context() stops, before
-// any other worker can get the lock. The next holder acquires once the cut
+// that worker's own fault proxy (zktest.Proxy), which then refuses it for a
+// while. Under the session's standard loss policy the lease ends at its
+// deadline (two thirds of the session timeout after the last answered
+// request; a reconnection before that would have kept it): lease.Done()
+// fires with cause session.ErrSuspended and the job running under
+// lease.Context() stops, before any other worker can get the lock. The next holder acquires once the cut
 // worker's node is gone, and a late write with the old token is refused by the
 // store. The cut worker reconnects and queues again.
 //
@@ -184,9 +186,10 @@ func run(ctx context.Context, env *demo.Env) error {
 	}); err != nil {
 		return err
 	}
-	out.Printf("--- cutting the connection of %s, which holds the lock (its proxy closes it) ---", victim.name)
+	out.Printf("--- cutting the connection of %s, which holds the lock (its proxy closes it, and refuses it for a while) ---", victim.name)
 	tCut := time.Now()
 	mark := cur
+	victim.proxy.Refuse(true)
 	victim.proxy.Cut()
 	lostEv, c1, err := d.j.WaitFor(ctx, mark, victim.name+" to be told it lost the lock", func(e event) bool {
 		return e.kind == lost && e.w == victim
@@ -195,6 +198,7 @@ func run(ctx context.Context, env *demo.Env) error {
 		return err
 	}
 	out.Printf("%s was told %s after the cut; its node still blocks the queue until it reconnects and deletes it", victim.name, demo.Ms(lostEv.at.Sub(tCut)))
+	victim.proxy.Refuse(false)
 	out.Printf("    (or, if it never reconnects, until the server expires its session)")
 	next, c2, err := d.j.WaitFor(ctx, mark, "the next holder", func(e event) bool {
 		return e.kind == acquired && e.hold > victimHold

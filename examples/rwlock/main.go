@@ -210,11 +210,13 @@ func runDemo(ctx context.Context, env *demo.Env) error {
 		return fmt.Errorf("a reader arriving after a queued writer: %v, want recipes.ErrBusy", err)
 	}
 
-	out.Printf("--- reader-2's connection is cut: its lease ends before anyone can take its place ---")
+	out.Printf("--- reader-2's connection is cut and kept out: its lease ends at its deadline, before anyone can take its place ---")
 	cut := time.Now()
+	r2.proxy.Refuse(true)
 	r2.proxy.Cut()
 	<-l2.Done()
 	lostAt := time.Now()
+	r2.proxy.Refuse(false)
 	out.Printf("reader-2 was told %s after the cut: lease.Err() = %v", demo.Ms(lostAt.Sub(cut)), l2.Err())
 	select {
 	case a := <-w1got:

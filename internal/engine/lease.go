@@ -21,8 +21,9 @@ import (
 // for any reason; Err then says why:
 //
 //   - ErrReleased: Release was called;
-//   - session.ErrSuspended (standard loss policy): the connection went down,
-//     the server may expire the session at any moment; once the session is
+//   - session.ErrSuspended: the connection was still down at the lease
+//     deadline (standard loss policy) or went down (end-at-disconnect), the
+//     server may expire the session soon; once the session is
 //     known lost, Err matches session.ErrLost as well (see below);
 //   - session.ErrLost: the session ended (expired, replaced, or declared lost
 //     by the local timer), so the server deletes (or has deleted) our node;
