@@ -2,8 +2,10 @@ package zksession
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -53,6 +55,17 @@ type hostProvider struct {
 	passes     int  // resolutions made
 	failures   map[string]error
 	lookupErrs map[string]string // name -> last lookup error logged (to log a change once)
+	seed       uint64            // orders the addresses of a pass (rank)
+}
+
+// rank is addr's place in this Session's order of addresses.
+func (h *hostProvider) rank(addr string) uint64 {
+	f := fnv.New64a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], h.seed)
+	f.Write(b[:])
+	f.Write([]byte(addr))
+	return f.Sum64()
 }
 
 // hostAddr is one address to try: addr is "ip:port" (or the name itself when
@@ -65,7 +78,7 @@ type hostAddr struct {
 func newHostProvider(lg *zap.Logger, r Resolver) *hostProvider {
 	ctx, stop := context.WithCancel(context.Background())
 	return &hostProvider{
-		lg: lg, resolver: r, ctx: ctx, stop: stop,
+		lg: lg, resolver: r, ctx: ctx, stop: stop, seed: rand.Uint64(),
 		failures:   make(map[string]error),
 		lookupErrs: make(map[string]string),
 	}
@@ -141,7 +154,6 @@ func (h *hostProvider) target(server string) (addr, name string, lookupErr error
 	defer h.mu.Unlock()
 	if h.deferred {
 		h.deferred = false
-		h.next = 0
 		h.resolveLocked()
 		a := h.takeLocked()
 		return a.addr, a.name, a.lookupErr
@@ -175,8 +187,10 @@ func (h *hostProvider) Connected() {
 }
 
 // resolve returns the addresses of a pass: those of the learned members
-// first, then those of the configured names not among them, each group
-// shuffled. A name that does not resolve is left out, with a log line; when
+// first, then those of the configured names not among them, each group in
+// an order random to this Session (so that clients spread over the
+// servers) but the same at every pass (so that, as with go-zookeeper's own
+// provider, the pass after a pause goes on where the last one stopped). A name that does not resolve is left out, with a log line; when
 // no name resolves, the pass holds the names themselves with their lookup
 // errors, which the dialer returns at once (see target).
 func (h *hostProvider) resolve(learned, configured []string) []hostAddr {
@@ -197,7 +211,7 @@ func (h *hostProvider) resolve(learned, configured []string) []hostAddr {
 				ok = append(ok, a)
 			}
 		}
-		rand.Shuffle(len(ok), func(i, j int) { ok[i], ok[j] = ok[j], ok[i] })
+		sort.SliceStable(ok, func(i, j int) bool { return h.rank(ok[i].addr) < h.rank(ok[j].addr) })
 		pass = append(pass, ok...)
 	}
 	if len(pass) == 0 {
