@@ -40,16 +40,20 @@
 //	plumbing.go   the methods above, documented; retry.go, call.go, workers.go,
 //	              ephemeral.go, delete.go and watch.go implement them
 //	link.go       Of: the Session behind a *session.Session
+//	nodesub.go    node subscriptions and WatchNode; rearm.go sets WatchNode's
+//	              server-only watches again after a reconnect
 //	subscribe.go, state.go, epoch.go, options.go, path.go, refused.go,
 //	errors.go, logger.go   the rest
 //
 // # Goroutines
 //
-// A Session runs a state goroutine, a guaranteed-delete goroutine, one
-// goroutine per Subscription and one worker per request in flight (up to
-// four stay parked for the next request), plus go-zookeeper's own. Close
-// returns after all of them have exited. The event callback only records the
-// event and wakes the state goroutine, so it never blocks go-zookeeper.
+// A Session runs a state goroutine, a guaranteed-delete goroutine, a re-arm
+// goroutine (with up to 32 request goroutines while it sets watches again
+// after a reconnect), one goroutine per Subscription and one worker per
+// request in flight (up to four stay parked for the next request), plus
+// go-zookeeper's own. Close returns after all of them have exited. The
+// event callback only records the event and wakes the state goroutine, so
+// it never blocks go-zookeeper.
 //
 // docs/design.md derives the loss timer and its margin, the answer-lag
 // bound, the handshake bound, the wire layer (and why it refuses other

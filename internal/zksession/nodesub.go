@@ -34,6 +34,9 @@ type NodeEvents interface {
 type NodeSub struct {
 	target     NodeEvents // nil when not subscribed
 	prev, next *NodeSub
+	// serverOnly: subscribed by WatchNode for a server-only watch, which the
+	// Session sets again after a reconnect (see rearmBook).
+	serverOnly bool
 }
 
 // nodeSubs is the Session's table of subscriptions: per path, a list.
@@ -47,14 +50,15 @@ type nodeSubs struct {
 // (if n is subscribed already, to p, it is subscribed anew). Subscribe
 // before sending the request that sets the watch. CancelNode unsubscribes.
 func (s *Session) SubscribeNode(n *NodeSub, p string, target NodeEvents) {
-	s.subscribeNodeLive(nil, n, p, target)
+	s.subscribeNodeLive(nil, n, p, target, false)
 }
 
 // subscribeNodeLive is SubscribeNode unless ctx (if not nil) has ended: it
 // reports whether it subscribed. The check is made under the table's lock,
 // so a caller that ends ctx and then calls CancelNode leaves nothing
-// subscribed, whatever a request left behind does meanwhile.
-func (s *Session) subscribeNodeLive(ctx context.Context, n *NodeSub, p string, target NodeEvents) bool {
+// subscribed, whatever a request left behind does meanwhile. serverOnly
+// marks a subscription whose watch is server-only (WatchNode).
+func (s *Session) subscribeNodeLive(ctx context.Context, n *NodeSub, p string, target NodeEvents, serverOnly bool) bool {
 	t := &s.nodeSubs
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -65,7 +69,7 @@ func (s *Session) subscribeNodeLive(ctx context.Context, n *NodeSub, p string, t
 		t.m = make(map[string]*NodeSub)
 	}
 	t.unlinkLocked(n, p)
-	n.target = target
+	n.target, n.serverOnly = target, serverOnly
 	n.next = t.m[p]
 	if n.next != nil {
 		n.next.prev = n
@@ -101,7 +105,7 @@ func (t *nodeSubs) unlinkLocked(n *NodeSub, p string) bool {
 	if n.next != nil {
 		n.next.prev = n.prev
 	}
-	n.target, n.prev, n.next = nil, nil, nil
+	n.target, n.prev, n.next, n.serverOnly = nil, nil, nil, false
 	t.n--
 	return true
 }
@@ -134,7 +138,7 @@ func (s *Session) dispatchNode(ev zk.Event) {
 	for n := head; n != nil; {
 		next := n.next
 		fire = append(fire, n.target)
-		n.target, n.prev, n.next = nil, nil, nil
+		n.target, n.prev, n.next, n.serverOnly = nil, nil, nil, false
 		t.n--
 		n = next
 	}
@@ -152,10 +156,11 @@ func (s *Session) dispatchNode(ev zk.Event) {
 // ctx has ended (then the caller unsubscribes it if it wants no events). A
 // try left behind when ctx ends subscribes n again only if it does so
 // before ctx ends: a caller that ends ctx and then calls CancelNode leaves
-// nothing subscribed. Under the standard loss policy
-// the watch is one that go-zookeeper does not know of (see serverOnlyBook):
-// it costs no memory here, and it does not survive a reconnect, after which
-// no lease of the standard policy does either. Under SessionOnly it is
+// nothing subscribed. Under the standard loss policy the watch is one that
+// go-zookeeper does not know of (see serverOnlyBook): it costs no memory
+// here, and go-zookeeper does not set it again after a reconnect; the
+// Session does, while n stays subscribed, and dispatches NodeDeleted to n if
+// the node went meanwhile (see rearmBook). Under SessionOnly it is
 // go-zookeeper's GetW, re-set after a reconnect; its channel is not read (it
 // is buffered, filled once and dropped by go-zookeeper).
 func (s *Session) WatchNode(ctx context.Context, ep *Epoch, n *NodeSub, p string, target NodeEvents) error {
@@ -164,7 +169,7 @@ func (s *Session) WatchNode(ctx context.Context, ep *Epoch, n *NodeSub, p string
 		// Subscribed anew for every try (an event dispatched during a failed
 		// try unsubscribed it), unless ctx has ended: a try left behind
 		// then subscribes nothing.
-		if !s.subscribeNodeLive(ctx, n, p, target) {
+		if !s.subscribeNodeLive(ctx, n, p, target, serverOnly) {
 			return ctx.Err()
 		}
 		if !serverOnly {

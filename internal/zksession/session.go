@@ -212,6 +212,7 @@ func connect(ctx context.Context, servers []string, opts []Option) (*Session, er
 	s.wg.Add(1)
 	go s.run()
 	go s.runDeletes()
+	s.startRearm()
 	if cfg.trackEnsemble {
 		s.wg.Add(1)
 		go s.runTracker()
