@@ -398,3 +398,75 @@ func pauseOn(l *mutex.Lease) {
 	case <-l.Done():
 	}
 }
+
+// The ensemble is reconfigured until none of its original members is left,
+// one member at a time (a new one added and an old one removed by each
+// reconfig). The Session follows the members the ensemble announces: it is
+// never lost, its lock is never ended, and it ends connected to a new
+// member, although its configured names all point at members that are gone.
+func TestReconfigReplacesEveryMember(t *testing.T) {
+	const timeout = 15 * time.Second
+	e := zktest.StartEnsembleT(t, 3, longSessions, zktest.WithConfig("reconfigEnabled", "true"))
+	var r zktest.Resolver
+	var servers []string
+	original := []*zktest.Server{e.Member(0), e.Member(1), e.Member(2)}
+	for i, m := range original {
+		servers = append(servers, nameFor(t, &r, fmt.Sprintf("zk-%d.zkreconfig.test", i), m.Addr()))
+	}
+	s := connectNamed(t, servers, &r, session.WithSessionTimeout(timeout))
+	rec := sessiontest.Record(t, s)
+	id := s.SessionID()
+	lease := lockOn(t, s, "/reconfig/lock")
+	var added []*zktest.Server
+	for i, m := range original {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		start := time.Now()
+		joined, err := e.Reconfig(ctx, 1, m)
+		cancel()
+		if err != nil {
+			t.Fatalf("reconfig %d: %v", i, err)
+		}
+		added = append(added, joined...)
+		t.Logf("reconfig %d: %s replaced by %s in %v; the session is on %s", i, m.Addr(), joined[0].Addr(), time.Since(start).Round(time.Millisecond), s.Conn().Server())
+	}
+	newAddrs := map[string]bool{}
+	for _, m := range added {
+		newAddrs[m.Addr()] = true
+	}
+	// Every original member is gone; the Session must be on a new one.
+	zktest.Eventually(t, wait, func() bool {
+		return s.State() != session.Suspended && newAddrs[s.Conn().Server()]
+	}, "the session connected to a new member")
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if _, _, err := s.Conn().Get("/zookeeper/config"); err != nil {
+		t.Fatalf("a request on the session after the reconfigs: %v", err)
+	}
+	for _, ev := range rec.Events() {
+		if ev.State == session.Lost {
+			t.Fatalf("session lost during the reconfigs: %v", rec.States())
+		}
+	}
+	if s.SessionID() != id {
+		t.Errorf("session id 0x%x, was 0x%x", s.SessionID(), id)
+	}
+	if err := lease.Err(); err != nil {
+		t.Errorf("the lock held through the reconfigs ended: %v", err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Errorf("Release: %v", err)
+	}
+	t.Logf("transitions: %v", rec.States())
+}
+
+// The same rolling restart under EndAtDisconnect, the policy that ends a
+// lease at the first disconnect: it ends the long hold (every session is
+// disconnected at least once) and the leases of the holders it catches,
+// while the exclusion checks hold as under Standard.
+func TestRollingRestartEndAtDisconnect(t *testing.T) {
+	stats := rollingRestart(t, session.EndAtDisconnect)
+	t.Logf("EndAtDisconnect: %d lock cycles, %d leases ended by the restart, long hold kept: %v", stats.cycles, stats.ended, stats.longHeld)
+	if stats.longHeld {
+		t.Error("EndAtDisconnect kept a lock through the disconnects of a rolling restart")
+	}
+}

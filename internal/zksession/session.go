@@ -213,9 +213,11 @@ func connect(ctx context.Context, servers []string, opts []Option) (*Session, er
 	go s.run()
 	go s.runDeletes()
 	s.startRearm()
+	var tracked chan struct{} // closed at the tracker's first read
 	if cfg.trackEnsemble {
+		tracked = make(chan struct{})
 		s.wg.Add(1)
-		go s.runTracker()
+		go s.runTracker(tracked)
 	}
 
 	wctx, stop := ctx, context.CancelFunc(func() {})
@@ -233,6 +235,14 @@ func connect(ctx context.Context, servers []string, opts []Option) (*Session, er
 			s.dropHooks()
 			s.Close()
 			return nil, fmt.Errorf("session: connect to %s: add %s credentials: %w", strings.Join(srv, ","), cred.scheme, ended(wctx, err))
+		}
+	}
+	if tracked != nil {
+		// The ensemble's member list, read once (a round trip): not a
+		// condition of the session, so an end of wctx does not fail Connect.
+		select {
+		case <-tracked:
+		case <-wctx.Done():
 		}
 	}
 	return s, nil

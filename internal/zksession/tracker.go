@@ -29,36 +29,54 @@ const configPath = "/zookeeper/config"
 // one of them: a client that reaches the ensemble through a proxy or a NAT,
 // whose addresses the ensemble does not announce, keeps its configured
 // names (Curator would replace them with addresses it may not reach).
-// WithEnsembleTracking(false) turns it off altogether.
-func (s *Session) runTracker() {
+// WithEnsembleTracking(false) turns it off altogether. Connect waits for
+// the first read (firstRead closed), so that a new Session's requests do not
+// race with it.
+func (s *Session) runTracker(firstRead chan<- struct{}) {
 	defer s.wg.Done()
 	var prev map[string]bool // resolved addresses of the members adopted last
-	for {
+	for first := true; ; first = false {
 		ep, err := s.WaitConnected(context.Background())
 		if err != nil {
 			return // closed
 		}
 		changed := s.Changed() // a transition after the read wakes us
+		// A plain read first: the watch is set only while the members are
+		// followed, so that a session on a standalone server, on an
+		// ensemble that announces no client addresses or behind a proxy
+		// pays no watch for it.
 		var data []byte
-		var w *Watch
 		err = s.Retry(ep.Context(), ep, func(c *zk.Conn) error {
 			var err error
-			data, _, w, err = s.GetW(configPath)
+			data, _, err = c.Get(configPath)
 			return err
 		})
 		var fired <-chan zk.Event
-		switch {
-		case err == nil:
-			fired = w.Events()
-			prev = s.applyConfig(data, prev)
-		case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrNoAuth):
+		var w *Watch
+		if err == nil {
+			var adopted bool
+			if prev, adopted = s.applyConfig(data, prev); adopted {
+				err = s.Retry(ep.Context(), ep, func(c *zk.Conn) error {
+					var err error
+					data, _, w, err = s.GetW(configPath)
+					return err
+				})
+				if err == nil {
+					fired = w.Events()
+					prev, _ = s.applyConfig(data, prev)
+				}
+			}
+		}
+		if err != nil && (errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrNoAuth)) {
 			// A 3.4 server, or a config we may not read: nothing to follow.
 			if ce := s.lg.Check(zap.DebugLevel, "no ensemble config to follow"); ce != nil {
 				ce.Write(zap.String("path", configPath), zap.Error(err))
 			}
-		default:
-			// The epoch ended, the session closed, or a permanent error:
-			// look again at the next transition.
+		}
+		// Otherwise the epoch ended, the session closed, or an error that
+		// the next transition may cure: look again then.
+		if first {
+			close(firstRead)
 		}
 		select {
 		case ev, ok := <-fired:
@@ -74,11 +92,11 @@ func (s *Session) runTracker() {
 // applyConfig adopts the members of a /zookeeper/config payload, if the
 // session is connected to one of them or was to one adopted before (prev),
 // and moves off a member that left. It returns the resolved addresses of the
-// members it adopted (prev if it adopted none).
-func (s *Session) applyConfig(data []byte, prev map[string]bool) map[string]bool {
+// members it adopted (prev if it adopted none) and whether it adopted them.
+func (s *Session) applyConfig(data []byte, prev map[string]bool) (map[string]bool, bool) {
 	members := parseEnsembleConfig(data)
 	if len(members) == 0 {
-		return prev
+		return prev, false
 	}
 	current := s.wire.currentAddr()
 	resolved := s.resolveMembers(members)
@@ -86,7 +104,7 @@ func (s *Session) applyConfig(data []byte, prev map[string]bool) map[string]bool
 		if ce := s.lg.Check(zap.DebugLevel, "the server we are connected to is not among the members the ensemble announces (a proxy or NAT?): keeping the configured servers"); ce != nil {
 			ce.Write(zap.String("server", current), zap.Strings("announced", members))
 		}
-		return prev
+		return prev, false
 	}
 	if !equalSets(members, s.hosts.learnedMembers()) {
 		s.lg.Info("following the ensemble's members", zap.Strings("members", members))
@@ -97,7 +115,7 @@ func (s *Session) applyConfig(data []byte, prev map[string]bool) map[string]bool
 			zap.String("server", current))
 		s.wire.dropCurrent()
 	}
-	return resolved
+	return resolved, true
 }
 
 // resolveMembers returns the addresses ("ip:port") the members resolve to
