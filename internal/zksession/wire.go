@@ -373,8 +373,8 @@ const (
 // registers the watch, and its notification reaches the session's event
 // callback (go-zookeeper passes every notification to it before it looks
 // for channels, and finds none). go-zookeeper does not re-set such a watch
-// after a reconnect (SetWatches lists only its own), so only a holder whose
-// lease ends at any suspension (the standard loss policy) may rely on one.
+// after a reconnect (SetWatches lists only its own): the Session does, for
+// every node subscription of WatchNode (rearmBook).
 const opGetData = 4 // go-zookeeper's opGetData
 
 // addServerOnly makes the next getData requests of path set a watch, until
