@@ -97,7 +97,7 @@ func TestWatchesBounded(t *testing.T) {
 	sid := s.SessionID()
 	phase := func(what string, n int, start time.Time) {
 		t.Logf("%d %s in %v (%v each): watches client=%d", n, what, time.Since(start).Round(time.Millisecond),
-			(time.Since(start) / time.Duration(n)).Round(10*time.Microsecond), tap.WatchCount())
+			(time.Since(start) / time.Duration(n)).Round(10*time.Microsecond), sessiontest.TapWatches(tap))
 	}
 
 	start := time.Now()
@@ -165,7 +165,7 @@ func TestWatchesBounded(t *testing.T) {
 	if _, err := tap.Notifications(); err != nil { // a parse failure: the tap's counts may be short
 		t.Fatal(err)
 	}
-	client := tap.WatchCount()
+	client := sessiontest.TapWatches(tap)
 	server := pileServerWatches(t, ns, sid)
 	total := "?"
 	if m, err := zktest.Mntr(ctx, ns.Server.Addr()); err == nil {

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"crypto/tls"
 	"log/slog"
 	"time"
@@ -91,16 +92,16 @@ func WithTLS(cfg *tls.Config) Option { return Option(zksession.WithTLS(cfg)) }
 // proxy; with WithTLS the handshake runs on its connections.
 func WithDialer(d zk.Dialer) Option { return Option(zksession.WithDialer(d)) }
 
-// Resolver looks up the addresses of a server's host name; *net.Resolver
-// satisfies it.
-type Resolver = zksession.Resolver
-
-// WithResolver sets what looks up the servers' names (default
-// net.DefaultResolver): a *net.Resolver of the program's own, or in tests a
-// table of names such as zktest.Resolver, so that a test can move a server
-// to a new address under the same name. The dialer (WithDialer) is handed
-// the addresses it returns. A nil resolver is an error.
-func WithResolver(r Resolver) Option { return Option(zksession.WithResolver(r)) }
+// WithResolver sets what looks up the addresses of the servers' names
+// (default net.DefaultResolver): a *net.Resolver of the program's own, or in
+// tests a table of names such as zktest.Resolver, so that a test can move a
+// server to a new address under the same name. The dialer (WithDialer) is
+// handed the addresses it returns. A nil resolver is an error.
+func WithResolver(r interface {
+	LookupHost(ctx context.Context, host string) (addrs []string, err error)
+}) Option {
+	return Option(zksession.WithResolver(r))
+}
 
 // WithEnsembleTracking turns off (false) or on (true, the default) the
 // following of the ensemble's members: the Session reads the member list

@@ -66,3 +66,6 @@ func FindLeaks(before map[uint64]bool, wait time.Duration) string {
 }
 
 func (t *TLS) ServerKeyPEM() []byte { return t.serverKeyPEM }
+
+// WatchCount returns the total of t's Watches.
+func WatchCount(t *Tap) int { return t.watchCount() }

@@ -166,9 +166,9 @@ func (t *Tap) Watches() map[string]int {
 	return out
 }
 
-// WatchCount returns the total of Watches: every watcher registration the
+// watchCount returns the total of Watches: every watcher registration the
 // client holds now.
-func (t *Tap) WatchCount() int {
+func (t *Tap) watchCount() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := 0

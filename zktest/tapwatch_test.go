@@ -51,7 +51,7 @@ func TestTapWatches(t *testing.T) {
 		for _, n := range want {
 			total += n
 		}
-		if n := tap.WatchCount(); n != total {
+		if n := zktest.WatchCount(tap); n != total {
 			t.Fatalf("%s: WatchCount = %d, want %d", step, n, total)
 		}
 	}
@@ -142,7 +142,7 @@ func TestTapWatchesReconnectAndExpiry(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := tap.WatchCount(); n != 2 {
+	if n := zktest.WatchCount(tap); n != 2 {
 		t.Fatalf("WatchCount = %d, want 2", n)
 	}
 
@@ -151,7 +151,7 @@ func TestTapWatchesReconnectAndExpiry(t *testing.T) {
 	zktest.Eventually(t, 15*time.Second, func() bool {
 		return rec.seq(m, zk.StateDisconnected, zk.StateHasSession)
 	}, "no reconnect after a cut: %v", rec.all())
-	if n := tap.WatchCount(); n != 2 {
+	if n := zktest.WatchCount(tap); n != 2 {
 		t.Fatalf("WatchCount after a reconnect = %d, want 2", n)
 	}
 
@@ -160,7 +160,7 @@ func TestTapWatchesReconnectAndExpiry(t *testing.T) {
 	px.Cut()
 	zktest.Eventually(t, 15*time.Second, func() bool { return rec.has(m, zk.StateExpired) },
 		"the client did not learn of the expiry: %v", rec.all())
-	if n := tap.WatchCount(); n != 0 {
+	if n := zktest.WatchCount(tap); n != 0 {
 		t.Fatalf("WatchCount after the session expired = %d, want 0", n)
 	}
 	if _, err := tap.Notifications(); err != nil {

@@ -42,7 +42,7 @@ func TestNodeWatchShortHoldCostsNothing(t *testing.T) {
 		if n := tap.Requests()[zktest.OpGetData] - before; n != 0 {
 			t.Errorf("a hold of %v sent %d data reads", held, n)
 		}
-		if w := tap.WatchCount(); w != 0 {
+		if w := sessiontest.TapWatches(tap); w != 0 {
 			t.Errorf("a hold of %v left %d watches: %v", held, w, tap.Watches())
 		}
 	}

@@ -333,7 +333,7 @@ func TestCostsAndContainers(t *testing.T) {
 	if got := after[zktest.OpGetData] - before[zktest.OpGetData]; total != 20 || got != 10 {
 		t.Fatalf("10 increments sent %d requests (%d reads), want 20 (10)", total, got)
 	}
-	if n := tap.WatchCount(); n != 0 {
+	if n := sessiontest.TapWatches(tap); n != 0 {
 		t.Fatalf("%d watches, want none", n)
 	}
 	if err := raw.Delete(ns.Path("/deep/er/count"), -1); err != nil {

@@ -3,6 +3,8 @@ package sessiontest
 import (
 	"testing"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // Recv waits up to d for a value on ch and returns it; if none comes it
@@ -35,4 +37,14 @@ func WaitDone(t testing.TB, l interface {
 		t.Fatalf("lease did not end within %v", d)
 		return nil
 	}
+}
+
+// TapWatches returns the total of tap's Watches: every watcher registration
+// the client holds now.
+func TapWatches(tap *zktest.Tap) int {
+	n := 0
+	for _, c := range tap.Watches() {
+		n += c
+	}
+	return n
 }

@@ -8,8 +8,8 @@ import (
 // The budgets of the public surface: what a service author needs, and no
 // machinery. The recipes beyond the core have theirs in recipePackages.
 const (
-	libraryBudget = 250
-	zktestBudget  = 111
+	libraryBudget = 253
+	zktestBudget  = 110
 )
 
 func TestSurfaceWithinBudget(t *testing.T) {
