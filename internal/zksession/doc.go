@@ -36,6 +36,8 @@
 //
 //	session.go    Connect, the state goroutine, the local loss timer, Close
 //	wire.go       the dialer wrapper: TLS, the handshake bound, the reply zxids, answer lag
+//	hosts.go      the host provider: servers are names, resolved at every pass
+//	tracker.go    follows the members the ensemble announces (/zookeeper/config)
 //	zkversion.go  the go-zookeeper versions the wire layer was verified with
 //	plumbing.go   the methods above, documented; retry.go, call.go, workers.go,
 //	              ephemeral.go, delete.go and watch.go implement them
@@ -49,7 +51,9 @@
 //
 // A Session runs a state goroutine, a guaranteed-delete goroutine, a re-arm
 // goroutine (with up to 32 request goroutines while it sets watches again
-// after a reconnect), one goroutine per Subscription and one worker per
+// after a reconnect), the ensemble tracker (unless WithEnsembleTracking is
+// off; its lookups run on short-lived goroutines it joins), one goroutine
+// per Subscription and one worker per
 // request in flight (up to four stay parked for the next request), plus
 // go-zookeeper's own. Close returns after all of them have exited. The
 // event callback only records the event and wakes the state goroutine, so
