@@ -52,10 +52,10 @@
 // A Session runs a state goroutine, a guaranteed-delete goroutine, a re-arm
 // goroutine (with up to 32 request goroutines while it sets watches again
 // after a reconnect), the ensemble tracker (unless WithEnsembleTracking is
-// off; its lookups run on short-lived goroutines it joins), one goroutine
-// per Subscription and one worker per
+// off), one goroutine per Subscription and one worker per
 // request in flight (up to four stay parked for the next request), plus
-// go-zookeeper's own. Close returns after all of them have exited. The
+// go-zookeeper's own (the host provider looks names up on goroutines it
+// joins before it returns to go-zookeeper). Close returns after all of them have exited. The
 // event callback only records the event and wakes the state goroutine, so
 // it never blocks go-zookeeper.
 //
