@@ -134,7 +134,11 @@ func TestServerMovesWithinSessionTimeout(t *testing.T) {
 		t.Logf("Standard lease ended (%v); locked again %v after the reconnection (%v after asking)", err, time.Since(back.At).Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 		releaseT(t, l)
 	} else {
-		t.Logf("Standard lease kept: the session was away %v", away.Round(time.Millisecond))
+		start := time.Now()
+		l := lockOn(t, std, "/moves/other")
+		t.Logf("Standard lease kept: the session was away %v; a new lock taken %v after the reconnection (%v after asking)",
+			away.Round(time.Millisecond), time.Since(back.At).Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+		releaseT(t, l)
 		releaseT(t, stdLease)
 	}
 	releaseT(t, onlyLease)
