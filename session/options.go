@@ -104,17 +104,17 @@ func WithResolver(r interface {
 }
 
 // WithEnsembleTracking turns off (false) or on (true, the default) the
-// following of the ensemble's members: the Session reads the member list
-// the ensemble announces in /zookeeper/config (ZooKeeper 3.5+), with a
-// watch and again after every reconnection, and tries those members first,
-// the configured servers being the fallback; when a reconfiguration removes
-// the member it is connected to, it moves to one that stays, on the same
-// session. It follows the list only while it is connected to one of the
-// announced members, so a client that reaches the ensemble through a proxy
-// or NAT keeps its servers. Turn it off when the addresses the ensemble
-// announces must not be used even though the client can reach them (a
-// client that must go through a load balancer or a TLS-terminating proxy
-// that also happens to share an address with a member); see
+// following of the ensemble's members: the Session reads the member list a
+// ZooKeeper 3.5+ ensemble announces in /zookeeper/config and tries those
+// members first, the configured servers being the fallback; while it
+// follows them it watches the list and reads it again after every
+// reconnection, and when a reconfiguration removes the member it is
+// connected to, it moves to one that stays, on the same session. It follows
+// the list only while it is connected to one of the announced members, so a
+// client that reaches the ensemble through a proxy or NAT keeps its servers
+// without this option. Turn it off when the announced addresses are
+// reachable but must not be used (every connection must go through a
+// proxy, or the configured servers must stay the only ones); see
 // docs/kubernetes.md.
 func WithEnsembleTracking(on bool) Option { return Option(zksession.WithEnsembleTracking(on)) }
 

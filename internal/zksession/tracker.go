@@ -35,46 +35,58 @@ const configPath = "/zookeeper/config"
 func (s *Session) runTracker(firstRead chan<- struct{}) {
 	defer s.wg.Done()
 	var prev map[string]bool // resolved addresses of the members adopted last
+	var following bool       // the members are followed (and watched)
+	var readOn string        // the server of the last completed read, while not following
 	for first := true; ; first = false {
 		ep, err := s.WaitConnected(context.Background())
 		if err != nil {
 			return // closed
 		}
 		changed := s.Changed() // a transition after the read wakes us
-		// A plain read first: the watch is set only while the members are
-		// followed, so that a session on a standalone server, on an
-		// ensemble that announces no client addresses or behind a proxy
-		// pays no watch for it.
-		var data []byte
-		err = s.Retry(ep.Context(), ep, func(c *zk.Conn) error {
-			var err error
-			data, _, err = c.Get(configPath)
-			return err
-		})
 		var fired <-chan zk.Event
 		var w *Watch
-		if err == nil {
-			var adopted bool
-			if prev, adopted = s.applyConfig(data, prev); adopted {
-				err = s.Retry(ep.Context(), ep, func(c *zk.Conn) error {
-					var err error
-					data, _, w, err = s.GetW(configPath)
-					return err
-				})
-				if err == nil {
-					fired = w.Events()
-					prev, _ = s.applyConfig(data, prev)
+		// While the members are not followed, what decides whether they
+		// can be is the server the session is on: a reconnection to the
+		// same server reads nothing. While they are, every reconnection
+		// reads the config again.
+		if on := s.wire.currentAddr(); following || on == "" || on != readOn {
+			// A plain read first: the watch is set only while the members
+			// are followed, so that a session on a standalone server, on
+			// an ensemble that announces no client addresses or behind a
+			// proxy pays no watch for it.
+			var data []byte
+			err = s.Retry(ep.Context(), ep, func(c *zk.Conn) error {
+				var err error
+				data, _, err = c.Get(configPath)
+				return err
+			})
+			readOn = ""
+			switch {
+			case err == nil:
+				if prev, following = s.applyConfig(data, prev); following {
+					err = s.Retry(ep.Context(), ep, func(c *zk.Conn) error {
+						var err error
+						data, _, w, err = s.GetW(configPath)
+						return err
+					})
+					if err == nil {
+						fired = w.Events()
+						prev, _ = s.applyConfig(data, prev)
+					}
+				} else {
+					readOn = on
+				}
+			case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrNoAuth):
+				// A 3.4 server, or a config we may not read: nothing to
+				// follow.
+				readOn = on
+				if ce := s.lg.Check(zap.DebugLevel, "no ensemble config to follow"); ce != nil {
+					ce.Write(zap.String("path", configPath), zap.Error(err))
 				}
 			}
+			// Otherwise the epoch ended, the session closed, or an error
+			// that the next transition may cure: read again then.
 		}
-		if err != nil && (errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrNoAuth)) {
-			// A 3.4 server, or a config we may not read: nothing to follow.
-			if ce := s.lg.Check(zap.DebugLevel, "no ensemble config to follow"); ce != nil {
-				ce.Write(zap.String("path", configPath), zap.Error(err))
-			}
-		}
-		// Otherwise the epoch ended, the session closed, or an error that
-		// the next transition may cure: look again then.
 		if first {
 			close(firstRead)
 		}
