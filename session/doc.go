@@ -12,7 +12,11 @@
 //
 // Connect once per process and share the Session between every recipe.
 // Connect is bounded by its ctx and by a connect timeout (15 s by default);
-// a malformed server list fails at once.
+// a malformed server list fails at once. Servers are names, looked up again
+// at every pass over them: a server that comes back on a new address under
+// its name (a Kubernetes pod) is reached again, a name that does not
+// resolve is skipped, and the members a 3.5+ ensemble announces are
+// followed through reconfigurations (docs/kubernetes.md).
 //
 // # States
 //
@@ -74,9 +78,12 @@
 //
 // # Costs
 //
-// A Session runs a state goroutine, a delete queue, one goroutine per
-// Subscription and per request in flight (up to four stay parked for reuse),
-// plus go-zookeeper's own. It logs to the zap logger of WithLogger or the
+// A Session runs a state goroutine, a delete queue, a goroutine that sets
+// the watches of held leases again after a reconnection, one that follows
+// the ensemble's members (one read of /zookeeper/config per connection to a
+// new server; a watch while it follows them), one goroutine per
+// Subscription and per request in flight (up to four stay parked for
+// reuse), plus go-zookeeper's own. It logs to the zap logger of WithLogger or the
 // slog logger of WithSlog (silent by default): transitions at info
 // (Suspended at warn), failures no caller sees at error, per-request and
 // per-lease details at debug; nothing per lock cycle at info or above.
