@@ -75,20 +75,37 @@ func classify(a, b Interval, faults []FaultEvent) string {
 			return ReasonServingKill
 		}
 	}
-	if a.Policy == session.SessionOnly {
-		if a.Lost {
-			return ReasonSessionOnly
-		}
-		// A session-only holder whose connection a fault disrupted between
-		// its start and b's acquire may have ended its work on its own
-		// before it learned that its session had expired.
-		for _, f := range faults {
-			if f.At <= b.Start && f.End >= a.Start && f.hits(a.Session) && disconnects(f.Kind) {
-				return ReasonSessionOnly
-			}
-		}
+	if a.Policy == session.SessionOnly && sessionWindow(a, b, faults) {
+		return ReasonSessionOnly
 	}
 	return ""
+}
+
+// sessionWindow reports whether session-only holder a may have held on past
+// its session's end on the server when b acquired. While a's session lives,
+// so does its node, and a newcomer that acquires past it is a violation
+// under any policy: a disconnect that the session rode out excuses nothing.
+// So a's session must have ended: its hold ended with the session's loss;
+// or the session was no longer live when the run stopped, and a's hold
+// ended by a loss or a fault that disconnects or expires sessions hit it
+// between its start and b's acquire (a holder may end its work on its own
+// before it learns that its session expired).
+func sessionWindow(a, b Interval, faults []FaultEvent) bool {
+	if a.Lost && a.Cause == causeSessionLost {
+		return true
+	}
+	if !a.SessionEnded {
+		return false
+	}
+	if a.Lost {
+		return true
+	}
+	for _, f := range faults {
+		if f.At <= b.Start && f.End >= a.Start && f.hits(a.Session) && disconnects(f.Kind) {
+			return true
+		}
+	}
+	return false
 }
 
 // disconnects reports whether a fault of kind can disconnect or expire the

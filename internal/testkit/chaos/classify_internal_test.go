@@ -3,6 +3,8 @@ package chaos
 import (
 	"testing"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/session"
 )
 
 // TestClassifyDeletedWaiter: an overlap where a third party deleted the
@@ -89,6 +91,45 @@ func TestClassifyServingKill(t *testing.T) {
 	}
 	for _, c := range cases {
 		if got := classify(c.a, c.b, c.faults); got != c.want {
+			t.Errorf("%s: classify = %q, want %q", c.desc, got, c.want)
+		}
+	}
+}
+
+// TestClassifySessionOnlyWindow: an overlap with a session-only holder is
+// excused only when the holder's session ended: its hold ended with the
+// session's loss, or the session was not live at the end of the run and a
+// fault that disconnects sessions hit it (or its hold ended by a loss). A
+// session-only holder whose session rode the fault out kept its node: a
+// newcomer that acquired past it is a violation, as under the standard
+// policy.
+func TestClassifySessionOnlyWindow(t *testing.T) {
+	ms := time.Millisecond
+	b := Interval{Session: 2, SessionID: 2, Start: 60 * ms, End: 300 * ms}
+	cut := []FaultEvent{{Kind: FaultCut, Sessions: []int{1}, At: 50 * ms, End: 55 * ms}}
+	move := []FaultEvent{{Kind: FaultMove, At: 20 * ms, End: 55 * ms}}
+	only := func(iv Interval) Interval {
+		iv.Session, iv.SessionID, iv.Policy, iv.Start = 1, 1, session.SessionOnly, 0
+		return iv
+	}
+	cases := []struct {
+		desc   string
+		a      Interval
+		faults []FaultEvent
+		want   string
+	}{
+		{"ended by the session's loss", only(Interval{End: 200 * ms, Lost: true, Cause: causeSessionLost}), nil, ReasonSessionOnly},
+		{"cut, session ended later, released on its own", only(Interval{End: 200 * ms, SessionEnded: true}), cut, ReasonSessionOnly},
+		{"member moved, session ended later, released on its own", only(Interval{End: 200 * ms, SessionEnded: true}), move, ReasonSessionOnly},
+		{"cut, session live to the end", only(Interval{End: 200 * ms}), cut, ""},
+		{"member moved, session live to the end", only(Interval{End: 200 * ms}), move, ""},
+		{"node deleted with no fault, session live to the end", only(Interval{End: 200 * ms, Lost: true, Cause: "node deleted"}), nil, ""},
+		{"session ended, no fault, released on its own", only(Interval{End: 200 * ms, SessionEnded: true}), nil, ""},
+		{"standard policy, session ended after a cut",
+			Interval{Session: 1, SessionID: 1, Policy: session.Standard, End: 200 * ms, SessionEnded: true, Lost: true, Cause: causeSessionLost}, cut, ""},
+	}
+	for _, c := range cases {
+		if got := classify(c.a, b, c.faults); got != c.want {
 			t.Errorf("%s: classify = %q, want %q", c.desc, got, c.want)
 		}
 	}

@@ -10,9 +10,12 @@
 // # The run
 //
 // zktest starts a 3-member ensemble (tickTime 200 ms). Each of Config.Sessions
-// sessions (default 12) connects through three zktest proxies, one in front of
-// each member, so that its faults can be injected on its own connection; even
-// sessions use the standard loss policy, odd ones session-only. Each session
+// sessions (default 12) reaches member i by the name zk-i.chaos.test, which a
+// zktest.Resolver (session.WithResolver) maps to the member's address, and its
+// dialer sends every connection through a zktest proxy of its own in front of
+// that member, so that its faults can be injected on its own connection; even
+// sessions use the standard loss policy, odd ones session-only. The
+// observer's raw connections dial each member where it serves now. Each session
 // runs one worker per recipe, all on their own path under Config.Root:
 //
 //   - mutex.New (fair), mutex.NewReentrant (which also re-enters on the holding
@@ -49,6 +52,13 @@
 //     the time, through another member (see below why that matters).
 //   - ensemble leader kill and restart: SIGKILL of the member that leads,
 //     restart after 0.2 to 0.8 s, then wait until every member serves.
+//   - member moved to a new address: zktest's Server.Move of a member (the
+//     leader a quarter of the time, else one of the three at random), which
+//     restarts it with its data on a new loopback address, as a pod that
+//     comes back with a new IP; once it serves, each session gets a proxy in
+//     front of the new address (the old one is closed) and the member's name
+//     resolves there, then wait until every member serves. A session that
+//     did not look the name up again would never reach the member again.
 //   - member frozen and thawed: SIGSTOP of a member (the leader a quarter of
 //     the time, else one of the three at random) for 0.3 s plus up to 1.5
 //     session timeouts, then SIGCONT.
@@ -202,17 +212,24 @@
 //     acquired and B's hold ended with "node deleted" within a second, or
 //     B released it within 100 ms, before its watch was due (a downgrade's
 //     read node deleted as it was placed is seen so).
-//   - session-only policy window. A's session uses session.SessionOnly, and
-//     A's hold ended by a loss, or a fault that disconnects or expires
-//     sessions (every kind but a third-party delete) hit A's session between
-//     A's start and B's acquire: that policy keeps a lease through a
-//     disconnect until the session is known lost, and documents that the
-//     server may expire it (and let B in) first; A may even end its work on
-//     its own before it learns (a leader's term that ran out while its session
-//     had already been killed). The fenced resource must still refuse A's
-//     late writes; that is checked as for every hold.
+//   - session-only policy window. A's session uses session.SessionOnly, that
+//     session ended (A's hold ended with its loss, or it was no longer live
+//     when the run stopped: Interval.SessionEnded), and A's hold ended by a
+//     loss or a fault that disconnects or expires sessions (every kind but a
+//     third-party delete) hit A's session between A's start and B's acquire:
+//     that policy keeps a lease through a disconnect until the session is
+//     known lost, and documents that the server may expire it (and let B in)
+//     first; A may even end its work on its own before it learns (a leader's
+//     term that ran out while its session had already been killed). A
+//     session that rode the fault out kept A's node, so nothing excuses B
+//     then. The fenced resource must still refuse A's late writes; that is
+//     checked as for every hold.
 //
-// Any other overlap is a violation, under either policy.
+// Any other overlap is a violation, under either policy. Nothing is set aside
+// for the one case the standard policy's deadline does not cover, a follower
+// cut off from its leader that keeps answering pings (docs/design.md): the
+// proxies sit between clients and members, not between members, so the run
+// cannot produce it, and an overlap that looked like it counts.
 //
 // # Losses and gaps
 //

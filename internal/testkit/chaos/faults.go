@@ -21,6 +21,7 @@ const (
 	FaultKillNoServer  = "instant kill (session not connected)"
 	FaultKillNotFound  = "instant kill (no credentials)"
 	FaultLeaderKill    = "ensemble leader kill+restart"
+	FaultMove          = "member moved to a new address"
 	FaultFreeze        = "member frozen+thawed"
 	FaultGhost         = "swallowed reply (ghost create)"
 	FaultGhostNone     = "swallowed reply (no create seen)"
@@ -102,7 +103,7 @@ func (r *run) inject(ctx context.Context, round int, p plan) (*FaultEvent, error
 	case x < 16:
 		f.Kind, f.Sessions = FaultCut, targets
 		for _, i := range targets {
-			for _, px := range r.clients[i].proxies {
+			for _, px := range r.clients[i].current() {
 				px.Cut()
 			}
 		}
@@ -110,7 +111,7 @@ func (r *run) inject(ctx context.Context, round int, p plan) (*FaultEvent, error
 	case x < 28:
 		f.Kind, f.Sessions = FaultPartition, []int{target.idx}
 		ep := sessiontest.Core(target.sess).Epoch()
-		for _, px := range target.proxies {
+		for _, px := range target.current() {
 			px.Partition()
 		}
 		lost := time.NewTimer(4 * r.cfg.SessionTimeout)
@@ -122,14 +123,14 @@ func (r *run) inject(ctx context.Context, round int, p plan) (*FaultEvent, error
 		case <-ctx.Done():
 		}
 		lost.Stop()
-		for _, px := range target.proxies {
+		for _, px := range target.current() {
 			px.Heal()
 		}
 		wait(ctx, p.dwell/2)
 	case x < 44:
 		r.kill(ctx, f, target, p.blind)
 		wait(ctx, p.dwell)
-	case x < 52:
+	case x < 48:
 		f.Kind = FaultLeaderKill
 		m, err := r.ens.Leader()
 		if err != nil {
@@ -145,6 +146,10 @@ func (r *run) inject(ctx context.Context, round int, p plan) (*FaultEvent, error
 		}
 		if err := r.ready(); err != nil {
 			return f, fmt.Errorf("chaos: round %d: after restarting member %d: %w", round, m, err)
+		}
+	case x < 54:
+		if err := r.move(f, round, p.member); err != nil {
+			return f, err
 		}
 	case x < 62:
 		f.Kind = FaultFreeze
@@ -173,13 +178,13 @@ func (r *run) inject(ctx context.Context, round int, p plan) (*FaultEvent, error
 		f.Kind, f.Sessions = FaultLatency, targets
 		f.Detail = p.latency.Round(time.Millisecond).String()
 		for _, i := range targets {
-			for _, px := range r.clients[i].proxies {
+			for _, px := range r.clients[i].current() {
 				px.SetLatency(p.latency)
 			}
 		}
 		wait(ctx, p.dwell)
 		for _, i := range targets {
-			for _, px := range r.clients[i].proxies {
+			for _, px := range r.clients[i].current() {
 				px.SetLatency(0)
 			}
 		}
@@ -208,7 +213,7 @@ func (r *run) kill(ctx context.Context, f *FaultEvent, target *client, blind boo
 	f.SessionID = id
 	var creds zktest.SessionCreds
 	found := false
-	for _, px := range target.proxies {
+	for _, px := range target.allProxies() {
 		for _, c := range px.Sessions() {
 			if c.ID == id {
 				creds, found = c, true
@@ -288,7 +293,7 @@ func (r *run) ghost(ctx context.Context, f *FaultEvent, target *client, dwell ti
 		close(done)
 		return zktest.SwallowReply
 	}
-	for _, px := range target.proxies {
+	for _, px := range target.current() {
 		px.OnRequest(hook)
 	}
 	t := time.NewTimer(2 * dwell)
@@ -298,7 +303,7 @@ func (r *run) ghost(ctx context.Context, f *FaultEvent, target *client, dwell ti
 	case <-ctx.Done():
 	}
 	t.Stop()
-	for _, px := range target.proxies {
+	for _, px := range target.current() {
 		px.OnRequest(nil)
 	}
 	// A hook call may still be running: read what it stored only through

@@ -19,10 +19,12 @@ type members struct {
 	wg    sync.WaitGroup
 }
 
-func dialMembers(ctx context.Context, servers []string) (*members, error) {
+// dialMembers connects to each of servers alone, dialed with dial (which
+// follows members that move).
+func dialMembers(ctx context.Context, servers []string, dial zk.Dialer) (*members, error) {
 	m := &members{}
 	for _, addr := range servers {
-		conn, events, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithLogger(nopLogger{}))
+		conn, events, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithLogger(nopLogger{}), zk.WithDialer(dial))
 		if err != nil {
 			m.close()
 			return nil, fmt.Errorf("chaos: member observer %s: %w", addr, err)

@@ -23,8 +23,10 @@ type nopLogger struct{}
 
 func (nopLogger) Printf(string, ...any) {}
 
-func dialObserver(ctx context.Context, servers []string) (*observer, error) {
-	conn, events, err := zk.Connect(servers, 4*time.Second, zk.WithLogger(nopLogger{}))
+// dialObserver connects to servers, each dialed with dial (which follows
+// members that move).
+func dialObserver(ctx context.Context, servers []string, dial zk.Dialer) (*observer, error) {
+	conn, events, err := zk.Connect(servers, 4*time.Second, zk.WithLogger(nopLogger{}), zk.WithDialer(dial))
 	if err != nil {
 		return nil, fmt.Errorf("chaos: observer: %w", err)
 	}

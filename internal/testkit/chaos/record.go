@@ -59,7 +59,14 @@ type Interval struct {
 	Cause     string // the lease's Err when lost
 	Shutdown  bool   // ended because the run stopped
 	Open      bool   // never ended (a worker that did not return)
+	// SessionEnded: the session of SessionID was no longer live when the
+	// run stopped (lost, expired or killed at some point), so its nodes may
+	// have gone while the hold lasted; set by the run before the check.
+	SessionEnded bool
 }
+
+// causeSessionLost is the Cause of a hold ended by its session's loss.
+const causeSessionLost = "session lost"
 
 // causeOf names why a lease ended, from the cause of its context (the first
 // reason, which later updates such as "lost after suspended" do not change).
@@ -70,7 +77,7 @@ func causeOf(err error) string {
 	case errors.Is(err, session.ErrSuspended):
 		return "suspended"
 	case errors.Is(err, session.ErrLost):
-		return "session lost"
+		return causeSessionLost
 	case errors.Is(err, recipes.ErrNodeDeleted):
 		return "node deleted"
 	case errors.Is(err, session.ErrClosed):

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -22,7 +23,9 @@ type run struct {
 	ens     *zktest.Ensemble
 	obs     *observer
 	mem     *members
+	book    *book
 	clients []*client
+	proxies []*zktest.Proxy // every proxy made, closed at the end
 }
 
 func (r *run) logf(format string, args ...any) {
@@ -49,12 +52,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
 	defer r.ens.Stop()
+	r.book = newBook(r.ens.Servers())
 	// The baseline is taken before the observers connect: their
 	// go-zookeeper goroutines start a little after their session exists,
 	// and they are closed before the goroutines are counted again.
 	baseline := runtime.NumGoroutine()
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	r.obs, err = dialObserver(octx, r.ens.Servers())
+	r.obs, err = dialObserver(octx, r.ens.Servers(), r.book.dial)
 	cancel()
 	if err != nil {
 		return nil, err
@@ -78,7 +82,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	mctx, mcancel := context.WithTimeout(ctx, 30*time.Second)
-	r.mem, err = dialMembers(mctx, r.ens.Servers())
+	r.mem, err = dialMembers(mctx, r.ens.Servers(), r.book.dial)
 	mcancel()
 	if err != nil {
 		return nil, err
@@ -140,9 +144,8 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 	stopCtx, stopWorkers := context.WithCancel(context.Background())
 	defer stopWorkers()
 	w := &workers{cfg: cfg, rec: r.rec, stop: stopCtx}
-	var proxies []*zktest.Proxy
 	defer func() {
-		for _, p := range proxies {
+		for _, p := range r.proxies {
 			p.Close()
 		}
 	}()
@@ -160,23 +163,26 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 		closeSessions()
 		return newReport(cfg)
 	}
+	names, err := r.book.sessionServers()
+	if err != nil {
+		return fail(err)
+	}
 	for i := 0; i < cfg.Sessions; i++ {
 		c := &client{idx: i, policy: session.Standard}
 		if i%2 == 1 {
 			c.policy = session.SessionOnly
 		}
-		var addrs []string
-		for _, m := range r.ens.Servers() {
-			p, err := zktest.NewProxy(m)
+		for m, addr := range r.ens.Servers() {
+			p, err := zktest.NewProxy(addr)
 			if err != nil {
 				return fail(fmt.Errorf("chaos: %w", err))
 			}
-			proxies = append(proxies, p)
-			c.proxies = append(c.proxies, p)
-			addrs = append(addrs, p.Addr())
+			r.proxies = append(r.proxies, p)
+			c.setProxy(m, addr, p)
 		}
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		s, err := session.Connect(cctx, addrs, session.WithSessionTimeout(cfg.SessionTimeout), session.WithLossPolicy(c.policy))
+		s, err := session.Connect(cctx, names, session.WithSessionTimeout(cfg.SessionTimeout), session.WithLossPolicy(c.policy),
+			session.WithResolver(&r.book.names), session.WithDialer(c.dial))
 		cancel()
 		if err != nil {
 			return fail(fmt.Errorf("chaos: session %d: %w", i, err))
@@ -276,7 +282,7 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 
 	owners := map[int64]int{}
 	for _, c := range r.clients {
-		for _, px := range c.proxies {
+		for _, px := range c.allProxies() {
 			for _, s := range px.Sessions() {
 				owners[s.ID] = c.idx
 			}
@@ -293,6 +299,14 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 		hung = true
 	}
 	caches.close()
+	// The sessions still live at the end: a hold on any other session may
+	// have outlived its session's end on the server (see sessionWindow).
+	live := map[int64]bool{}
+	for _, c := range r.clients {
+		if ep := sessiontest.Core(c.sess).Epoch(); ep.Err() == nil {
+			live[ep.SessionID()] = true
+		}
+	}
 	closeTimes := closeSessions()
 	if hung {
 		<-joined // Close ends every lease and wait: the workers return now
@@ -302,6 +316,9 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 
 	ivs, faults, writes, calls, server, semMax, semReads := r.rec.snapshot()
 	stalls := can.snapshot()
+	for i := range ivs {
+		ivs[i].SessionEnded = !live[ivs[i].SessionID]
+	}
 	rep := check(cfg, ivs, faults, writes, calls, stalls)
 	if cfg.Dump != "" {
 		if err := dump(cfg.Dump, ivs, faults, writes, calls, server, firsts, stalls); err != nil {

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"net"
 	"strconv"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -23,10 +26,68 @@ import (
 // client is one session of the run and the proxies it connects through (one
 // per ensemble member).
 type client struct {
-	idx     int
-	sess    *session.Session
-	policy  session.LossPolicy
-	proxies []*zktest.Proxy
+	idx    int
+	sess   *session.Session
+	policy session.LossPolicy
+
+	mu      sync.Mutex
+	proxies []*zktest.Proxy          // the current ones, by member
+	via     map[string]*zktest.Proxy // member's address -> its current proxy
+	retired []*zktest.Proxy          // replaced by a move (their records stay)
+}
+
+// current returns the proxies in front of the members as they are now.
+func (c *client) current() []*zktest.Proxy {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*zktest.Proxy(nil), c.proxies...)
+}
+
+// allProxies returns every proxy the client has had: the sessions they
+// recorded (credentials, owners) outlive a move.
+func (c *client) allProxies() []*zktest.Proxy {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append(append([]*zktest.Proxy(nil), c.proxies...), c.retired...)
+}
+
+// setProxy puts px, in front of the member m now at addr, in place of the
+// proxy in front of m's previous address, and returns that one.
+func (c *client) setProxy(m int, addr string, px *zktest.Proxy) (old *zktest.Proxy) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.via == nil {
+		c.via = make(map[string]*zktest.Proxy)
+	}
+	if m < len(c.proxies) {
+		old = c.proxies[m]
+		c.retired = append(c.retired, old)
+		for a, p := range c.via {
+			if p == old {
+				delete(c.via, a)
+			}
+		}
+		c.proxies[m] = px
+	} else {
+		c.proxies = append(c.proxies, px)
+	}
+	c.via[addr] = px
+	return old
+}
+
+// dial is the session's dialer: the session resolves a member's name to the
+// member's address, and the connection goes through the client's proxy in
+// front of it. An address no member serves on any more (a moved member's
+// old one, dialed under a name not yet updated) is refused, as it would be
+// without the proxy.
+func (c *client) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
+	c.mu.Lock()
+	px := c.via[addr]
+	c.mu.Unlock()
+	if px == nil {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("no member at %s: %w", addr, syscall.ECONNREFUSED)}
+	}
+	return net.DialTimeout(network, px.Addr(), timeout)
 }
 
 // lease is what every recipe's handle (and a leader's Term) offers.
