@@ -48,7 +48,7 @@ func TestClassifyDeletedWaiter(t *testing.T) {
 			del("/chaos/rwlock/c"), ""},
 	}
 	for _, c := range cases {
-		if got := classify(a, c.b, c.faults); got != c.want {
+		if got := classify(a, c.b, c.faults, servingKillRace); got != c.want {
 			t.Errorf("%s: classify = %q, want %q", c.desc, got, c.want)
 		}
 	}
@@ -90,7 +90,7 @@ func TestClassifyServingKill(t *testing.T) {
 			Interval{SessionID: 3, Start: 60 * ms, End: 80 * ms, Lost: true}, kill(1), ""},
 	}
 	for _, c := range cases {
-		if got := classify(c.a, c.b, c.faults); got != c.want {
+		if got := classify(c.a, c.b, c.faults, servingKillRace); got != c.want {
 			t.Errorf("%s: classify = %q, want %q", c.desc, got, c.want)
 		}
 	}
@@ -129,7 +129,7 @@ func TestClassifySessionOnlyWindow(t *testing.T) {
 			Interval{Session: 1, SessionID: 1, Policy: session.Standard, End: 200 * ms, SessionEnded: true, Lost: true, Cause: causeSessionLost}, cut, ""},
 	}
 	for _, c := range cases {
-		if got := classify(c.a, b, c.faults); got != c.want {
+		if got := classify(c.a, b, c.faults, servingKillRace); got != c.want {
 			t.Errorf("%s: classify = %q, want %q", c.desc, got, c.want)
 		}
 	}

@@ -189,18 +189,20 @@
 //     acquire. Classified when a kill of A's session through another
 //     member began before B acquired and ended after A began.
 //   - race: instant kill through the serving member. The member closes A's
-//     connection as it deletes A's nodes, so A's client hears of it on the
-//     wire only about a round trip before B's can act; when B's goroutine
-//     runs before A's (all sessions share this process's two cores), B may
-//     acquire first. The library promises no more than that lead (see
-//     leader.Term.Done); a real expiry, by contrast, is preceded by a
-//     suspension or the local loss timer, a margin of a third of the
-//     session timeout or more, and an overlap there is a violation.
-//     Classified when such a kill of A's session began before B acquired
-//     and A learned within a second of B's acquire; and the other way round,
+//     connection as it deletes A's nodes; under EndAtDisconnect A's client
+//     hears of it on the wire only about a round trip before B's can act,
+//     and under Standard the close looks like any reset, so A's lease ends
+//     at its reconnection (the session is gone) or at its deadline, two
+//     thirds of the session timeout after its last answer, whichever is
+//     first. The library promises no more (see leader.Term.Done); a real
+//     expiry, by contrast, is preceded by the lease deadline or the local
+//     loss timer, a margin of a third of the session timeout or more, and
+//     an overlap there is a violation. Classified when such a kill of A's
+//     session began before B acquired and A learned within a second plus
+//     two thirds of the session timeout of B's acquire; and the other way round,
 //     when the kill was of B's session, B's node was granted before the kill
 //     deleted it, B's acquire returned after A's, and B's lease ended within
-//     a second of its acquire.
+//     that bound of its acquire.
 //   - unknowable: third-party delete. Someone deleted A's node: the next in
 //     line acquires on the deletion, and A learns of it from its own node
 //     watch, a notification that races with B's. Classified when the fault
