@@ -431,7 +431,7 @@ func TestReconfigReplacesEveryMember(t *testing.T) {
 			t.Fatalf("reconfig %d: %v", i, err)
 		}
 		added = append(added, joined...)
-		t.Logf("reconfig %d: %s replaced by %s in %v; the session is on %s", i, m.Addr(), joined[0].Addr(), time.Since(start).Round(time.Millisecond), s.Conn().Server())
+		t.Logf("reconfig %d: %s replaced by %s in %v; the session is on %s", i, m.Addr(), joined[0].Addr(), time.Since(start).Round(time.Millisecond), sessiontest.Core(s).Server())
 	}
 	newAddrs := map[string]bool{}
 	for _, m := range added {
@@ -439,7 +439,7 @@ func TestReconfigReplacesEveryMember(t *testing.T) {
 	}
 	// Every original member is gone; the Session must be on a new one.
 	zktest.Eventually(t, wait, func() bool {
-		return s.State() != session.Suspended && newAddrs[s.Conn().Server()]
+		return s.State() != session.Suspended && newAddrs[sessiontest.Core(s).Server()]
 	}, "the session connected to a new member")
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()

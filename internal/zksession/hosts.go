@@ -52,6 +52,7 @@ type hostProvider struct {
 	tried      int  // addresses tried since the pass began or the last connection
 	stale      bool // learned changed: resolve before the next attempt
 	deferred   bool // a pass is due: resolve when go-zookeeper dials (target)
+	gen        int  // counts setLearned calls
 	passes     int  // resolutions made
 	failures   map[string]error
 	lookupErrs map[string]string // name -> last lookup error logged (to log a change once)
@@ -111,26 +112,35 @@ func (h *hostProvider) Len() int {
 func (h *hostProvider) Next() (server string, retryStart bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.pass != nil && h.tried >= len(h.pass) {
+	if h.pass != nil && h.tried >= len(h.pass) && !h.stale {
+		// The address go-zookeeper reports until the dial (target may dial
+		// another, if the names moved meanwhile).
 		h.deferred, h.tried = true, 0
-		return h.configured[0], true
+		return h.pass[h.next].addr, true
 	}
+	// The first pass, or new members announced: resolve now, and try them
+	// at once.
 	if h.pass == nil || h.stale {
+		h.deferred = false
 		h.resolveLocked()
 	}
 	return h.takeLocked().addr, false
 }
 
 // resolveLocked begins a new pass, resolving the names with h.mu released
-// meanwhile. h.mu held.
+// meanwhile. A pass begun because the learned members changed starts with
+// them; otherwise the pass goes on from where the last one stopped. h.mu
+// held.
 func (h *hostProvider) resolveLocked() {
 	h.passes++
-	learned, configured := h.learned, h.configured
+	learned, configured, gen, stale := h.learned, h.configured, h.gen, h.stale
 	h.mu.Unlock()
 	pass := h.resolve(learned, configured)
 	h.mu.Lock()
-	h.pass, h.tried, h.stale = pass, 0, false
-	if h.next >= len(pass) {
+	h.pass, h.tried = pass, 0
+	// A setLearned during the lookups leaves the next pass stale.
+	h.stale = h.gen != gen
+	if stale || h.next >= len(pass) {
 		h.next = 0
 	}
 }
@@ -198,6 +208,20 @@ func (h *hostProvider) resolve(learned, configured []string) []hostAddr {
 	defer cancel()
 	first := h.lookupAll(ctx, learned)
 	rest := h.lookupAll(ctx, configured)
+	// An address that a configured name gives keeps that name (the one TLS
+	// verifies, the one the user knows), even when the ensemble announces
+	// it under another.
+	byAddr := make(map[string]string)
+	for _, a := range rest {
+		if a.lookupErr == nil {
+			byAddr[a.addr] = a.name
+		}
+	}
+	for i, a := range first {
+		if n, ok := byAddr[a.addr]; ok && a.lookupErr == nil {
+			first[i].name = n
+		}
+	}
 	seen := make(map[string]bool)
 	var pass, failed []hostAddr
 	for _, group := range [][]hostAddr{first, rest} {
@@ -329,6 +353,7 @@ func (h *hostProvider) setLearned(members []string) {
 	}
 	h.learned = append([]string(nil), members...)
 	h.stale = true
+	h.gen++
 }
 
 // learnedMembers returns the members adopted from the ensemble's config.
@@ -383,3 +408,7 @@ func (s *Session) connectFailures() string {
 	}
 	return ""
 }
+
+// Server returns the address of the server the Session dialed last: the one
+// it is connected to while it is up.
+func (s *Session) Server() string { return s.wire.currentAddr() }

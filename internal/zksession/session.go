@@ -60,6 +60,7 @@ type Session struct {
 	mu        sync.Mutex
 	state     State // 0 until the first session
 	connUp    bool  // go-zookeeper has a session and has not disconnected since
+	broken    bool  // the wire saw the connection of connUp break (connBroken)
 	downSince time.Time
 	epoch     *Epoch
 	seq       int64
@@ -407,6 +408,11 @@ func (s *Session) onEvent(ev zk.Event) {
 		if ci := s.wire.info.Load(); ci != nil {
 			e.id, e.timeout = ci.sessionID, ci.timeout
 		}
+		// The address dialed (go-zookeeper reports the one its host
+		// provider named, which may have been resolved again at the dial).
+		if a := s.wire.currentAddr(); a != "" {
+			e.server = a
+		}
 	}
 	s.evMu.Lock()
 	s.pending = append(s.pending, e)
@@ -440,6 +446,16 @@ func (s *Session) connBroken() {
 	}
 	if s.connUp && !s.closing && s.epoch != nil && s.epoch.live() && s.endsAtBreak(time.Now()) {
 		s.leaseStop(causeErr(ErrSuspended, s.epoch.id))
+	}
+	if s.connUp && !s.broken {
+		// go-zookeeper reports Disconnected only once its send loop has
+		// ended, which a write blocked on a full socket can delay: the
+		// lease deadline is watched from now on (pendingLeaseDeadline).
+		s.broken = true
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -534,7 +550,7 @@ func (s *Session) run() {
 func (s *Session) pendingLeaseDeadline() (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closing || s.connUp || s.cfg.policy != Standard || s.epoch == nil || !s.epoch.live() || s.lease.Err() != nil {
+	if s.closing || (s.connUp && !s.broken) || s.cfg.policy != Standard || s.epoch == nil || !s.epoch.live() || s.lease.Err() != nil {
 		return time.Time{}, false
 	}
 	return s.leaseDeadline(), true
@@ -545,7 +561,7 @@ func (s *Session) pendingLeaseDeadline() (time.Time, bool) {
 func (s *Session) endLeases(deadline time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closing || s.connUp || s.epoch == nil || !s.epoch.live() || s.lease.Err() != nil {
+	if s.closing || (s.connUp && !s.broken) || s.epoch == nil || !s.epoch.live() || s.lease.Err() != nil {
 		return
 	}
 	s.leaseStop(causeErr(ErrSuspended, s.epoch.id))
@@ -620,7 +636,7 @@ func (s *Session) handle(ev zkEvent) {
 			s.timeout = ev.timeout
 		}
 		wasUp := s.connUp
-		s.connUp = true
+		s.connUp, s.broken = true, false
 		switch {
 		case s.epoch == nil:
 			s.startEpoch(id)

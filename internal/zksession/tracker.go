@@ -34,9 +34,9 @@ const configPath = "/zookeeper/config"
 // race with it.
 func (s *Session) runTracker(firstRead chan<- struct{}) {
 	defer s.wg.Done()
-	var prev map[string]bool // resolved addresses of the members adopted last
-	var following bool       // the members are followed (and watched)
-	var readOn string        // the server of the last completed read, while not following
+	var st trackState
+	var following bool // the members are followed (and watched)
+	var readOn string  // the server of the last completed read, while not following
 	for first := true; ; first = false {
 		ep, err := s.WaitConnected(context.Background())
 		if err != nil {
@@ -63,7 +63,7 @@ func (s *Session) runTracker(firstRead chan<- struct{}) {
 			readOn = ""
 			switch {
 			case err == nil:
-				if prev, following = s.applyConfig(data, prev); following {
+				if following = s.applyConfig(data, &st); following {
 					err = s.Retry(ep.Context(), ep, func(c *zk.Conn) error {
 						var err error
 						data, _, w, err = s.GetW(configPath)
@@ -71,7 +71,7 @@ func (s *Session) runTracker(firstRead chan<- struct{}) {
 					})
 					if err == nil {
 						fired = w.Events()
-						prev, _ = s.applyConfig(data, prev)
+						s.applyConfig(data, &st)
 					}
 				} else {
 					readOn = on
@@ -101,41 +101,76 @@ func (s *Session) runTracker(firstRead chan<- struct{}) {
 	}
 }
 
-// applyConfig adopts the members of a /zookeeper/config payload, if the
-// session is connected to one of them or was to one adopted before (prev),
-// and moves off a member that left. It returns the resolved addresses of the
-// members it adopted (prev if it adopted none) and whether it adopted them.
-func (s *Session) applyConfig(data []byte, prev map[string]bool) (map[string]bool, bool) {
+// trackState is what the tracker remembers between reads.
+type trackState struct {
+	// members holds the addresses the followed members resolved to (nil
+	// while it follows none).
+	members map[string]bool
+	// removed holds the addresses of members that a reconfig removed while
+	// they were followed: a session that lands on one again (a removed
+	// member may go on serving, and it stays among the configured servers)
+	// moves off it again.
+	removed map[string]bool
+}
+
+// applyConfig adopts the members of a /zookeeper/config payload if the
+// session is connected to one of them, or follows them already, and moves
+// off a member that left. It reports whether it follows the members.
+func (s *Session) applyConfig(data []byte, st *trackState) bool {
 	members := parseEnsembleConfig(data)
 	if len(members) == 0 {
-		return prev, false
+		return st.members != nil
 	}
 	current := s.wire.currentAddr()
-	resolved := s.resolveMembers(members)
-	if current == "" || (!resolved[current] && !prev[current]) {
+	resolved, complete := s.resolveMembers(members)
+	isMember := resolved[current]
+	left := st.removed[current] || (st.members[current] && !isMember)
+	if current == "" || (!isMember && !left && st.members == nil) {
 		if ce := s.lg.Check(zap.DebugLevel, "the server we are connected to is not among the members the ensemble announces (a proxy or NAT?): keeping the configured servers"); ce != nil {
 			ce.Write(zap.String("server", current), zap.Strings("announced", members))
 		}
-		return prev, false
+		return false
 	}
 	if !equalSets(members, s.hosts.learnedMembers()) {
 		s.lg.Info("following the ensemble's members", zap.Strings("members", members))
 	}
 	s.hosts.setLearned(members)
-	if !resolved[current] {
+	if st.removed == nil {
+		st.removed = make(map[string]bool)
+	}
+	if complete {
+		for a := range st.members {
+			if !resolved[a] {
+				st.removed[a] = true
+			}
+		}
+	} else {
+		// A member that did not resolve (a DNS hiccup) may still be one:
+		// keep what it resolved to before, and conclude nothing of it.
+		for a := range st.members {
+			resolved[a] = true
+		}
+	}
+	for a := range resolved {
+		delete(st.removed, a)
+	}
+	st.members = resolved
+	if left && !resolved[current] {
+		st.removed[current] = true
 		s.lg.Info("the server we are connected to left the ensemble: moving to a member that stays",
 			zap.String("server", current))
 		s.wire.dropCurrent()
 	}
-	return resolved, true
+	return true
 }
 
 // resolveMembers returns the addresses ("ip:port") the members resolve to
-// now; a member that does not resolve adds none.
-func (s *Session) resolveMembers(members []string) map[string]bool {
+// now, and whether every member resolved.
+func (s *Session) resolveMembers(members []string) (map[string]bool, bool) {
 	ctx, cancel := context.WithTimeout(s.hosts.ctx, lookupTimeout)
 	defer cancel()
 	out := make(map[string]bool)
+	complete := true
 	for _, m := range members {
 		host, port, err := net.SplitHostPort(m)
 		if err != nil {
@@ -147,13 +182,14 @@ func (s *Session) resolveMembers(members []string) map[string]bool {
 		}
 		addrs, err := s.hosts.resolver.LookupHost(ctx, host)
 		if err != nil {
+			complete = false
 			continue
 		}
 		for _, a := range addrs {
 			out[net.JoinHostPort(a, port)] = true
 		}
 	}
-	return out
+	return out, complete
 }
 
 // parseEnsembleConfig returns the client addresses ("host:port") of the
