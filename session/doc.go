@@ -44,9 +44,13 @@
 // server expires a session no sooner than T after it received that request,
 // so the holder has T/3 to stop before anyone else can acquire, and a
 // disconnect mended in time (a connection reset, a rolling restart) ends
-// nothing. A follower cut off from the ensemble's leader can narrow that
-// margin by up to syncLimit×tickTime: keep T ≥ 3×syncLimit×tickTime, or use
-// EndAtDisconnect, which ends leases at the first disconnect. SessionOnly
+// nothing. Behind a follower the margin is weaker: the leader hears of the
+// session only through the follower's reports, so a follower that dies
+// while no other member answers, or one cut off from its leader, can leave
+// a lease running past the session's expiry (docs/design.md derives by how
+// much). EndAtDisconnect, which ends leases at the first disconnect, keeps a
+// margin there for a large enough T, at the price of ending them at every
+// rolling restart. SessionOnly
 // ends them only at Lost: a holder rides out disconnects, and accepts that
 // it may overlap with the next holder when the session expires while it is
 // cut off. The lease's error says which: ErrSuspended, ErrLost, ErrClosed.

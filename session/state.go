@@ -83,17 +83,20 @@ const (
 	// received that request, so the holder has at least T/3 to stop before
 	// anyone else can acquire. A disconnect mended before the deadline (a
 	// connection reset, a server restarted in a rolling restart) ends
-	// nothing. A follower cut off from the ensemble's leader narrows the
-	// margin by up to syncLimit×tickTime: choose T ≥ 3×syncLimit×tickTime,
-	// or EndAtDisconnect.
+	// nothing. Behind a ZooKeeper follower the margin is weaker (a follower
+	// that dies while no other member answers, or one cut off from its
+	// leader, can leave a lease running past the expiry: docs/design.md);
+	// EndAtDisconnect is the stricter choice there.
 	Standard LossPolicy = iota
 	// SessionOnly ends leases only at Lost and Closed: a holder rides out
 	// disconnects, and may overlap with the next holder when the session
 	// expires while it is cut off.
 	SessionOnly
 	// EndAtDisconnect ends leases at the first Suspended (any disconnect,
-	// even one the session survives), Lost and Closed: for ensembles whose
-	// syncLimit×tickTime is large against the session timeout.
+	// even one the session survives), Lost and Closed: for holders that must
+	// stop before any other may enter even behind a follower that fails
+	// (with T ≥ 1.5 × (syncLimit + ½) × tickTime), at the price of ending
+	// every lease at every disconnect, rolling restarts included.
 	EndAtDisconnect
 )
 

@@ -477,8 +477,9 @@ func (s *Session) endsAtBreak(now time.Time) bool {
 // request no earlier than its send time, and a session expires no sooner
 // than T after the server last heard from the client, so a lease ended then
 // ends at least T/3 before the session can expire: the margin its holder has
-// to stop before anyone else can acquire (docs/design.md: a follower cut off
-// from the ensemble's leader narrows it by up to syncLimit×tickTime). A
+// to stop before anyone else can acquire (docs/design.md: behind a follower
+// that dies, or that is cut off from its leader, the leader may have heard
+// of the session less recently, and the margin is weaker). A
 // reconnection to the same session before the deadline proves the session
 // live on the ensemble's leader (a follower revalidates a reconnecting
 // session with it), so the leases go on. It is the same moment at which the

@@ -56,17 +56,16 @@ const (
 	// session sooner than T after it received that request, so a lease ends
 	// at least T/3 before any expiry. A reconnection to the same session
 	// before the deadline keeps every lease; Lost and Closed end them at
-	// once. (docs/design.md: a follower cut off from the ensemble's leader
-	// narrows that margin by up to syncLimit×tickTime.)
+	// once. (docs/design.md: behind a follower that dies, or that is cut
+	// off from its leader, the margin is weaker.)
 	Standard LossPolicy = iota
 	// SessionOnly ends leases only at Lost and Closed. A holder rides out
 	// disconnects, accepting that it may overlap with the next holder when the
 	// session expires while it is disconnected.
 	SessionOnly
 	// EndAtDisconnect ends leases at the first disconnect (Suspended), at
-	// Lost and at Closed, even when the session survives the disconnect: for
-	// ensembles whose syncLimit×tickTime is large against the session
-	// timeout, where Standard's deadline gives too little margin.
+	// Lost and at Closed, even when the session survives the disconnect: the
+	// stricter choice behind followers (docs/design.md).
 	EndAtDisconnect
 )
 
