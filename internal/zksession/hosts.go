@@ -31,10 +31,11 @@ const lookupTimeout = 3 * time.Second
 // resolves every name once, in Connect, fails Connect if any name does not
 // resolve, and never resolves again, so a server that comes back on a new
 // address under the same name (a Kubernetes pod) is never reached. This one
-// resolves the names at the start of every pass over the servers
-// (ZOOKEEPER-2184's rule), skips a name that does not resolve while another
-// address can be tried, and puts first the members the ensemble announces
-// (tracker.go), with the configured names as the fallback.
+// resolves the names for every pass over the servers (ZOOKEEPER-2184's
+// rule: after a pass in which none answered, at the first dial of the
+// next), skips a name that does not resolve while another address can be
+// tried, and puts first the members the ensemble announces (tracker.go),
+// with the configured names as the fallback.
 //
 // go-zookeeper calls Init, Next and Connected from its connecting
 // goroutine; the Session's other goroutines read and set the rest.
@@ -53,7 +54,6 @@ type hostProvider struct {
 	stale      bool // learned changed: resolve before the next attempt
 	deferred   bool // a pass is due: resolve when go-zookeeper dials (target)
 	gen        int  // counts setLearned calls
-	passes     int  // resolutions made
 	failures   map[string]error
 	lookupErrs map[string]string // name -> last lookup error logged (to log a change once)
 	seed       uint64            // orders the addresses of a pass (rank)
@@ -132,7 +132,6 @@ func (h *hostProvider) Next() (server string, retryStart bool) {
 // them; otherwise the pass goes on from where the last one stopped. h.mu
 // held.
 func (h *hostProvider) resolveLocked() {
-	h.passes++
 	learned, configured, gen, stale := h.learned, h.configured, h.gen, h.stale
 	h.mu.Unlock()
 	pass := h.resolve(learned, configured)
@@ -200,9 +199,10 @@ func (h *hostProvider) Connected() {
 // first, then those of the configured names not among them, each group in
 // an order random to this Session (so that clients spread over the
 // servers) but the same at every pass (so that, as with go-zookeeper's own
-// provider, the pass after a pause goes on where the last one stopped). A name that does not resolve is left out, with a log line; when
-// no name resolves, the pass holds the names themselves with their lookup
-// errors, which the dialer returns at once (see target).
+// provider, the pass after a pause goes on where the last one stopped). A
+// name that does not resolve is left out, with a log line; when no name
+// resolves, the pass holds the names themselves with their lookup errors,
+// which the dialer returns at once (see target).
 func (h *hostProvider) resolve(learned, configured []string) []hostAddr {
 	ctx, cancel := context.WithTimeout(h.ctx, lookupTimeout)
 	defer cancel()
@@ -361,13 +361,6 @@ func (h *hostProvider) learnedMembers() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]string(nil), h.learned...)
-}
-
-// passCount returns how many passes (resolutions) have begun.
-func (h *hostProvider) passCount() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.passes
 }
 
 func (h *hostProvider) close() { h.stop() }
