@@ -1,8 +1,15 @@
 package zksession
 
 import (
+	"context"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 func TestParseEnsembleConfig(t *testing.T) {
@@ -27,5 +34,70 @@ func TestParseEnsembleConfig(t *testing.T) {
 				t.Errorf("parseEnsembleConfig(%q) = %q, want %q", tt.data, got, tt.want)
 			}
 		})
+	}
+}
+
+// When the config the tracker reads no longer has the member the session is
+// connected to (a reconfig removed it; ZooKeeper 3.8 lets a removed follower
+// go on serving), the Session closes that connection and goes to a member
+// that stays, on the same session, and marks the removed one so that it
+// leaves it again should it land there.
+func TestTrackerMovesOffRemovedMember(t *testing.T) {
+	e := zktest.StartEnsembleT(t, 3, zktest.WithConfig("reconfigEnabled", "true"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := Connect(ctx, e.Servers(), WithSessionTimeout(4*time.Second), WithLogger(zaptest.NewLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if got := s.hosts.learnedMembers(); len(got) != 3 {
+		t.Fatalf("following %v, want the 3 members", got)
+	}
+	sub := s.Subscribe()
+	defer sub.Close()
+	id, on := s.conn.SessionID(), s.Server()
+	data, _, err := s.conn.Get(configPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.HasSuffix(line, ";"+on) {
+			kept = append(kept, line)
+		}
+	}
+	if len(kept) == len(strings.Split(string(data), "\n")) {
+		t.Fatalf("no member line for %s in %q", on, data)
+	}
+	st := trackState{members: map[string]bool{}}
+	for _, a := range e.Servers() {
+		st.members[a] = true
+	}
+	if !s.applyConfig([]byte(strings.Join(kept, "\n")), &st) {
+		t.Fatal("the tracker stopped following")
+	}
+	if !st.removed[on] {
+		t.Errorf("the removed member %s is not remembered as removed", on)
+	}
+	for {
+		select {
+		case ev := <-sub.C():
+			switch ev.State {
+			case Lost:
+				t.Fatalf("session lost moving off a removed member")
+			case Reconnected:
+				if s.conn.SessionID() != id {
+					t.Fatalf("a new session 0x%x after the move, was 0x%x", s.conn.SessionID(), id)
+				}
+				if now := s.Server(); now == on {
+					t.Fatalf("reconnected to the removed member %s", on)
+				}
+				t.Logf("moved from %s to %s, same session", on, s.Server())
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("no reconnection after the move")
+		}
 	}
 }
