@@ -200,6 +200,7 @@ func TestServerMovesAfterSessionTimeout(t *testing.T) {
 // rollingStats is what a rolling restart did to the locks of its sessions.
 type rollingStats struct {
 	cycles, ended int
+	unknown       int // increments whose answer was lost as their lease ended
 	longHeld      bool
 }
 
@@ -265,7 +266,7 @@ func rollingRestart(t *testing.T, policy session.LossPolicy) rollingStats {
 					continue // a lock attempt cut short by the restart: try again
 				}
 				from := time.Now()
-				ok, perr := increment(l, s.Conn(), root+"/counter")
+				ok, unknown, perr := increment(l, s.Conn(), root+"/counter")
 				ended := l.Err() != nil
 				to := time.Now()
 				rctx, rcancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -273,6 +274,9 @@ func rollingRestart(t *testing.T, policy session.LossPolicy) rollingStats {
 				rcancel()
 				mu.Lock()
 				holds = append(holds, hold{from, to})
+				if unknown {
+					stats.unknown++
+				}
 				if ok {
 					stats.cycles++
 				}
@@ -327,8 +331,10 @@ func rollingRestart(t *testing.T, policy session.LossPolicy) rollingStats {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(data); got != strconv.Itoa(stats.cycles) {
-		t.Errorf("counter = %s after %d increments under the lock", got, stats.cycles)
+	// Exact, but for the increments whose outcome no holder could learn
+	// (only a policy that ends leases at a disconnect leaves any).
+	if got, err := strconv.Atoi(string(data)); err != nil || got < stats.cycles || got > stats.cycles+stats.unknown {
+		t.Errorf("counter = %s after %d increments under the lock and %d of unknown outcome", data, stats.cycles, stats.unknown)
 	}
 	sort.Slice(holds, func(i, j int) bool { return holds[i].from.Before(holds[j].from) })
 	for i := 1; i < len(holds); i++ {
@@ -344,9 +350,11 @@ func rollingRestart(t *testing.T, policy session.LossPolicy) rollingStats {
 
 // increment adds one to the counter at p under the lease l, with a version
 // check that fails if anyone else wrote it meanwhile. It reports whether the
-// increment applied (after a lost answer, by reading the counter back) and
-// describes a violation, if any.
-func increment(l *mutex.Lease, c *zk.Conn, p string) (bool, string) {
+// increment applied (after a lost answer, by reading the counter back while
+// the lease still holds), whether its outcome is unknown (the answer was
+// lost and the lease ended before the read-back could tell), and describes
+// a violation, if any.
+func increment(l *mutex.Lease, c *zk.Conn, p string) (applied, unknown bool, problem string) {
 	for l.Err() == nil {
 		data, st, err := c.Get(p)
 		if err != nil {
@@ -355,27 +363,28 @@ func increment(l *mutex.Lease, c *zk.Conn, p string) (bool, string) {
 		}
 		n, err := strconv.Atoi(string(data))
 		if err != nil {
-			return false, fmt.Sprintf("counter %q: %v", data, err)
+			return false, false, fmt.Sprintf("counter %q: %v", data, err)
 		}
 		_, err = c.Set(p, []byte(strconv.Itoa(n+1)), st.Version)
 		switch {
 		case err == nil:
-			return true, ""
+			return true, false, ""
 		case errors.Is(err, zk.ErrBadVersion):
-			return false, fmt.Sprintf("counter written by someone else while the lock was held (version %d)", st.Version)
+			return false, false, fmt.Sprintf("counter written by someone else while the lock was held (version %d)", st.Version)
 		}
 		// The answer was lost: the lock excludes every other writer, so
-		// the counter tells whether the write applied.
+		// while it holds, the counter tells whether the write applied.
 		for l.Err() == nil {
 			data2, st2, err := c.Get(p)
 			if err != nil {
 				pauseOn(l)
 				continue
 			}
-			return st2.Version == st.Version+1 && string(data2) == strconv.Itoa(n+1), ""
+			return st2.Version == st.Version+1 && string(data2) == strconv.Itoa(n+1), false, ""
 		}
+		return false, true, ""
 	}
-	return false, ""
+	return false, false, ""
 }
 
 // A rolling restart in which every member comes back on a new address, one
@@ -387,8 +396,8 @@ func TestRollingRestartToNewAddresses(t *testing.T) {
 	if !stats.longHeld {
 		t.Error("the lock held through the rolling restart was ended")
 	}
-	if stats.ended != 0 {
-		t.Errorf("%d leases ended by a rolling restart that no session expired in", stats.ended)
+	if stats.ended != 0 || stats.unknown != 0 {
+		t.Errorf("%d leases ended by a rolling restart that no session expired in (%d increments of unknown outcome)", stats.ended, stats.unknown)
 	}
 }
 
@@ -469,7 +478,7 @@ func TestReconfigReplacesEveryMember(t *testing.T) {
 // while the exclusion checks hold as under Standard.
 func TestRollingRestartEndAtDisconnect(t *testing.T) {
 	stats := rollingRestart(t, session.EndAtDisconnect)
-	t.Logf("EndAtDisconnect: %d lock cycles, %d leases ended by the restart, long hold kept: %v", stats.cycles, stats.ended, stats.longHeld)
+	t.Logf("EndAtDisconnect: %d lock cycles, %d leases ended by the restart (%d increments of unknown outcome), long hold kept: %v", stats.cycles, stats.ended, stats.unknown, stats.longHeld)
 	if stats.longHeld {
 		t.Error("EndAtDisconnect kept a lock through the disconnects of a rolling restart")
 	}
