@@ -117,10 +117,11 @@ type zkEvent struct {
 // credentials are added. The wait is bounded by ctx and by the connect
 // timeout (WithConnectTimeout, default DefaultConnectTimeout; 0 leaves ctx
 // as the only bound), whichever ends first; then Connect closes everything
-// it started and returns an error that names the servers and the last
-// failure to connect, if any (a dial error, a failed TLS handshake, or a
-// server that closed the connection before it answered, which is what a
-// TLS-only port does to a client without WithTLS), and wraps ctx's error or,
+// it started and returns an error that names the servers and each one's
+// last failure to connect, if any (a lookup error for a name that did not
+// resolve, a dial error, a failed TLS handshake, or a server that closed
+// the connection before it answered, which is what a TLS-only port does to
+// a client without WithTLS), and wraps ctx's error or,
 // for the connect timeout, context.DeadlineExceeded. It returns within that
 // bound plus a few milliseconds, with one exception it cannot avoid: closing
 // go-zookeeper's connection waits up to one second for an answer to its
@@ -130,7 +131,7 @@ type zkEvent struct {
 // nil ctx fail at once with ErrBadArgument, before anything is started.
 //
 // While it waits it logs a warning every few seconds naming the servers, the
-// time waited and the last dial error. The "session established" log line
+// time waited and their last failures. The "session established" log line
 // gives the negotiated session timeout, which SessionTimeout also returns.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Session, error) {
 	s, err := connect(ctx, servers, opts)
