@@ -56,6 +56,9 @@ func TestUsageErrors(t *testing.T) {
 			if len(lines) != 1 || !strings.Contains(stderr, tc.want) {
 				t.Errorf("stderr %q: want one line containing %q", stderr, tc.want)
 			}
+			if n := strings.Count(stderr, "(see zkrecipes help"); n != 1 {
+				t.Errorf("stderr %q points to the help %d times, want once", stderr, n)
+			}
 			if stdout != "" {
 				t.Errorf("stdout %q: want nothing", stdout)
 			}
@@ -82,7 +85,8 @@ func TestHelp(t *testing.T) {
 			t.Fatalf("help %s: exit %d", c, code)
 		}
 		for _, want := range []string{"Usage: zkrecipes " + c, "ZKRECIPES_TOKEN", "ZKRECIPES_PATH", "ZKRECIPES_ID",
-			"--grace", "T/4", "79 ", "--servers", "ZKRECIPES_SESSION_TIMEOUT"} {
+			"--grace", "T/4", "a fifth of the session timeout", "at most a quarter", "host:pid", "local IP",
+			"79 ", "--servers", "ZKRECIPES_SESSION_TIMEOUT"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("help %s lacks %q", c, want)
 			}

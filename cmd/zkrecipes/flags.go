@@ -232,7 +232,9 @@ func (c *connFlags) serverList() []string {
 }
 
 // defaultID is the participant id when --id is not given: host:pid, so that
-// holders and leader name the process to look for.
+// holders and leader name the process to look for, also among several on one
+// host. The library's default (Curator's) is the local IP address: one id per
+// host, which would not tell two commands apart.
 func defaultID() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {

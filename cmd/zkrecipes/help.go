@@ -71,7 +71,10 @@ Connection flags (every command; the variable is used when the flag is absent):
 
 const helpJob = `
 Job flags:
-  --id ID        participant id stored in the node (default host:pid)
+  --id ID        participant id stored in the node (default host:pid, which
+                 names the process even when several run on one host; the
+                 library's and Curator's default is the local IP address, so
+                 give --id to match an IP-named convention)
   --grace D      time between SIGTERM and SIGKILL once the lease ends
                  (default a fifth of the session timeout; at most a quarter)
 
@@ -138,9 +141,12 @@ code COMMAND's, or 79 if leadership was lost while it ran.
 ` + helpJob,
 	"holders": `Usage: zkrecipes holders [-n N] [--json] PATH
 
-Lists the participants of the lock PATH in queue order, holder first (with
--n N: the leases of the semaphore PATH of N leases), one per line:
+Lists the participants of the lock PATH in queue order, holder first, then
+the waiters, one per line:
   holds|waits  ID  NODE  session 0x...  token N
+With -n N, those of the semaphore PATH of N leases: the lease holders, then
+the waiters in queue order (a Curator acquirer's waiting -lease- node, then
+the acquirers queued in PATH/locks, -lock- nodes).
 With --json, one JSON array of {id, node, kind, session_id, token, holds}.
 `,
 	"leader": `Usage: zkrecipes leader [--json] PATH
@@ -168,7 +174,7 @@ func (a *app) help(args []string) error {
 	}
 	text, ok := helpCommands[args[0]]
 	if !ok {
-		return usagef("no command %q (see zkrecipes help)", args[0])
+		return usagef("no command %q", args[0])
 	}
 	fmt.Fprint(a.stdout, text)
 	if args[0] == "lock" || args[0] == "sem" || args[0] == "elect" {

@@ -94,7 +94,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		a.name += " " + cmd
 		err = a.query(cmd, rest)
 	default:
-		err = usagef("unknown command %q (see zkrecipes help)", cmd)
+		err = usagef("unknown command %q", cmd)
 	}
 	return a.exit(cmd, err)
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -126,15 +127,8 @@ func (a *app) holders(ctx context.Context, sess *session.Session, path string, n
 			return err
 		}
 	} else {
-		s, err := semaphore.New(sess, path, n)
-		if err != nil {
-			return err
-		}
-		ps, err = s.Participants(ctx)
-		if cerr := s.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		var err error
+		if ps, err = semaphoreQueue(ctx, sess, path, n); err != nil {
 			return err
 		}
 	}
@@ -149,6 +143,48 @@ func (a *app) holders(ctx context.Context, sess *session.Session, path string, n
 		fmt.Fprintln(a.stdout, participantText(p))
 	}
 	return nil
+}
+
+// semaphoreQueue lists the participants of the semaphore path of n leases in
+// queue order: its lease nodes (the holders, then a Curator acquirer that
+// waits with its lease node), then the acquirers queued on its mutex
+// <path>/locks, all waiting (the first of them holds the mutex, not a lease;
+// a Curator acquirer that holds it and waits with a lease node is listed
+// once). The two directories are read one after the other: an acquirer that
+// takes its lease in between is missed, never listed twice.
+func semaphoreQueue(ctx context.Context, sess *session.Session, path string, n int) ([]recipes.Participant, error) {
+	s, err := semaphore.New(sess, path, n)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := s.Participants(ctx)
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	m, err := mutex.New(sess, path+"/locks") // checkPath: never "/"
+	if err != nil {
+		return nil, err
+	}
+	queued, err := m.Participants(ctx)
+	if cerr := m.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range queued {
+		if q.Holds && slices.ContainsFunc(ps, func(p recipes.Participant) bool {
+			return !p.Holds && p.SessionID == q.SessionID && p.ID == q.ID
+		}) {
+			continue // the same Curator acquirer as its waiting lease node
+		}
+		q.Holds = false
+		ps = append(ps, q)
+	}
+	return ps, nil
 }
 
 func (a *app) leader(ctx context.Context, sess *session.Session, path string, asJSON bool) error {
