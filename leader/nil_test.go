@@ -7,8 +7,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"
 
+	"github.com/zkrecipes/zkrecipes/internal/testkit/leasetest"
 	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -201,6 +203,29 @@ func TestNilTerm(t *testing.T) {
 	if p != nil {
 		t.Fatalf("panic: %v", p)
 	}
+}
+
+// TestNilTermMethods: every method of a nil *Term, each in its own subtest,
+// behaves as that of a nil *mutex.Lease: as a term that has ended with an
+// error matching session.ErrBadArgument; Resign does nothing.
+func TestNilTermMethods(t *testing.T) {
+	var term *leader.Term
+	leasetest.CheckNil(t, term, "leader", "nil term",
+		leasetest.Call{Name: "Resign", NoError: true, Call: func(*testing.T) error { term.Resign(); return nil }},
+		leasetest.Call{Name: "Commit", Call: func(t *testing.T) error {
+			res, err := term.Commit(context.Background(), &zk.CreateRequest{Path: "/x"})
+			if res != nil {
+				t.Errorf("Commit of a nil term returned %v", res)
+			}
+			return err
+		}},
+		leasetest.Call{Name: "Started", NoError: true, Call: func(t *testing.T) error {
+			if s := term.Started(); !s.IsZero() {
+				t.Errorf("Started of a nil term = %v", s)
+			}
+			return nil
+		}},
+	)
 }
 
 // awaitNodeWatch waits until session s, on which the only latch leads,

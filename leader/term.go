@@ -142,7 +142,7 @@ func (t *Term) Context() context.Context {
 }
 
 // errNilTerm is the error of a nil *Term.
-func errNilTerm() error { return fmt.Errorf("%w: nil term", session.ErrBadArgument) }
+func errNilTerm() error { return fmt.Errorf("leader: %w: nil term", session.ErrBadArgument) }
 
 // Commit runs ops in one ZooKeeper transaction behind a check that this
 // participant's node still exists: the writes commit only while the term
@@ -163,7 +163,8 @@ func (t *Term) Commit(ctx context.Context, ops ...any) ([]zk.MultiResponse, erro
 		return nil, errNilTerm()
 	}
 	if err := t.Err(); err != nil {
-		return nil, fmt.Errorf("leader: %w: %w", recipes.ErrNotHeld, err)
+		p := t.lease.RecipePath()
+		return nil, engine.NewError("leader", p, fmt.Errorf("%w: %w", recipes.ErrNotHeld, engine.Within("leader", p, err)))
 	}
 	return t.lease.Commit(ctx, ops...)
 }

@@ -3,6 +3,7 @@ package mutex_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -229,16 +230,17 @@ func TestCommitBadInput(t *testing.T) {
 	}
 }
 
-// TestCommitEveryLeaseKind: a write lease, a semaphore lease and a
-// leader's term commit while they hold and return ErrNotHeld once they have
-// ended (released, downgraded, resigned).
+// TestCommitEveryLeaseKind: a mutex lease, a write lease, a semaphore lease
+// and a leader's term commit while they hold and return ErrNotHeld once they
+// have ended (released, downgraded, resigned); the error names its recipe
+// and path once, first, as every recipe's errors do.
 func TestCommitEveryLeaseKind(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	raw := ns.Conn(t)
 	ctx := ctxT(t)
 	s := connect(t, ns)
 	write := func(p string) *zk.CreateRequest { return &zk.CreateRequest{Path: p, Data: []byte("x")} }
-	check := func(what string, commit func(op any) error, end func(), p string) {
+	check := func(what string, commit func(op any) error, end func(), p, name string) {
 		t.Helper()
 		if err := commit(write(p)); err != nil {
 			t.Fatalf("%s: %v", what, err)
@@ -247,13 +249,30 @@ func TestCommitEveryLeaseKind(t *testing.T) {
 			t.Fatalf("%s: the write did not commit", what)
 		}
 		end()
-		if err := commit(write(p + "-late")); !errors.Is(err, recipes.ErrNotHeld) {
-			t.Fatalf("%s after its end: %v, want ErrNotHeld", what, err)
+		err := commit(write(p + "-late"))
+		if !errors.Is(err, recipes.ErrNotHeld) || !errors.Is(err, recipes.ErrReleased) {
+			t.Fatalf("%s after its end: %v, want ErrNotHeld and ErrReleased", what, err)
+		}
+		_, quoted, _ := strings.Cut(name, " ")
+		if msg := err.Error(); !strings.HasPrefix(msg, name+": ") || strings.Count(msg, quoted) != 1 {
+			t.Fatalf("%s after its end: %q, want it to start with %s and name the path once", what, msg, name)
 		}
 		if _, ok := serverData(t, raw, ns.Path(p+"-late")); ok {
 			t.Fatalf("%s: a write after the end committed", what)
 		}
 	}
+
+	mx, err := mutex.New(s, "/mx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mx.Close()
+	ml, err := mx.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("mutex lease", func(op any) error { _, err := ml.Commit(ctx, op); return err },
+		func() { _ = ml.Release(ctx) }, "/m", `mutex "/mx"`)
 
 	rw, err := rwlock.New(s, "/rw")
 	if err != nil {
@@ -270,7 +289,7 @@ func TestCommitEveryLeaseKind(t *testing.T) {
 			if rl, err = wl.Downgrade(ctx); err != nil {
 				t.Fatal(err)
 			}
-		}, "/w")
+		}, "/w", `rwlock "/rw"`)
 	_ = rl.Release(ctx)
 
 	sem, err := semaphore.New(s, "/sem", 2)
@@ -283,7 +302,7 @@ func TestCommitEveryLeaseKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("semaphore lease", func(op any) error { _, err := sl.Commit(ctx, op); return err },
-		func() { _ = sl.Release(ctx) }, "/s")
+		func() { _ = sl.Release(ctx) }, "/s", `semaphore "/sem"`)
 
 	lt, err := leader.NewLatch(s, "/lead")
 	if err != nil {
@@ -298,5 +317,5 @@ func TestCommitEveryLeaseKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("leader term", func(op any) error { _, err := term.Commit(ctx, op); return err },
-		func() { term.Resign(); <-term.Done() }, "/l")
+		func() { term.Resign(); <-term.Done() }, "/l", `leader "/lead"`)
 }

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/testkit/leasetest"
 	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes"
@@ -196,6 +199,37 @@ func TestNilLeases(t *testing.T) {
 	if p != nil {
 		t.Fatalf("panic: %v", p)
 	}
+}
+
+// TestNilLeaseMethods: every method of a nil *Lease and *MultiLease, each in
+// its own subtest, behaves as that of a lease that has ended with an error
+// matching session.ErrBadArgument (the same checks as for the other lease
+// types).
+func TestNilLeaseMethods(t *testing.T) {
+	ctx := context.Background()
+	t.Run("Lease", func(t *testing.T) {
+		var l *mutex.Lease
+		leasetest.CheckNil(t, l, "mutex", "nil lease",
+			leasetest.Call{Name: "Release", Call: func(*testing.T) error { return l.Release(ctx) }},
+			leasetest.Call{Name: "Commit", Call: func(t *testing.T) error {
+				res, err := l.Commit(ctx, &zk.CreateRequest{Path: "/x"})
+				if res != nil {
+					t.Errorf("Commit of a nil lease returned %v", res)
+				}
+				return err
+			}})
+	})
+	t.Run("MultiLease", func(t *testing.T) {
+		var ml *mutex.MultiLease
+		leasetest.CheckNil(t, ml, "mutex", "nil multi-lease",
+			leasetest.Call{Name: "Release", Call: func(*testing.T) error { return ml.Release(ctx) }},
+			leasetest.Call{Name: "Leases", NoError: true, Call: func(t *testing.T) error {
+				if ls := ml.Leases(); ls != nil {
+					t.Errorf("Leases of a nil MultiLease = %v", ls)
+				}
+				return nil
+			}})
+	})
 }
 
 // TestReentrantLockNilContext: a goroutine that holds a Mutex and calls

@@ -27,7 +27,9 @@ import (
 // For a Reentrant lock, each acquire returns its own handle, and the handles
 // of one goroutine's nested holds of one side share one node (and Done, Err,
 // Context, Token): the side is released at the last Release. A Lease is safe
-// for concurrent use.
+// for concurrent use. A nil *Lease behaves as one that has ended with an
+// error matching session.ErrBadArgument: Done is closed, Err, the cause of
+// Context and Release name the nil lease, Token and Node return zero values.
 type Lease struct {
 	l    *engine.Lease
 	path string
@@ -42,23 +44,43 @@ type Lease struct {
 }
 
 // Done returns a channel that is closed when ownership ends.
-func (l *Lease) Done() <-chan struct{} { return l.l.Done() }
+func (l *Lease) Done() <-chan struct{} { return l.Context().Done() }
 
 // Err returns nil while the lease is held, then why ownership ended.
-func (l *Lease) Err() error { return l.l.Err() }
+func (l *Lease) Err() error {
+	if l == nil {
+		return errNilLease()
+	}
+	return l.l.Err()
+}
 
 // Context returns a context canceled when ownership ends, with
 // context.Cause(ctx) == Err().
-func (l *Lease) Context() context.Context { return l.l.Context() }
+func (l *Lease) Context() context.Context {
+	if l == nil {
+		return endedContext(errNilLease())
+	}
+	return l.l.Context()
+}
 
 // Token returns the fencing token: the czxid of our node. Tokens grow across
 // the whole ensemble: a write lease's token is larger than that of every
 // write lease before it, so a resource that remembers the highest token it
 // has seen can refuse a stale writer.
-func (l *Lease) Token() int64 { return l.l.Token() }
+func (l *Lease) Token() int64 {
+	if l == nil {
+		return 0
+	}
+	return l.l.Token()
+}
 
 // Node returns the name of our node.
-func (l *Lease) Node() string { return l.l.Node() }
+func (l *Lease) Node() string {
+	if l == nil {
+		return ""
+	}
+	return l.l.Node()
+}
 
 // Release gives up this hold. For a Reentrant lock it must be called by the
 // goroutine that locked (else recipes.ErrNotOwner and nothing changes), and the node
@@ -68,6 +90,9 @@ func (l *Lease) Node() string { return l.l.Node() }
 // so it never stays behind. Release after the lease was lost returns nil (the
 // engine already removed the node). Idempotent per handle.
 func (l *Lease) Release(ctx context.Context) error {
+	if l == nil {
+		return errNilLease()
+	}
 	if l.re != nil {
 		if err := l.checkOwner(); err != nil {
 			return err
@@ -98,14 +123,79 @@ func (l *Lease) checkOwner() error {
 	return nil
 }
 
-// WriteLease is the handle of a held write lock: a Lease that can also be
-// downgraded to a read lease.
+// WriteLease is the handle of a held write lock: a Lease that can also
+// guard writes and be downgraded to a read lease. A nil *WriteLease behaves
+// as one that has ended with an error matching session.ErrBadArgument, as a
+// nil *Lease does: every method names the nil write lease.
 type WriteLease struct {
 	Lease
 	c  *core
 	rm *Reentrant // nil for RWMutex
 
 	down sync.Mutex // one Downgrade at a time
+}
+
+// The methods of the embedded Lease are repeated here so that a nil
+// *WriteLease does not panic: a method promoted through a nil pointer
+// dereferences it.
+
+// Done returns a channel that is closed when ownership ends.
+func (w *WriteLease) Done() <-chan struct{} { return w.Context().Done() }
+
+// Err returns nil while the write lease is held, then why ownership ended.
+func (w *WriteLease) Err() error {
+	if w == nil {
+		return errNilWriteLease()
+	}
+	return w.Lease.Err()
+}
+
+// Context returns a context canceled when ownership ends, with
+// context.Cause(ctx) == Err().
+func (w *WriteLease) Context() context.Context {
+	if w == nil {
+		return endedContext(errNilWriteLease())
+	}
+	return w.Lease.Context()
+}
+
+// Token returns the fencing token (see Lease.Token).
+func (w *WriteLease) Token() int64 {
+	if w == nil {
+		return 0
+	}
+	return w.Lease.Token()
+}
+
+// Node returns the name of our node.
+func (w *WriteLease) Node() string {
+	if w == nil {
+		return ""
+	}
+	return w.Lease.Node()
+}
+
+// Release gives up this hold of the write lock (see Lease.Release).
+func (w *WriteLease) Release(ctx context.Context) error {
+	if w == nil {
+		return errNilWriteLease()
+	}
+	return w.Lease.Release(ctx)
+}
+
+// errNilLease is the error of a nil *Lease.
+func errNilLease() error { return fmt.Errorf("rwlock: %w: nil lease", session.ErrBadArgument) }
+
+// errNilWriteLease is the error of a nil *WriteLease.
+func errNilWriteLease() error {
+	return fmt.Errorf("rwlock: %w: nil write lease", session.ErrBadArgument)
+}
+
+// endedContext returns a context that is already canceled with cause.
+func endedContext(cause error) context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(cause)
+	return ctx
 }
 
 // Commit runs ops in one ZooKeeper transaction behind a check that the write
@@ -123,7 +213,7 @@ type WriteLease struct {
 // have committed or not, and is not sent again.
 func (w *WriteLease) Commit(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	if w == nil {
-		return nil, fmt.Errorf("rwlock: %w: nil write lease", session.ErrBadArgument)
+		return nil, errNilWriteLease()
 	}
 	if w.released.Load() {
 		return nil, engine.NewError("rwlock", w.path, fmt.Errorf("%w: %w", recipes.ErrNotHeld, recipes.ErrReleased))
@@ -153,6 +243,9 @@ func (w *WriteLease) Commit(ctx context.Context, ops ...any) ([]zk.MultiResponse
 // goroutine's last write hold, and the returned read handle is one more
 // hold if the goroutine already held the read lock.
 func (w *WriteLease) Downgrade(ctx context.Context) (*Lease, error) {
+	if w == nil {
+		return nil, errNilWriteLease()
+	}
 	if ctx == nil {
 		return nil, engine.NewError("rwlock", w.path, fmt.Errorf("%w: nil context", session.ErrBadArgument))
 	}

@@ -2,10 +2,12 @@ package semaphore
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/session"
 )
 
 // Lease is one lease of a semaphore, returned by a successful acquire. It
@@ -18,29 +20,52 @@ import (
 // told it lost its lease never keeps a slot from others.
 //
 // A Lease is not tied to a goroutine: any goroutine may Release it. It is
-// safe for concurrent use.
+// safe for concurrent use. A nil *Lease behaves as one that has ended with
+// an error matching session.ErrBadArgument: Done is closed, Err, the cause
+// of Context, Release and Commit name the nil lease, Token and Node return
+// zero values.
 type Lease struct {
 	l    *engine.Lease
 	path string
 }
 
 // Done returns a channel that is closed when the lease ends.
-func (l *Lease) Done() <-chan struct{} { return l.l.Done() }
+func (l *Lease) Done() <-chan struct{} { return l.Context().Done() }
 
 // Err returns nil while the lease is held, then why it ended.
-func (l *Lease) Err() error { return l.l.Err() }
+func (l *Lease) Err() error {
+	if l == nil {
+		return errNilLease()
+	}
+	return l.l.Err()
+}
 
 // Context returns a context canceled when the lease ends, with
 // context.Cause(ctx) == Err().
-func (l *Lease) Context() context.Context { return l.l.Context() }
+func (l *Lease) Context() context.Context {
+	if l == nil {
+		return endedContext(errNilLease())
+	}
+	return l.l.Context()
+}
 
 // Token returns the fencing token: the czxid of the lease node. It grows
 // across the whole ensemble from one acquire to the next; the leases of one
 // AcquireN share it (their nodes are created in one transaction).
-func (l *Lease) Token() int64 { return l.l.Token() }
+func (l *Lease) Token() int64 {
+	if l == nil {
+		return 0
+	}
+	return l.l.Token()
+}
 
 // Node returns the name of the lease node ("_c_<uuid>-lease-<seq>").
-func (l *Lease) Node() string { return l.l.Node() }
+func (l *Lease) Node() string {
+	if l == nil {
+		return ""
+	}
+	return l.l.Node()
+}
 
 // Release gives the lease back: it ends the lease (Err becomes recipes.ErrReleased)
 // and deletes its node within ctx; if the connection is down or ctx ends
@@ -49,7 +74,12 @@ func (l *Lease) Node() string { return l.l.Node() }
 // session. Release after the lease was lost returns nil (the node is already
 // being deleted). Any goroutine may call it; it is idempotent, and returns an
 // error only when ZooKeeper refuses the delete (e.g. zk.ErrNoAuth).
-func (l *Lease) Release(ctx context.Context) error { return l.l.Release(ctx) }
+func (l *Lease) Release(ctx context.Context) error {
+	if l == nil {
+		return errNilLease()
+	}
+	return l.l.Release(ctx)
+}
 
 // Commit runs ops in one ZooKeeper transaction behind a check that the lease's
 // node still exists: the writes commit only while the lease holds, whatever
@@ -64,5 +94,24 @@ func (l *Lease) Release(ctx context.Context) error { return l.l.Release(ctx) }
 // for a bad operation; ctx's error or a connection error when no answer came:
 // the transaction may then have committed or not, and is not sent again.
 func (l *Lease) Commit(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
-	return l.l.Commit(ctx, ops...)
+	if l == nil {
+		return nil, errNilLease()
+	}
+	res, err := l.l.Commit(ctx, ops...)
+	if err != nil {
+		// Named as the semaphore, not as its leases directory, as the
+		// semaphore's other errors are.
+		return nil, engine.NewError("semaphore", l.path, err)
+	}
+	return res, nil
+}
+
+// errNilLease is the error of a nil *Lease.
+func errNilLease() error { return fmt.Errorf("semaphore: %w: nil lease", session.ErrBadArgument) }
+
+// endedContext returns a context that is already canceled with cause.
+func endedContext(cause error) context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(cause)
+	return ctx
 }

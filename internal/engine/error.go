@@ -42,6 +42,19 @@ func NewError(recipe, path string, err error) error {
 	return &Error{Recipe: recipe, Path: path, Err: err}
 }
 
+// Within returns err without its own *Error of recipe at path, for a reason
+// that goes after another of the same recipe and path:
+// NewError(recipe, path, fmt.Errorf("%w: %w", ErrNotHeld, Within(recipe, path, cause)))
+// reads `leader "/election": lease no longer holds: released`, the recipe
+// and the path named once and first. errors.Is still finds every sentinel
+// of the cause.
+func Within(recipe, path string, err error) error {
+	if e, ok := err.(*Error); ok && e.Recipe == recipe && e.Path == path {
+		return e.Err
+	}
+	return err
+}
+
 // Error returns `<recipe> "<path>": <cause>`.
 func (e *Error) Error() string {
 	return e.Recipe + " " + strconv.Quote(e.Path) + ": " + e.reason(e.Err)

@@ -57,7 +57,7 @@ func (l *Lease) Commit(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 		multi = append(multi, g)
 	}
 	if err := l.Err(); err != nil {
-		return nil, l.e.errf(fmt.Errorf("%w: %w", ErrNotHeld, err))
+		return nil, l.e.errf(fmt.Errorf("%w: %w", ErrNotHeld, Within(l.e.cfg.name, l.e.userPath, err)))
 	}
 	res, err := zksession.Call(ctx, l.e.zs, func(c *zk.Conn) ([]zk.MultiResponse, error) {
 		return c.Multi(multi...)
