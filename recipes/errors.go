@@ -7,8 +7,11 @@ import "errors"
 var (
 	// ErrBusy is returned by the try-acquires (mutex TryLock, rwlock TryLock
 	// and TryRLock, semaphore TryAcquire) when acquiring would have to wait:
-	// the lock is held, or every lease is taken. The node the call created is
-	// deleted before it returns.
+	// the lock is held, or every lease is taken; the node the call created is
+	// deleted before it returns. A counter's Add, Increment and Decrement
+	// (package recipes/counter) return it too, when they lost every race
+	// their WithRetry BackOff allowed and have no WithPromotion lock to go
+	// on under; nothing was written.
 	ErrBusy = errors.New("busy")
 	// ErrReleased is the cause of a lease ended by its own Release, and of a
 	// leader's term ended by Resign or by its work returning.

@@ -23,10 +23,14 @@ type config struct {
 }
 
 // defaultRetry pauses between optimistic attempts that lost a race: from
-// 1 ms, doubling up to 100 ms, jittered, without end (ctx bounds the call).
+// 1 ms, doubling up to 100 ms, jittered by ±50 %, without end (ctx bounds
+// the call). Doubling, as Curator's exponential retries do, rather than
+// backoff's 1.5: writers that keep losing to each other spread apart
+// within a few rounds.
 func defaultRetry() backoff.BackOff {
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = time.Millisecond
+	b.Multiplier = 2
 	b.MaxInterval = 100 * time.Millisecond
 	b.MaxElapsedTime = 0
 	b.Reset()
@@ -48,7 +52,7 @@ func buildConfig(opts []Option) (*config, error) {
 // error matching recipes.ErrBusy. Under the lock the call gets a new
 // BackOff from factory, and once that one stops it pauses as the default
 // does: it never fails with ErrBusy there. Default: from 1 ms doubling to
-// 100 ms, jittered, never stopping: ctx is the only bound.
+// 100 ms, jittered by ±50 %, never stopping: ctx is the only bound.
 func WithRetry(factory func() backoff.BackOff) Option {
 	return func(c *config) error {
 		if factory == nil {
