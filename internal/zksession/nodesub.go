@@ -160,7 +160,9 @@ func (s *Session) dispatchNode(ev zk.Event) {
 // go-zookeeper does not know of (see serverOnlyBook): it costs no memory
 // here, and go-zookeeper does not set it again after a reconnect; the
 // Session does, while n stays subscribed, and dispatches NodeDeleted to n if
-// the node went meanwhile (see rearmBook). Under SessionOnly it is
+// the node went meanwhile, or was replaced by one that ep's session does not
+// own (see rearmBook): p must be an ephemeral node of ep's session, as a
+// lease's node is. Under SessionOnly it is
 // go-zookeeper's GetW, re-set after a reconnect; its channel is not read (it
 // is buffered, filled once and dropped by go-zookeeper).
 func (s *Session) WatchNode(ctx context.Context, ep *Epoch, n *NodeSub, p string, target NodeEvents) error {

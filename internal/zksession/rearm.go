@@ -142,8 +142,14 @@ func (s *Session) rearmPath(ep *Epoch, p string, over <-chan struct{}) (gone, ok
 			return false, true // released (or its event dispatched) meanwhile
 		}
 		s.wire.addServerOnly(p)
-		_, _, err := s.conn.Get(p)
+		_, st, err := s.conn.Get(p)
 		s.wire.removeServerOnly(p)
+		if err == nil && st != nil && st.EphemeralOwner != ep.id {
+			// Deleted and created again by another session while we were
+			// away: our node is gone all the same (WatchNode's nodes are
+			// ephemerals of their epoch's session).
+			err = zk.ErrNoNode
+		}
 		switch {
 		case err == nil:
 			return false, true

@@ -38,8 +38,9 @@ func (c nodeEvents) next(t *testing.T, what string) zk.Event {
 }
 
 // rearmSetup is a session through a proxy that logs its requests, with the
-// given loss policy, a raw connection and n nodes (ns.Path("/n0")...), each
-// watched through WatchNode with its own subscription and target.
+// given loss policy, a raw connection and n ephemeral nodes of the session
+// (ns.Path("/n0")...), each watched through WatchNode with its own
+// subscription and target.
 type rearmSetup struct {
 	ns      *zktest.Namespace
 	p       *zktest.Proxy
@@ -69,8 +70,10 @@ func newRearmSetup(t *testing.T, policy session.LossPolicy, n int) *rearmSetup {
 	r.ep = r.core.Epoch()
 	ctx := ctxT(t, wait)
 	for i := 0; i < n; i++ {
+		// An ephemeral of the session under test, as a lease's node is
+		// (WatchNode's rule); the raw connection plays the third party.
 		node := r.ns.Path(fmt.Sprintf("/n%d", i))
-		if _, err := r.raw.Create(node, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		if _, err := r.s.Conn().Create(node, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
 		}
 		sub, target := new(zksession.NodeSub), make(nodeEvents, 4)
@@ -184,6 +187,27 @@ func TestRearmDeleteWhileAway(t *testing.T) {
 			r.wantDeleted(t, 1)
 		})
 	}
+}
+
+// TestRearmNodeReplacedWhileAway: a node deleted and created again by
+// another session while the session was away is not the subscriber's node:
+// the re-arm finds it owned by another session and tells NodeDeleted.
+func TestRearmNodeReplacedWhileAway(t *testing.T) {
+	r := newRearmSetup(t, session.Standard, 1)
+	r.p.Refuse(true)
+	r.p.Cut()
+	r.rec.Wait(t, wait, session.Suspended)
+	if err := r.raw.Delete(r.nodes[0], -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.raw.Create(r.nodes[0], nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	r.p.Refuse(false)
+	if ev := r.rec.Wait(t, wait, session.Reconnected); ev.Epoch != r.ep {
+		t.Fatalf("reconnected on %v, want the same session (%v)", ev.Epoch, r.ep)
+	}
+	r.wantDeleted(t, 0)
 }
 
 // TestRearmOneRequestPerPath: the re-arm sends one getData per watched path
