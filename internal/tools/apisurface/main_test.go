@@ -8,7 +8,7 @@ import (
 // The budgets of the public surface: what a service author needs, and no
 // machinery. The recipes beyond the core have theirs in recipePackages.
 const (
-	libraryBudget = 253
+	libraryBudget = 259
 	zktestBudget  = 110
 )
 

@@ -34,7 +34,7 @@ func layerOf(p string) (layer, bool) {
 		return layer{5, false}, true
 	case "zktest":
 		return layer{6, false}, true
-	case "internal/testkit/sessiontest", "internal/testkit/curatortest":
+	case "internal/testkit/sessiontest", "internal/testkit/curatortest", "internal/testkit/leasetest":
 		return layer{7, false}, true
 	case "internal/testkit/chaos":
 		return layer{8, false}, true
