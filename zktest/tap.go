@@ -19,7 +19,7 @@ import (
 //   - the connection attempts: Dials;
 //   - the requests the client writes, by operation: Requests;
 //   - the watch notifications the server sends: Notifications;
-//   - the watches the client holds: Watches, WatchCount.
+//   - the watches the client holds: Watches.
 //
 // Frames are parsed as the bytes pass: a notification or credentials are
 // recorded before the Read that delivers them returns to the client, and a
