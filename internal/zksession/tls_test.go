@@ -123,6 +123,34 @@ func TestTLSServerNameFromAddress(t *testing.T) {
 	}
 }
 
+// The name verified is the host of the configured name, not the address it
+// resolves to: a name the certificate does not carry fails, though its
+// address (127.0.0.1) is in the certificate; "localhost", resolved by the
+// same resolver to the same address, connects.
+func TestTLSVerifiesNameNotAddress(t *testing.T) {
+	srv := zktest.SharedTLS(t)
+	host, port, _ := net.SplitHostPort(srv.SecureAddr())
+	var r zktest.Resolver
+	r.Set("zk-tls.unnamed.test", host)
+	r.Set("localhost", host)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := session.Connect(ctx, []string{net.JoinHostPort("zk-tls.unnamed.test", port)},
+		session.WithResolver(&r), session.WithTLS(srv.TLS().ClientConfig()), session.WithConnectTimeout(2*time.Second))
+	if err == nil {
+		s.Close()
+		t.Fatal("connected to a name the certificate does not carry")
+	}
+	if !strings.Contains(err.Error(), "zk-tls.unnamed.test") || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("error %q does not name the name and the certificate", err)
+	}
+	s = sessiontest.ConnectTo(t, []string{net.JoinHostPort("localhost", port)}, "",
+		session.WithResolver(&r), session.WithTLS(srv.TLS().ClientConfig()))
+	if sessiontest.Core(s).Epoch().SessionID() == 0 {
+		t.Fatal("no session id")
+	}
+}
+
 // Every way a TLS connection cannot be made fails Connect at its ctx's end
 // (within a tolerance), with an error naming the servers and TLS:
 //   - wrongCA: the client trusts another CA; the error names the failed
