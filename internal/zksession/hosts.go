@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -327,7 +328,7 @@ func (h *hostProvider) failureReport(order []string) string {
 	var parts []string
 	names := append([]string(nil), order...)
 	for _, n := range h.learned {
-		if _, ok := h.failures[n]; ok && !contains(names, n) {
+		if _, ok := h.failures[n]; ok && !slices.Contains(names, n) {
 			names = append(names, n)
 		}
 	}
@@ -365,29 +366,12 @@ func (h *hostProvider) learnedMembers() []string {
 
 func (h *hostProvider) close() { h.stop() }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
+// equalSets reports whether a and b hold the same strings, in any order.
 func equalSets(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	x := append([]string(nil), a...)
-	y := append([]string(nil), b...)
-	sort.Strings(x)
-	sort.Strings(y)
-	for i := range x {
-		if x[i] != y[i] {
-			return false
-		}
-	}
-	return true
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
 }
 
 // connectFailures returns the per-server report for Connect's error, or the

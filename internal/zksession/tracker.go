@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
@@ -165,29 +166,19 @@ func (s *Session) applyConfig(data []byte, st *trackState) bool {
 }
 
 // resolveMembers returns the addresses ("ip:port") the members resolve to
-// now, and whether every member resolved.
+// now (through the host provider's lookups), and whether every member
+// resolved.
 func (s *Session) resolveMembers(members []string) (map[string]bool, bool) {
 	ctx, cancel := context.WithTimeout(s.hosts.ctx, lookupTimeout)
 	defer cancel()
 	out := make(map[string]bool)
 	complete := true
-	for _, m := range members {
-		host, port, err := net.SplitHostPort(m)
-		if err != nil {
-			continue
-		}
-		if _, err := netip.ParseAddr(host); err == nil {
-			out[m] = true
-			continue
-		}
-		addrs, err := s.hosts.resolver.LookupHost(ctx, host)
-		if err != nil {
+	for _, a := range s.hosts.lookupAll(ctx, members) {
+		if a.lookupErr != nil {
 			complete = false
 			continue
 		}
-		for _, a := range addrs {
-			out[net.JoinHostPort(a, port)] = true
-		}
+		out[a.addr] = true
 	}
 	return out, complete
 }
@@ -222,7 +213,7 @@ func parseEnsembleConfig(data []byte) []string {
 			continue
 		}
 		addr := net.JoinHostPort(chost, cport)
-		if !contains(out, addr) {
+		if !slices.Contains(out, addr) {
 			out = append(out, addr)
 		}
 	}
