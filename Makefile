@@ -9,7 +9,8 @@
 #
 # ZooKeeper comes from Debian: libzookeeper-java (about 40 MB) on a headless JRE. The
 # `zookeeper` package is avoided on purpose: it pulls in a desktop JRE of about 600 MB.
-# The Curator interoperability tests also need Curator 5.4 (libcurator-recipes-java) and javac.
+# The Curator interoperability tests also need Curator 5.4 (libcurator-recipes-java,
+# libcurator-discovery-java) and javac.
 
 SHELL       := /bin/bash
 GO          ?= go
@@ -18,7 +19,7 @@ DEMO        ?= ./examples/leader
 ROUNDS      ?= 200
 SEED        ?= 0
 ZK_PKGS     := libzookeeper-java libslf4j-java default-jre-headless
-TEST_PKGS   := $(ZK_PKGS) libcurator-recipes-java default-jdk-headless
+TEST_PKGS   := $(ZK_PKGS) libcurator-recipes-java libcurator-discovery-java default-jdk-headless
 
 .PHONY: all test demo chaos vet fmt ensure-zookeeper ensure-test-deps
 
@@ -61,6 +62,7 @@ define ensure
 	if [ -n "$(2)" ]; then \
 		command -v "$${bin}javac" >/dev/null 2>&1 || missing="$$missing javac"; \
 		[ -f /usr/share/java/curator-recipes.jar ] || missing="$$missing curator"; \
+		[ -f /usr/share/java/curator-x-discovery.jar ] || missing="$$missing curator-discovery"; \
 	fi; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	echo "zkrecipes: missing:$$missing"; \

@@ -12,7 +12,7 @@ import (
 // InstallCommand installs everything the interoperability tests need on Debian
 // or Ubuntu: ZooKeeper (zktest's server), Apache Curator 5.4 with its
 // dependencies, a Java runtime and javac. It matches the Makefile's APT_PKGS.
-const InstallCommand = "apt-get update && apt-get install -y --no-install-recommends libzookeeper-java libslf4j-java default-jre-headless libcurator-recipes-java default-jdk-headless"
+const InstallCommand = "apt-get update && apt-get install -y --no-install-recommends libzookeeper-java libslf4j-java default-jre-headless libcurator-recipes-java libcurator-discovery-java default-jdk-headless"
 
 // EnvClasspath names the environment variable that overrides where the Curator
 // jars come from: a list separated by os.PathListSeparator holding Curator
@@ -36,6 +36,10 @@ var debianRequired = []struct{ jar, pkg string }{
 	{"curator-recipes.jar", "libcurator-recipes-java"},
 	{"curator-framework.jar", "libcurator-framework-java"},
 	{"curator-client.jar", "libcurator-client-java"},
+	{"curator-x-discovery.jar", "libcurator-discovery-java"},
+	{"jackson-databind.jar", "libjackson2-databind-java"},
+	{"jackson-core.jar", "libjackson2-core-java"},
+	{"jackson-annotations.jar", "libjackson2-annotations-java"},
 	{"zookeeper.jar", "libzookeeper-java"},
 	{"zookeeper-jute.jar", "libzookeeper-java"},
 	{"guava.jar", "libguava-java"},
@@ -60,6 +64,7 @@ type Install struct {
 //
 // The jars come from $CURATORTEST_CLASSPATH, else from Debian's
 // /usr/share/java (curator-recipes, curator-framework, curator-client,
+// curator-x-discovery and the Jackson jars it reads and writes JSON with,
 // zookeeper, zookeeper-jute, guava, slf4j-api, and slf4j-simple when present).
 // java comes from $JAVA_HOME/bin, then PATH; javac from the same directory as
 // java, then $JAVA_HOME/bin, then PATH. The error wraps ErrNotInstalled, names
