@@ -3,10 +3,11 @@
 // OpenTelemetry's Prometheus exporter, and serves the exporter's registry on
 // /metrics, while a few workers take turns on a mutex named "report".
 //
-// Run it on an embedded ZooKeeper (started from the local install, stopped on
-// exit) and scrape it:
+// It is a module of its own, so that the exporter and the Prometheus client
+// stay out of the adapter's module graph. Run it on an embedded ZooKeeper
+// (started from the local install, stopped on exit) and scrape it:
 //
-//	cd session/zkotel && go run ./examples/prometheus
+//	cd session/zkotel/examples/prometheus && go run .
 //	curl -s localhost:9464/metrics | grep zkrecipes_acquire_duration
 //
 // or on your own ensemble with -zk host:port,... Flags: -addr (default
