@@ -39,6 +39,7 @@ var recipePackages = []struct {
 	{"recipes/counter", 25},
 	{"recipes/cache", 40},
 	{"recipes/group", 30},
+	{"recipes/discovery", 62},
 }
 
 func main() {

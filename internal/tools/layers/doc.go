@@ -8,7 +8,8 @@
 //	internal/engine                        the engine behind the recipes
 //	mutex, rwlock, semaphore, leader,      the recipes (never each other)
 //	recipes/cache
-//	zktest                                 real ZooKeeper for tests and demos
+//	zktest, recipes/discovery              real ZooKeeper for tests and demos; service
+//	                                       discovery, built on recipes/cache and recipes/group
 //	internal/testkit/...                   test tooling (chaos run, Curator programs)
 //	examples/..., cmd/..., internal/tools/...
 //

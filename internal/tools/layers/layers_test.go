@@ -32,7 +32,7 @@ func layerOf(p string) (layer, bool) {
 		return layer{4, false}, true
 	case "mutex", "rwlock", "semaphore", "leader", "recipes/barrier", "recipes/counter", "recipes/cache", "recipes/group":
 		return layer{5, false}, true
-	case "zktest":
+	case "zktest", "recipes/discovery": // discovery is built on recipes/cache and recipes/group
 		return layer{6, false}, true
 	case "internal/testkit/sessiontest", "internal/testkit/curatortest", "internal/testkit/leasetest":
 		return layer{7, false}, true
