@@ -56,7 +56,10 @@
 // per combination. The histograms of requests, acquires, handoffs and lease
 // durations are recorded in batches, which costs several times less than one
 // at a time between a recipe's own work: a contended lock runs 1 to 5 %
-// slower with an SDK meter (docs/performance.md). Spans allocate, even with a
-// no-op tracer provider (a context and a span value per acquire and per
-// lease).
+// slower with an SDK meter (docs/performance.md). With a no-op tracer
+// provider (package trace/noop, the trace package's older one, or the global
+// provider while none is set) the adapter starts no span, and allocates
+// nothing for spans; hooks made on the global provider start spans once a
+// provider is set with otel.SetTracerProvider. Any other provider is asked
+// for every span, whether it samples them or not.
 package zkotel

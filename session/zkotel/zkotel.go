@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
@@ -36,7 +38,7 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 }
 
 // WithTracerProvider sets the tracer provider (default:
-// otel.GetTracerProvider()).
+// otel.GetTracerProvider()). On a no-op provider the adapter starts no span.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(c *config) { c.tp = tp }
 }
@@ -82,7 +84,7 @@ var (
 )
 
 type recorder struct {
-	tracer trace.Tracer
+	tracing tracing
 
 	transitions    metric.Int64Counter
 	suspended      metric.Float64Histogram
@@ -182,7 +184,7 @@ type sessionState struct {
 
 func newRecorder(c config) (*recorder, error) {
 	m := c.mp.Meter(scope)
-	r := &recorder{tracer: c.tp.Tracer(scope), sessions: map[*session.Session]*sessionState{}}
+	r := &recorder{tracing: newTracing(c.tp), sessions: map[*session.Session]*sessionState{}}
 	var errs []error
 	add := func(err error) {
 		if err != nil {
@@ -330,15 +332,18 @@ func (r *recorder) retry(err error) {
 
 func (r *recorder) acquire(ctx context.Context, rc session.Recipe) (context.Context, func(session.AcquireEnd)) {
 	start := time.Now()
-	ctx, span := r.tracer.Start(ctx, acquireSpan(rc.Kind), internalSpan...)
-	if span.IsRecording() {
-		span.SetAttributes(spanAttrs(rc)...)
+	var span trace.Span // nil: no span (a no-op tracer provider)
+	if tr := r.tracing.tracer(); tr != nil {
+		ctx, span = tr.Start(ctx, acquireSpan(rc.Kind), internalSpan...)
+		if span.IsRecording() {
+			span.SetAttributes(spanAttrs(rc)...)
+		}
 	}
 	return ctx, func(e session.AcquireEnd) {
 		outcome := acquireOutcome(e.Err)
 		bg := context.Background()
 		r.record(r.acquireWait, attrKey{kind: rc.Kind, name: rc.Name, outcome: outcome}, time.Since(start).Seconds())
-		rec := span.IsRecording()
+		rec := span != nil && span.IsRecording()
 		if rec {
 			span.SetAttributes(attribute.String("zkrecipes.outcome", outcome))
 		}
@@ -360,7 +365,9 @@ func (r *recorder) acquire(ctx context.Context, rc session.Recipe) (context.Cont
 			span.RecordError(e.Err)
 			span.SetStatus(codes.Error, e.Err.Error())
 		}
-		span.End()
+		if span != nil {
+			span.End()
+		}
 	}
 }
 
@@ -375,8 +382,12 @@ func (r *recorder) leaseEnd(rc session.Recipe, e session.LeaseEnd) {
 	if rc.Kind == "leader" {
 		r.leaderChanges.Add(bg, 1, r.opt(attrKey{name: rc.Name, outcome: "lost"}).add...)
 	}
+	tr := r.tracing.tracer()
+	if tr == nil {
+		return
+	}
 	now := time.Now()
-	_, span := r.tracer.Start(bg, leaseSpan(rc.Kind), trace.WithSpanKind(trace.SpanKindInternal),
+	_, span := tr.Start(bg, leaseSpan(rc.Kind), trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithTimestamp(now.Add(-e.Held)))
 	if !span.IsRecording() {
 		span.End()
@@ -391,6 +402,57 @@ func (r *recorder) leaseEnd(rc session.Recipe, e session.LeaseEnd) {
 		span.SetStatus(codes.Error, e.Cause.Error())
 	}
 	span.End(trace.WithTimestamp(now))
+}
+
+// tracing is the adapter's tracer, or none when the tracer provider is a
+// no-op. Starting a span on a no-op provider still costs a context and a
+// span value, per acquire and per lease: on one, no span is started.
+type tracing struct {
+	tr trace.Tracer // nil: a no-op provider
+	// placeholder is the type of the global provider's placeholder when the
+	// tracer is its: the global provider makes no span until one is set
+	// (otel.SetTracerProvider), and then its tracers follow that one.
+	placeholder reflect.Type
+}
+
+// globalPkg is the package of the global tracer provider's placeholder,
+// which otel.GetTracerProvider returns until a provider is set.
+const globalPkg = "go.opentelemetry.io/otel/internal/global"
+
+// oldNoop is the type of the no-op provider of the trace package (replaced
+// by package trace/noop, and still a no-op).
+var oldNoop = reflect.TypeOf(trace.NewNoopTracerProvider()) //nolint:staticcheck // recognised, not used
+
+func newTracing(tp trace.TracerProvider) tracing {
+	if isNoop(tp) {
+		return tracing{}
+	}
+	t := tracing{tr: tp.Tracer(scope)}
+	if ty := reflect.TypeOf(tp); ty != nil && ty.Kind() == reflect.Pointer && ty.Elem().PkgPath() == globalPkg {
+		t.placeholder = ty
+	}
+	return t
+}
+
+// isNoop reports whether tp is one of OpenTelemetry's no-op providers.
+func isNoop(tp trace.TracerProvider) bool {
+	switch tp.(type) {
+	case noop.TracerProvider, *noop.TracerProvider:
+		return true
+	}
+	return reflect.TypeOf(tp) == oldNoop
+}
+
+// tracer returns the tracer to start spans with now, or nil if the provider
+// makes none: a no-op provider, or the global placeholder while no provider
+// has been set (or a no-op one was).
+func (t *tracing) tracer() trace.Tracer {
+	if t.placeholder != nil {
+		if g := otel.GetTracerProvider(); reflect.TypeOf(g) == t.placeholder || isNoop(g) {
+			return nil
+		}
+	}
+	return t.tr
 }
 
 // leaseActive counts a lease of rc's kind and name taken (1) or ended (-1)
