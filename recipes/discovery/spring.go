@@ -1,9 +1,14 @@
 package discovery
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
 
 // SpringClass is the Java class that Spring Cloud Zookeeper's payload names
-// in its "@class" field.
+// in its "@class" field: Curator's JsonInstanceSerializer writes it, and a
+// Spring reader needs it to accept the payload.
 const SpringClass = "org.springframework.cloud.zookeeper.discovery.ZookeeperInstance"
 
 // SpringBasePath is Spring Cloud Zookeeper's default base path
@@ -11,25 +16,71 @@ const SpringClass = "org.springframework.cloud.zookeeper.discovery.ZookeeperInst
 const SpringBasePath = "/services"
 
 // SpringInstance is the payload Spring Cloud Zookeeper registers with every
-// instance (its ZookeeperInstance).
+// instance (its ZookeeperInstance). An Instance that Spring's discovery
+// client should list has it as Payload, Name as the service's name.
 type SpringInstance struct {
-	// ID is Spring's instance id (spring.application.name and a suffix, by
-	// default).
+	// ID is Spring's instance id (by default the application's name, a
+	// colon and its port).
 	ID string
 	// Name is the service's name.
 	Name string
 	// Metadata is the instance's metadata
-	// (spring.cloud.zookeeper.discovery.metadata).
+	// (spring.cloud.zookeeper.discovery.metadata); nil is none.
 	Metadata map[string]string
 }
 
-// Payload returns s as the payload JSON that Spring writes, with
-// "@class": SpringClass, for Instance.Payload.
-func (s SpringInstance) Payload() json.RawMessage { return nil }
+// springWire is the payload's JSON, fields in Jackson's order.
+type springWire struct {
+	Class    string            `json:"@class"`
+	ID       *string           `json:"id"`
+	Name     *string           `json:"name"`
+	Metadata map[string]string `json:"metadata"`
+}
 
-// ParseSpring reads a payload that Spring Cloud Zookeeper wrote. A payload
-// that is not a JSON object, or names another "@class", gives an error
-// matching ErrBadData.
+// Payload returns s as the payload JSON that Spring writes, with
+// "@class": SpringClass first, for Instance.Payload. Nil Metadata is
+// written as {} (Spring's default).
+func (s SpringInstance) Payload() json.RawMessage {
+	w := springWire{Class: SpringClass, ID: &s.ID, Name: &s.Name, Metadata: s.Metadata}
+	if w.Metadata == nil {
+		w.Metadata = map[string]string{}
+	}
+	b, err := json.Marshal(w)
+	if err != nil { // strings and a map of strings always marshal
+		panic(fmt.Sprintf("discovery: marshaling a Spring payload: %v", err))
+	}
+	return b
+}
+
+// ParseSpring reads a payload that Spring Cloud Zookeeper wrote. Unknown
+// fields are ignored and a missing "@class" is accepted; a payload that is
+// not a JSON object (null included), names another "@class", or holds
+// metadata that is not an object of strings gives an error matching
+// ErrBadData.
 func ParseSpring(payload json.RawMessage) (SpringInstance, error) {
-	return SpringInstance{}, nil
+	var w struct {
+		Class    *string           `json:"@class"`
+		ID       *string           `json:"id"`
+		Name     *string           `json:"name"`
+		Metadata map[string]string `json:"metadata"`
+	}
+	p := bytes.TrimSpace(payload)
+	if len(p) == 0 || p[0] != '{' {
+		return SpringInstance{}, fmt.Errorf("%w: a Spring payload is a JSON object", ErrBadData)
+	}
+	if err := json.Unmarshal(p, &w); err != nil {
+		return SpringInstance{}, fmt.Errorf("%w: Spring payload: %v", ErrBadData, err)
+	}
+	if w.Class != nil && *w.Class != SpringClass {
+		return SpringInstance{}, fmt.Errorf("%w: payload of class %q, not %s", ErrBadData, *w.Class, SpringClass)
+	}
+	var s SpringInstance
+	if w.ID != nil {
+		s.ID = *w.ID
+	}
+	if w.Name != nil {
+		s.Name = *w.Name
+	}
+	s.Metadata = w.Metadata
+	return s, nil
 }

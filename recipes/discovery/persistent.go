@@ -1,0 +1,414 @@
+package discovery
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/zap"
+
+	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/zksession"
+	"github.com/zkrecipes/zkrecipes/session"
+)
+
+// persistent keeps the persistent node of a Static or Permanent instance:
+// it creates the node (or takes over the one there, as Curator's
+// registerService does), writes new data to it, and creates it again when
+// someone deletes it. It is group.Node for a node that outlives its
+// session: nothing is owned, so a node is told apart by its czxid and, at
+// Close, by its data.
+type persistent struct {
+	zs   *zksession.Session
+	path string // as given
+	full string // on the server
+	dir  string
+	lg   *zap.Logger
+
+	mu      sync.Mutex
+	data    []byte
+	gen     uint64 // generation of data: +1 at every setData
+	exists  bool   // the node is ours and exists, as last seen
+	czxid   int64
+	version int32
+	held    []byte // the node's data as last written or read
+	written uint64 // generation of data the node holds
+	ep      *zksession.Epoch
+	err     error // why it stopped before Close
+	closed  bool
+	changed chan struct{}
+
+	kick chan struct{}
+
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+func newPersistent(zs *zksession.Session, p, full string, data []byte, lg *zap.Logger) *persistent {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	n := &persistent{
+		zs: zs, path: p, full: full, dir: path.Dir(full), lg: lg,
+		data: data, gen: 1,
+		changed: make(chan struct{}),
+		kick:    make(chan struct{}, 1),
+		ctx:     ctx, cancel: cancel,
+	}
+	n.wg.Add(1)
+	go n.run()
+	return n
+}
+
+func (n *persistent) broadcastLocked() {
+	close(n.changed)
+	n.changed = make(chan struct{})
+}
+
+func (n *persistent) waitUntil(ctx context.Context, cond func() (bool, error)) error {
+	for {
+		n.mu.Lock()
+		ok, err := cond()
+		ch := n.changed
+		n.mu.Unlock()
+		switch {
+		case err != nil:
+			return err
+		case ok:
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (n *persistent) stoppedLocked() error {
+	switch {
+	case n.closed:
+		return engine.Closed()
+	case n.err != nil:
+		return n.err
+	}
+	return nil
+}
+
+func (n *persistent) Wait(ctx context.Context) error {
+	return n.waitUntil(ctx, func() (bool, error) {
+		if err := n.stoppedLocked(); err != nil {
+			return false, err
+		}
+		return n.exists, nil
+	})
+}
+
+func (n *persistent) Path() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.exists {
+		return ""
+	}
+	return n.path
+}
+
+func (n *persistent) SetData(ctx context.Context, data []byte) error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return engine.Closed()
+	}
+	n.data = data
+	n.gen++
+	gen := n.gen
+	n.mu.Unlock()
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+	return n.waitUntil(ctx, func() (bool, error) {
+		if n.exists && n.written >= gen {
+			return true, nil
+		}
+		return false, n.stoppedLocked()
+	})
+}
+
+// Close stops keeping the node and deletes it while it holds the data last
+// written or read (so a node someone else created under the name since is
+// left alone), in the session's background queue, waiting a few seconds
+// at most.
+func (n *persistent) Close() error {
+	n.closeOnce.Do(func() {
+		n.mu.Lock()
+		n.closed = true
+		n.broadcastLocked()
+		n.mu.Unlock()
+		n.cancel(session.ErrClosed)
+		n.wg.Wait()
+		n.mu.Lock()
+		exists, held, ep := n.exists, n.held, n.ep
+		n.exists = false
+		n.broadcastLocked()
+		n.mu.Unlock()
+		if !exists || ep == nil {
+			return
+		}
+		done := n.zs.GuaranteedDeleteIfData(ep, n.full, held)
+		t := time.NewTimer(cleanupTimeout)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			n.lg.Warn("node not deleted yet at Close: left to the session's background deletion")
+		}
+	})
+	return nil
+}
+
+// run establishes the node and keeps it until Close, or until ZooKeeper
+// refuses it for good.
+func (n *persistent) run() {
+	defer n.wg.Done()
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = 100 * time.Millisecond
+	bo.MaxInterval = 5 * time.Second
+	bo.MaxElapsedTime = 0
+	for n.ctx.Err() == nil {
+		ep, err := n.zs.WaitConnected(n.ctx)
+		if err != nil {
+			if n.ctx.Err() == nil {
+				n.stop(err)
+			}
+			return
+		}
+		err = n.establish(ep)
+		if err == nil {
+			bo.Reset()
+			err = n.keep(ep)
+		}
+		switch {
+		case n.ctx.Err() != nil:
+			return
+		case err == nil, ep.Err() != nil:
+			continue
+		case errors.Is(err, session.ErrClosed) || zksession.Permanent(err):
+			n.stop(err)
+			return
+		}
+		d := bo.NextBackOff()
+		n.lg.Debug("node not established; trying again", zap.Error(err), zap.Duration("backoff", d))
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-n.ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
+func (n *persistent) stop(err error) {
+	n.lg.Info("registration stopped: it will not be created again", zap.Error(err))
+	n.mu.Lock()
+	n.err = err
+	n.exists = false
+	n.broadcastLocked()
+	n.mu.Unlock()
+}
+
+func (n *persistent) snapshot() ([]byte, uint64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.data, n.gen
+}
+
+// set records the node as ours, holding held (of generation written when
+// that is our data).
+func (n *persistent) set(ep *zksession.Epoch, st *zk.Stat, held []byte, written uint64) {
+	n.mu.Lock()
+	was := n.exists
+	n.exists, n.czxid, n.version, n.held, n.ep = true, st.Czxid, st.Version, held, ep
+	n.written = max(n.written, written)
+	n.broadcastLocked()
+	n.mu.Unlock()
+	if !was {
+		n.lg.Info("node created")
+	}
+}
+
+func (n *persistent) clear(why string) {
+	n.mu.Lock()
+	was := n.exists
+	n.exists = false
+	n.broadcastLocked()
+	n.mu.Unlock()
+	if was {
+		n.lg.Info("node gone: creating it again", zap.String("why", why))
+	}
+}
+
+// establish creates the node, or takes over the node of that name: one
+// that holds our data (a create whose reply was lost, or the node left from
+// an earlier session) is adopted, another gets our data.
+func (n *persistent) establish(ep *zksession.Epoch) error {
+	data, gen := n.snapshot()
+	for try := 0; ; try++ {
+		err := n.zs.Retry(n.ctx, ep, func(c *zk.Conn) error {
+			_, err := c.Create(n.full, data, 0, n.zs.ACL())
+			return err
+		})
+		switch {
+		case err == nil:
+			var st *zk.Stat
+			err = n.zs.Retry(n.ctx, ep, func(c *zk.Conn) error {
+				_, s, err := c.Get(n.full)
+				if err == nil {
+					st = s
+				}
+				return err
+			})
+			if err != nil {
+				return err // the next round finds the node
+			}
+			n.set(ep, st, data, gen)
+			return nil
+		case errors.Is(err, zk.ErrNoNode) && try == 0:
+			if err := n.zs.CreateContainers(n.ctx, n.dir); err != nil {
+				return err
+			}
+		case errors.Is(err, zk.ErrNodeExists):
+			return n.takeOver(ep, data, gen)
+		default:
+			return err
+		}
+	}
+}
+
+// takeOver adopts the node there, writing our data to it unless it holds
+// it.
+func (n *persistent) takeOver(ep *zksession.Epoch, data []byte, gen uint64) error {
+	var got []byte
+	var st *zk.Stat
+	err := n.zs.Retry(n.ctx, ep, func(c *zk.Conn) error {
+		d, s, err := c.Get(n.full)
+		if err == nil {
+			got, st = d, s
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return nil // gone meanwhile: create it in the next round
+	case err != nil:
+		return err
+	case bytes.Equal(got, data):
+		n.set(ep, st, data, gen)
+		return nil
+	}
+	return n.write(ep, st.Czxid, st.Version, data, gen)
+}
+
+// write sets data of generation gen on the node, conditional on version; a
+// version that moved is read again while the node is the same (czxid).
+func (n *persistent) write(ep *zksession.Epoch, czxid int64, version int32, data []byte, gen uint64) error {
+	for {
+		var st *zk.Stat
+		err := n.zs.Retry(n.ctx, ep, func(c *zk.Conn) error {
+			s, err := c.Set(n.full, data, version)
+			if err == nil {
+				st = s
+			}
+			return err
+		})
+		if errors.Is(err, zk.ErrBadVersion) {
+			err = n.zs.Retry(n.ctx, ep, func(c *zk.Conn) error {
+				_, s, err := c.Get(n.full)
+				if err == nil {
+					st = s
+				}
+				return err
+			})
+			if err == nil && st.Czxid == czxid {
+				version = st.Version
+				continue
+			}
+			if err == nil {
+				n.clear("replaced by another node")
+				return nil
+			}
+		}
+		switch {
+		case err == nil:
+			n.set(ep, st, data, gen)
+			return nil
+		case errors.Is(err, zk.ErrNoNode):
+			n.clear("deleted")
+			return nil
+		}
+		return err
+	}
+}
+
+// keep watches the node, writes new data to it, and returns when it is gone
+// or replaced (nil: establish it again), when ep ends, or on an error.
+func (n *persistent) keep(ep *zksession.Epoch) error {
+	for {
+		n.mu.Lock()
+		exists, czxid, version, data, gen, written := n.exists, n.czxid, n.version, n.data, n.gen, n.written
+		n.mu.Unlock()
+		if !exists {
+			return nil
+		}
+		if written < gen {
+			if err := n.write(ep, czxid, version, data, gen); err != nil {
+				return err
+			}
+			continue
+		}
+		changed := n.zs.Changed()
+		var got []byte
+		var st *zk.Stat
+		var w *zksession.Watch
+		err := n.zs.Retry(n.ctx, ep, func(*zk.Conn) error {
+			d, s, ww, err := n.zs.GetW(n.full)
+			if err == nil {
+				got, st, w = d, s, ww
+			}
+			return err
+		})
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			n.clear("deleted")
+			return nil
+		case ep.Err() != nil:
+			return ep.Err() // the node stays: the next epoch adopts it
+		case err != nil:
+			return err
+		case st.Czxid != czxid:
+			n.clear("deleted and created again by someone else")
+			return nil
+		}
+		n.mu.Lock()
+		if n.exists {
+			n.version, n.held = st.Version, got
+		}
+		n.mu.Unlock()
+		select {
+		case ev, ok := <-w.Events():
+			w.Event(ev, ok)
+		case <-n.kick:
+		case <-changed:
+		case <-ep.Lost():
+			return ep.Err()
+		case <-n.ctx.Done():
+			return nil
+		}
+	}
+}
