@@ -150,9 +150,12 @@ func Expire(t testing.TB, s *session.Session, tap *zktest.Tap, servers ...string
 	return creds
 }
 
-// Watches returns the paths that ZooKeeper session sid has watches on at the
-// server addr (data and child watches alike), from the wchc four-letter word.
-// Pass the real server's address (ns.Server.Addr()), not a proxy's.
+// Watches returns the paths on which ZooKeeper session sid holds a data
+// watch at the server addr: one set by a read of a node's data or by an
+// exists check, on a node that does not exist too. It reads the wchc
+// four-letter word, which lists the server's data watches only: a child
+// watch (set by listing a node's children) is not among them. Pass the real
+// server's address (ns.Server.Addr()), not a proxy's.
 func Watches(t testing.TB, addr string, sid int64) map[string]bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), ConnectTimeout)
