@@ -101,7 +101,7 @@ func (s *Session) createEphemeral(ctx context.Context, ep *Epoch, p string, data
 func (s *Session) createWorker(op *createOp, ep *Epoch, p string, data []byte, flags int32) {
 	defer s.wg.Done()
 	lg := s.lg.With(zap.String("path", p), hexID(ep.id))
-	created, err := s.conn.Create(p, data, flags, s.cfg.acl)
+	created, err := s.conn.Create(p, NodeData(data), flags, s.cfg.acl)
 	if err != nil {
 		if errors.Is(err, zk.ErrSessionExpired) {
 			err = fmt.Errorf("%w: %w", causeErr(ErrLost, ep.id), err)

@@ -79,7 +79,8 @@ func (s *Session) GuaranteedSweep(ep *Epoch, dir, prefix string) <-chan struct{}
 
 // CreateEphemeral creates an ephemeral node at the full server path p bound to
 // the epoch ep, with ACL(); flags may add zk.FlagSequence (zk.FlagEphemeral is
-// implied). It returns the created path and its Stat.
+// implied). Nil data is written as empty data (NodeData). It returns the
+// created path and its Stat.
 //
 // go-zookeeper queues a request made while the connection is down and may
 // send it on a NEW session after the old one expired, where it succeeds (see
@@ -169,7 +170,8 @@ func (s *Session) RetryAcrossSessions(ctx context.Context, op func(conn *zk.Conn
 
 // EnsureContainers makes sure the full server path p (as returned by Path)
 // exists: the namespace's nodes are created as persistent nodes, every node
-// below the namespace (p included) as a container node, all with ACL(); nodes
+// below the namespace (p included) as a container node, all with ACL() and
+// empty data (as Curator creates parents, never a null); nodes
 // that exist are left as they are. It retries connection-level errors like
 // Retry (across epochs: creating parents is idempotent) and creates again
 // when the server reaps a container in between. Errors wrap ErrBadArgument for a

@@ -231,14 +231,15 @@ func (s *Session) createMissing(p, ns string) error {
 }
 
 // createDir creates the directory node p: a persistent node for the
-// namespace and its parents, a container below it. An existing node under a
+// namespace and its parents, a container below it, with empty data as
+// Curator's parents (never a null: see NodeData). An existing node under a
 // parent we may not write to counts as existing.
 func (s *Session) createDir(p, ns string) error {
 	var err error
 	if len(p) <= len(ns) {
-		_, err = s.conn.Create(p, nil, zk.FlagPersistent, s.cfg.acl)
+		_, err = s.conn.Create(p, NodeData(nil), zk.FlagPersistent, s.cfg.acl)
 	} else {
-		_, err = s.conn.CreateContainer(p, nil, zk.FlagContainer, s.cfg.acl)
+		_, err = s.conn.CreateContainer(p, NodeData(nil), zk.FlagContainer, s.cfg.acl)
 	}
 	if errors.Is(err, zk.ErrNoAuth) {
 		// The server checks the parent's ACL before existence.
