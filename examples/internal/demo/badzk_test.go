@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -160,9 +162,9 @@ func TestGoodZK(t *testing.T) {
 // seconds and prints the user's address and the dial error (not the port of
 // its internal fault proxy).
 func TestExamplesBadZK(t *testing.T) {
-	goTool, err := exec.LookPath("go")
+	goTool, err := goCommand()
 	if err != nil {
-		t.Skipf("no go tool to build the examples: %v", err)
+		t.Fatalf("cannot build the examples: %v", err)
 	}
 	dir := t.TempDir()
 	for _, ex := range []string{"leader", "locks", "lockload", "keyload"} {
@@ -194,5 +196,47 @@ func TestExamplesBadZK(t *testing.T) {
 				t.Errorf("took %v, want about -connect-timeout (2s)", took)
 			}
 		})
+	}
+}
+
+// goCommand returns the go command that builds the examples: the one on PATH
+// (go test puts its own GOROOT's bin first), else the one in $GOROOT/bin,
+// else the one of the GOROOT this test was built with. A test that needs it
+// fails without it, and says what is missing: a skip would count as a pass.
+func goCommand() (string, error) {
+	p, err := exec.LookPath("go")
+	if err == nil {
+		return p, nil
+	}
+	tried := []string{"go on PATH: " + err.Error()}
+	for _, root := range []string{os.Getenv("GOROOT"), runtime.GOROOT()} {
+		if root == "" {
+			continue
+		}
+		p := filepath.Join(root, "bin", "go")
+		fi, err := os.Stat(p)
+		if err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+		tried = append(tried, p)
+	}
+	return "", fmt.Errorf("no go command (tried %s): put Go's bin directory on PATH or set GOROOT", strings.Join(tried, ", "))
+}
+
+// TestGoCommandWithoutPath: with no go on PATH (a test binary run by hand,
+// outside go test), the go command is still found, through GOROOT or the
+// GOROOT the test was built with, and it runs.
+func TestGoCommandWithoutPath(t *testing.T) {
+	for _, goroot := range []string{os.Getenv("GOROOT"), ""} {
+		t.Setenv("PATH", t.TempDir())
+		t.Setenv("GOROOT", goroot)
+		p, err := goCommand()
+		if err != nil {
+			t.Fatalf("GOROOT=%q: %v", goroot, err)
+		}
+		out, err := exec.Command(p, "version").CombinedOutput()
+		if err != nil || !strings.HasPrefix(string(out), "go version") {
+			t.Fatalf("GOROOT=%q: %s version: %v\n%s", goroot, p, err, out)
+		}
 	}
 }
