@@ -1,59 +1,110 @@
 package cache
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/go-zookeeper/zk"
 )
 
-// apply's decisions, without ZooKeeper: which events lead from the cached
-// node to what a read found, and that a read older than the copy (an
-// earlier write, an earlier incarnation) changes nothing.
+// testCore returns a core of shape sh on /n with no session: merge alone.
+func testCore(sh shape) *core {
+	return &core{path: "/n", shape: sh, root: &tnode{Node: Node{Path: "/n"}}, skipped: map[string]error{}, q: newQueue(true)}
+}
+
+// queued returns the events queued so far as "Type path data" strings.
+func queued(c *core) []string {
+	var out []string
+	for _, ev := range c.q.q {
+		out = append(out, strings.TrimSpace(fmt.Sprintf("%v %s %s", ev.Type, ev.Node.Path, ev.Node.Data)))
+	}
+	return out
+}
+
+// merge's decisions on one node, without ZooKeeper: which events lead from
+// the cached node to what a read found, and that a read older than the copy
+// (an earlier write, an earlier incarnation) changes nothing.
 func TestApply(t *testing.T) {
-	node := func(data string, czxid, mzxid int64) Node {
-		return Node{Path: "/n", Data: []byte(data), Stat: zk.Stat{Czxid: czxid, Mzxid: mzxid}}
+	node := func(data string, czxid, mzxid int64) *fetched {
+		return &fetched{state: got, n: Node{Path: "/n", Data: []byte(data), Stat: zk.Stat{Czxid: czxid, Mzxid: mzxid}}}
 	}
-	type read struct {
-		n      Node
-		exists bool
-	}
+	missing := func() *fetched { return &fetched{state: gone} }
 	cases := []struct {
 		name  string
-		reads []read
+		reads []*fetched
 		want  []EventType
 		final string // data held at the end, "" for none
 	}{
-		{"created", []read{{node("a", 5, 5), true}}, []EventType{Added}, "a"},
-		{"written", []read{{node("a", 5, 5), true}, {node("b", 5, 7), true}}, []EventType{Added, Updated}, "b"},
-		{"read again unchanged", []read{{node("a", 5, 5), true}, {node("a", 5, 5), true}}, []EventType{Added}, "a"},
-		{"deleted", []read{{node("a", 5, 5), true}, {Node{}, false}}, []EventType{Added, Removed}, ""},
-		{"missing, missing", []read{{Node{}, false}, {Node{}, false}}, nil, ""},
-		{"created again", []read{{node("a", 5, 5), true}, {node("a", 9, 9), true}}, []EventType{Added, Removed, Added}, "a"},
-		{"an older write", []read{{node("b", 5, 7), true}, {node("a", 5, 5), true}}, []EventType{Added}, "b"},
-		{"an older incarnation", []read{{node("b", 9, 9), true}, {node("a", 5, 6), true}}, []EventType{Added}, "b"},
+		{"created", []*fetched{node("a", 5, 5)}, []EventType{Added}, "a"},
+		{"written", []*fetched{node("a", 5, 5), node("b", 5, 7)}, []EventType{Added, Updated}, "b"},
+		{"read again unchanged", []*fetched{node("a", 5, 5), node("a", 5, 5)}, []EventType{Added}, "a"},
+		{"deleted", []*fetched{node("a", 5, 5), missing()}, []EventType{Added, Removed}, ""},
+		{"missing, missing", []*fetched{missing(), missing()}, nil, ""},
+		{"created again", []*fetched{node("a", 5, 5), node("a", 9, 9)}, []EventType{Added, Removed, Added}, "a"},
+		{"an older write", []*fetched{node("b", 5, 7), node("a", 5, 5)}, []EventType{Added}, "b"},
+		{"an older incarnation", []*fetched{node("b", 9, 9), node("a", 5, 6)}, []EventType{Added}, "b"},
+		{"refused", []*fetched{node("a", 5, 5), {state: refused}}, []EventType{Added, Removed}, ""},
 	}
 	for _, tc := range cases {
-		c := &core{nodes: map[string]Node{}, q: newQueue(true)}
-		for _, r := range tc.reads {
-			c.apply("", r.n, r.exists)
+		c := testCore(shape{rootData: true})
+		for _, f := range tc.reads {
+			c.merge(nil, f)
 		}
 		var got []EventType
 		for _, ev := range c.q.q {
 			got = append(got, ev.Type)
 		}
-		if len(got) != len(tc.want) {
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("%s: events %v, want %v", tc.name, got, tc.want)
-			continue
 		}
-		for i := range got {
-			if got[i] != tc.want[i] {
-				t.Errorf("%s: events %v, want %v", tc.name, got, tc.want)
-				break
-			}
-		}
-		n, ok := c.nodes[""]
+		n, ok := c.get("")
 		if ok != (tc.final != "") || string(n.Data) != tc.final {
 			t.Errorf("%s: holds %q (%v), want %q", tc.name, n.Data, ok, tc.final)
 		}
+	}
+}
+
+// tree builds a fetched tree from "path=data@czxid" specs below /n (the
+// root first, as "=data@czxid"), every node listed.
+func tree(specs ...string) *fetched {
+	byRel := map[string]*fetched{}
+	var root *fetched
+	for _, s := range specs {
+		rel, rest, _ := strings.Cut(s, "=")
+		data, z, _ := strings.Cut(rest, "@")
+		var czxid int64
+		fmt.Sscan(z, &czxid)
+		f := &fetched{rel: rel, depth: depth(rel), state: got, listed: true,
+			n: Node{Path: "/n" + rel, Data: []byte(data), Stat: zk.Stat{Czxid: czxid, Mzxid: czxid}}}
+		byRel[rel] = f
+		if rel == "" {
+			root = f
+			continue
+		}
+		p := byRel[rel[:strings.LastIndexByte(rel, '/')]]
+		p.kids = append(p.kids, f)
+	}
+	return root
+}
+
+// A tree's events: parents added before their children, children removed
+// before their parents, also when a node is replaced by a new incarnation
+// with other children; a deleted root takes the whole tree, children first.
+func TestMergeTreeOrder(t *testing.T) {
+	c := testCore(shape{rootData: true, maxDepth: 10})
+	c.merge(nil, tree("=r@1", "/a=a@2", "/a/x=ax@3", "/a/x/y=axy@4", "/b=b@5"))
+	c.merge(nil, tree("=r@1", "/a=a2@9", "/a/z=az@10", "/b=b@5", "/c=c@11"))
+	c.merge(nil, &fetched{state: gone})
+	want := []string{
+		"Added /n r", "Added /n/a a", "Added /n/a/x ax", "Added /n/a/x/y axy", "Added /n/b b",
+		"Removed /n/a/x/y axy", "Removed /n/a/x ax", "Removed /n/a a", "Added /n/a a2", "Added /n/a/z az", "Added /n/c c",
+		"Removed /n/a/z az", "Removed /n/a a2", "Removed /n/b b", "Removed /n/c c", "Removed /n r",
+	}
+	if got := queued(c); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("events\n%q\nwant\n%q", got, want)
+	}
+	if _, ok := c.get(""); ok {
+		t.Fatal("the root is held after its delete")
 	}
 }

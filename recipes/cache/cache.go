@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"math"
 	"path"
 
 	"github.com/go-zookeeper/zk"
@@ -73,16 +74,18 @@ type Event struct {
 	Node Node
 }
 
-// Option configures NewNode and NewChildren.
+// Option configures NewNode, NewChildren and NewTree.
 type Option func(*config) error
 
 type config struct {
-	lg     *zap.Logger
-	events bool
+	lg       *zap.Logger
+	events   bool
+	maxDepth int
+	depthSet bool
 }
 
 func buildConfig(opts []Option) (*config, error) {
-	c := &config{events: true}
+	c := &config{events: true, maxDepth: math.MaxInt32}
 	if err := engine.ApplyOptions(c, opts); err != nil {
 		return nil, err
 	}
@@ -107,6 +110,24 @@ func WithLogger(lg *zap.Logger) Option {
 func WithEvents(on bool) Option {
 	return func(c *config) error {
 		c.events = on
+		return nil
+	}
+}
+
+// errMaxDepthTreeOnly refuses WithMaxDepth given to NewNode or NewChildren.
+var errMaxDepthTreeOnly = fmt.Errorf("%w: WithMaxDepth is an option of NewTree", session.ErrBadArgument)
+
+// WithMaxDepth bounds a TreeCache (NewTree only) to the nodes at most depth
+// levels below its root, as Curator's TreeCache setMaxDepth does: 0 caches
+// the root alone, 1 the root and its children. Nodes at the maximum depth
+// get no child watch. Default: no bound. A negative depth gives an error
+// matching session.ErrBadArgument.
+func WithMaxDepth(depth int) Option {
+	return func(c *config) error {
+		if depth < 0 {
+			return fmt.Errorf("%w: negative max depth %d", session.ErrBadArgument, depth)
+		}
+		c.maxDepth, c.depthSet = depth, true
 		return nil
 	}
 }

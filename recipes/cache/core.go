@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,37 +15,87 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/zksession"
 )
 
-// Polling bounds while the cached node (NodeCache) or the parent
+// Polling bounds while the cached node (NodeCache, TreeCache) or the parent
 // (ChildrenCache) does not exist: the first poll comes after pollMin, each
 // further one after twice the previous wait, up to pollMax. The cache sets
-// no exists watch: go-zookeeper cannot remove one, so it would stay
-// registered after Close until the node appears, as package leader's
-// Observe explains.
+// no exists watch on a missing node: go-zookeeper cannot remove one, so it
+// would stay registered after Close until the node appears, as package
+// leader's Observe explains.
 const (
 	pollMin = 50 * time.Millisecond
 	pollMax = time.Second
 )
 
 // Backoff bounds after a failed read that is not a connection error (a
-// connection error is retried inside the session's Retry): an ACL that
-// refuses the read, a session replaced during the read.
+// connection error is retried inside the session's Retry) nor a refusal (a
+// node the cache may not read is skipped): a session replaced during the
+// read, an invalid path.
 const (
 	failMin = 50 * time.Millisecond
 	failMax = 2 * time.Second
 )
 
-// core is both caches: one node (kids false, cached under the name "") or
-// the children of a node (kids true, cached by name). One goroutine (run)
-// reads and applies every change, so the events of a node are pushed in the
-// order of its reads, and a read never runs beside another: the order of
-// reads on one session is the order of the server's states.
+// fetchParallel bounds the reads a load has in flight: go-zookeeper sends
+// them in order on the one connection, so a large tree loads at the pace of
+// the server rather than of one round trip per read.
+const fetchParallel = 64
+
+// shape says what a core caches: the root's data or not, and how deep.
+type shape struct {
+	rootData bool // NodeCache, TreeCache; a ChildrenCache lists the root only
+	maxDepth int  // deepest level cached below the root: 0 the root alone
+}
+
+// hasData says whether the nodes at depth are read (their data cached).
+func (s shape) hasData(depth int) bool { return depth > 0 || s.rootData }
+
+// wkind is the kind of a watch: data (or exists) or children.
+type wkind uint8
+
+const (
+	dataKind wkind = iota + 1
+	childKind
+)
+
+// wkey names a watch that fired: the node (by its path below the root, ""
+// for the root) and the kind.
+type wkey struct {
+	rel  string
+	kind wkind
+}
+
+// tnode is a node of the copy. Only the root's tnode may be out of the copy
+// (in false): it anchors the tree while the root is missing, skipped or not
+// cached (a ChildrenCache's parent).
+type tnode struct {
+	Node
+	in   bool
+	kids map[string]*tnode // by name; keys share the children's Path
+	dw   *muxEntry         // the data watch waited on; owned by run
+	cw   *muxEntry         // the child watch waited on; owned by run
+}
+
+// armed is the exists watch of a node skipped for its ACL (a refused read
+// sets no watch; exists is not checked against the ACL). existed: the node
+// existed when it was set, so it fires at the node's next write or delete,
+// as a data watch does.
+type armed struct {
+	e       *muxEntry
+	existed bool
+}
+
+// core is every cache: a tree of nodes below a root, of a shape. One
+// goroutine (run) reads and applies every change, so the events of a node
+// are pushed in the order of its reads. Reads of different nodes of one
+// load run in parallel (fetch); a node is never read twice at once, and a
+// read older than the copy is ignored.
 type core struct {
-	path string // as given
-	full string // server path
-	kids bool
-	zs   *zksession.Session
-	lg   *zap.Logger
-	q    *queue
+	path  string // as given
+	full  string // server path
+	shape shape
+	zs    *zksession.Session
+	lg    *zap.Logger
+	q     *queue
 
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -53,18 +104,21 @@ type core struct {
 
 	init chan struct{} // closed after the first load
 
-	mu    sync.RWMutex
-	nodes map[string]Node // by child name; "" for a NodeCache's node
+	mu      sync.RWMutex
+	root    *tnode
+	skipped map[string]error // by rel: nodes left out because ZooKeeper refused their read
 
 	// Owned by run.
-	watchers map[string]*zksession.Watch // the data watch a goroutine waits on, by name
+	exists map[string]armed // exists watches of skipped nodes, by rel, this epoch
+	absent bool             // the root (or a ChildrenCache's parent) was missing at the last read
+	mux    *mux
 
 	dmu   sync.Mutex
-	dirty map[string]*zksession.Watch // names whose data watch fired, with the watch
-	kick  chan struct{}               // 1-buffered: dirty has entries
+	dirty map[wkey]*muxEntry // watches that fired
+	kick  chan struct{}      // 1-buffered: dirty has entries
 }
 
-func newCore(sess any, p string, kids bool, opts []Option) (*core, error) {
+func newCore(sess any, p string, kind string, opts []Option) (*core, error) {
 	zs, err := zksession.Of(sess)
 	if err != nil {
 		return nil, engine.NewError("cache", p, err)
@@ -77,28 +131,42 @@ func newCore(sess any, p string, kids bool, opts []Option) (*core, error) {
 	if err != nil {
 		return nil, engine.NewError("cache", p, err)
 	}
+	var sh shape
+	switch kind {
+	case "node":
+		sh = shape{rootData: true}
+	case "children":
+		sh = shape{maxDepth: 1}
+	case "tree":
+		sh = shape{rootData: true, maxDepth: cfg.maxDepth}
+	}
+	if cfg.depthSet && kind != "tree" {
+		return nil, engine.NewError("cache", p, errMaxDepthTreeOnly)
+	}
 	lg := cfg.lg
 	if lg == nil {
 		lg = zs.Logger().Named("cache")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &core{
-		path:     p,
-		full:     full,
-		kids:     kids,
-		zs:       zs,
-		lg:       lg.With(zap.String("path", full)),
-		q:        newQueue(cfg.events),
-		ctx:      ctx,
-		cancel:   cancel,
-		init:     make(chan struct{}),
-		nodes:    make(map[string]Node),
-		watchers: make(map[string]*zksession.Watch),
-		dirty:    make(map[string]*zksession.Watch),
-		kick:     make(chan struct{}, 1),
+		path:    p,
+		full:    full,
+		shape:   sh,
+		zs:      zs,
+		lg:      lg.With(zap.String("path", full)),
+		q:       newQueue(cfg.events),
+		ctx:     ctx,
+		cancel:  cancel,
+		init:    make(chan struct{}),
+		root:    &tnode{Node: Node{Path: p}},
+		skipped: make(map[string]error),
+		exists:  make(map[string]armed),
+		dirty:   make(map[wkey]*muxEntry),
+		kick:    make(chan struct{}, 1),
 	}
-	// Subscribed before run starts, so no Reconnected after NewNode or
-	// NewChildren returned is missed.
+	c.mux = &mux{ctx: ctx, wg: &c.wg, fire: c.fired}
+	// Subscribed before run starts, so no Reconnected after the constructor
+	// returned is missed.
 	sub := zs.Subscribe()
 	c.wg.Add(2)
 	go func() { defer c.wg.Done(); c.q.pump() }()
@@ -106,9 +174,9 @@ func newCore(sess any, p string, kids bool, opts []Option) (*core, error) {
 	return c, nil
 }
 
-// close implements Close: it stops run and every watcher goroutine and
-// waits for them. Requests in flight are abandoned to the session (Retry
-// returns at once when ctx ends).
+// close implements Close: it stops run and every goroutine waiting on
+// watches, and waits for them. Requests in flight are abandoned to the
+// session (Retry returns at once when ctx ends).
 func (c *core) close() error {
 	c.closeOnce.Do(func() {
 		c.cancel()
@@ -118,19 +186,12 @@ func (c *core) close() error {
 	return nil
 }
 
-// loop is run's state between steps.
-type loop struct {
-	full   bool             // reload everything: first load, new epoch, Reconnected, after an error, a poll
-	relist bool             // the parent's children changed (ChildrenCache)
-	pw     *zksession.Watch // the parent's child watch (ChildrenCache); nil when absent
-}
-
 func (c *core) run(sub *zksession.Subscription[zksession.Event]) {
 	defer c.q.finish()
 	defer sub.Close()
 	var (
 		ep    *zksession.Epoch
-		st    = loop{full: true}
+		full  = true // reload everything: first load, new epoch, Reconnected, after an error, a poll
 		first = true
 		poll  time.Duration // the next poll while absent; 0 when present
 		fail  time.Duration // the next wait after a failure; 0 after a success
@@ -141,13 +202,16 @@ func (c *core) run(sub *zksession.Subscription[zksession.Event]) {
 			return // Close, or the session closed
 		}
 		if cur != ep {
-			ep, st.full = cur, true // a new session: its watches are all new
+			// A new session: its watches are all new, and go-zookeeper has
+			// dropped the old ones (they fire NotWatching).
+			ep, full = cur, true
+			c.exists = make(map[string]armed)
 		}
-		if err := c.step(ep, &st); err != nil {
+		if err := c.step(ep, &full); err != nil {
 			if c.ctx.Err() != nil || errors.Is(err, zksession.ErrClosed) {
 				return
 			}
-			st.full = true
+			full = true
 			if errors.Is(err, zksession.ErrLost) {
 				continue // wait for the next epoch
 			}
@@ -166,33 +230,26 @@ func (c *core) run(sub *zksession.Subscription[zksession.Event]) {
 		}
 		var pollC <-chan time.Time
 		var pollT *time.Timer
-		if c.absent(&st) {
+		if c.absent {
 			poll = min(max(2*poll, pollMin), pollMax)
 			pollT = time.NewTimer(poll)
 			pollC = pollT.C
 		} else {
 			poll = 0
 		}
-		var pwC <-chan zk.Event
-		if st.pw != nil {
-			pwC = st.pw.Events()
-		}
 	wait:
-		for !st.full && !st.relist && !c.hasDirty() {
+		for !full && !c.hasDirty() {
 			select {
-			case ev, ok := <-pwC:
-				st.pw.Event(ev, ok)
-				st.pw, st.relist = nil, true
 			case <-c.kick:
 			case ev, ok := <-sub.C():
 				if !ok || ev.State == zksession.Closed {
 					return
 				}
 				if ev.State == zksession.Reconnected {
-					st.full = true // reload: report exactly what changed while away
+					full = true // reload: report exactly what changed while away
 				}
 			case <-pollC:
-				st.full = true
+				full = true
 				break wait
 			case <-c.ctx.Done():
 				return
@@ -202,16 +259,6 @@ func (c *core) run(sub *zksession.Subscription[zksession.Event]) {
 			pollT.Stop()
 		}
 	}
-}
-
-// absent reports whether what the cache watches was missing at its last
-// read: then no watch fires at its creation, and run polls.
-func (c *core) absent(st *loop) bool {
-	if c.kids {
-		return st.pw == nil
-	}
-	_, ok := c.get("")
-	return !ok
 }
 
 // sleep waits d; false when the cache is closed first.
@@ -226,203 +273,15 @@ func (c *core) sleep(d time.Duration) bool {
 	}
 }
 
-// step does what st asks: a full reload, or the re-listing of the
-// children and the reads of the nodes whose watch fired.
-func (c *core) step(ep *zksession.Epoch, st *loop) error {
-	if st.full {
-		// Marks made before now are covered by the reload; those made during
-		// it are newer than its reads and stay.
-		c.forgetFired(c.takeDirty())
-		if err := c.reload(ep, st); err != nil {
-			return err
-		}
-		st.full, st.relist = false, false
-		return nil
+// fired is the mux's callback: it marks e's node to be read again.
+func (c *core) fired(e *muxEntry) {
+	c.dmu.Lock()
+	c.dirty[wkey{e.rel, e.kind}] = e
+	c.dmu.Unlock()
+	select {
+	case c.kick <- struct{}{}:
+	default:
 	}
-	if st.relist {
-		if err := c.relist(ep, st); err != nil {
-			return err
-		}
-		st.relist = false
-	}
-	dirty := c.takeDirty()
-	c.forgetFired(dirty)
-	for name := range dirty {
-		n, ok, err := c.read(ep, name)
-		if err != nil {
-			return err
-		}
-		c.apply(name, n, ok)
-	}
-	return nil
-}
-
-// forgetFired forgets the watches that fired: their goroutines have
-// exited.
-func (c *core) forgetFired(fired map[string]*zksession.Watch) {
-	for name, w := range fired {
-		if c.watchers[name] == w {
-			delete(c.watchers, name)
-		}
-	}
-}
-
-// reload reads everything again and reports the differences.
-func (c *core) reload(ep *zksession.Epoch, st *loop) error {
-	names := []string{""}
-	if c.kids {
-		var err error
-		names, st.pw, err = c.list(ep)
-		if err != nil {
-			return err
-		}
-	}
-	found := make(map[string]Node, len(names))
-	for _, name := range names {
-		n, ok, err := c.read(ep, name)
-		if err != nil {
-			return err
-		}
-		if ok {
-			found[name] = n
-		}
-	}
-	c.mu.RLock()
-	all := make([]string, 0, len(c.nodes)+len(found))
-	for name := range c.nodes {
-		if _, ok := found[name]; !ok {
-			all = append(all, name)
-		}
-	}
-	c.mu.RUnlock()
-	for name := range found {
-		all = append(all, name)
-	}
-	sort.Strings(all)
-	for _, name := range all {
-		n, ok := found[name]
-		c.apply(name, n, ok)
-	}
-	return nil
-}
-
-// relist reads the children again: new ones are read, gone ones removed.
-// Children still there are not read: their own watches report their
-// changes.
-func (c *core) relist(ep *zksession.Epoch, st *loop) error {
-	names, pw, err := c.list(ep)
-	if err != nil {
-		return err
-	}
-	st.pw = pw
-	now := make(map[string]bool, len(names))
-	for _, name := range names {
-		now[name] = true
-	}
-	c.mu.RLock()
-	var gone []string
-	for name := range c.nodes {
-		if !now[name] {
-			gone = append(gone, name)
-		}
-	}
-	c.mu.RUnlock()
-	sort.Strings(gone)
-	for _, name := range gone {
-		c.apply(name, Node{}, false)
-	}
-	for _, name := range names {
-		c.mu.RLock()
-		_, had := c.nodes[name]
-		c.mu.RUnlock()
-		if had {
-			continue
-		}
-		n, ok, err := c.read(ep, name)
-		if err != nil {
-			return err
-		}
-		c.apply(name, n, ok)
-	}
-	return nil
-}
-
-// list reads the children with the session's shared child watch; a
-// missing parent gives no names and no watch.
-func (c *core) list(ep *zksession.Epoch) ([]string, *zksession.Watch, error) {
-	var names []string
-	var w *zksession.Watch
-	err := c.zs.Retry(c.ctx, ep, func(*zk.Conn) error {
-		n, _, ww, err := c.zs.ChildrenW(c.full)
-		if err != nil {
-			return err
-		}
-		names, w = n, ww
-		return nil
-	})
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	sort.Strings(names)
-	return names, w, nil
-}
-
-// read reads the node name ("" for the NodeCache's node) with the
-// session's shared data watch, and starts a goroutine waiting on that watch
-// unless one waits on it already. ok is false when the node does not exist.
-func (c *core) read(ep *zksession.Epoch, name string) (Node, bool, error) {
-	p, up := c.full, c.path
-	if name != "" {
-		p, up = p+"/"+name, up+"/"+name
-	}
-	var data []byte
-	var stat *zk.Stat
-	var w *zksession.Watch
-	err := c.zs.Retry(c.ctx, ep, func(*zk.Conn) error {
-		d, s, ww, err := c.zs.GetW(p)
-		if err != nil {
-			return err
-		}
-		data, stat, w = d, s, ww
-		return nil
-	})
-	if errors.Is(err, zk.ErrNoNode) {
-		return Node{}, false, nil
-	}
-	if err != nil {
-		return Node{}, false, err
-	}
-	c.watch(name, w)
-	return Node{Path: up, Data: data, Stat: *stat}, true, nil
-}
-
-// watch starts a goroutine that marks name dirty when w fires, unless one
-// waits on the same registration already (the session shares one watch per
-// node: a read that joined it returns a Watch equal to the first).
-func (c *core) watch(name string, w *zksession.Watch) {
-	if old := c.watchers[name]; old != nil && *old == *w {
-		return
-	}
-	c.watchers[name] = w
-	c.wg.Add(1) // run holds a count of its own, so this never races with Wait
-	go func() {
-		defer c.wg.Done()
-		select {
-		case ev, ok := <-w.Events():
-			w.Event(ev, ok)
-			c.dmu.Lock()
-			c.dirty[name] = w
-			c.dmu.Unlock()
-			select {
-			case c.kick <- struct{}{}:
-			default:
-			}
-		case <-c.ctx.Done():
-		}
-	}()
 }
 
 func (c *core) hasDirty() bool {
@@ -431,58 +290,734 @@ func (c *core) hasDirty() bool {
 	return len(c.dirty) > 0
 }
 
-func (c *core) takeDirty() map[string]*zksession.Watch {
+func (c *core) takeDirty() map[wkey]*muxEntry {
 	c.dmu.Lock()
 	defer c.dmu.Unlock()
 	d := c.dirty
-	c.dirty = make(map[string]*zksession.Watch)
+	c.dirty = make(map[wkey]*muxEntry)
 	return d
 }
 
-// apply records what a read found for name and pushes the events that
-// lead from the cached node to it. Czxid tells incarnations apart (a node
-// deleted and created again has a new one, though its version starts at 0
-// again) and Mzxid writes; a read older than the cached node is ignored, so
-// no event ever goes back in time.
-func (c *core) apply(name string, n Node, exists bool) {
+// forgetFired forgets the watches that fired: nobody waits on them now.
+func (c *core) forgetFired(fired map[wkey]*muxEntry) {
+	for _, e := range fired {
+		switch {
+		case e.tn == nil:
+			if a, ok := c.exists[e.rel]; ok && a.e == e {
+				delete(c.exists, e.rel)
+			}
+		case e.kind == dataKind && e.tn.dw == e:
+			e.tn.dw = nil
+		case e.kind == childKind && e.tn.cw == e:
+			e.tn.cw = nil
+		}
+	}
+}
+
+// step does what run asks: a full reload, or the reads of the nodes whose
+// watches fired, parents first.
+func (c *core) step(ep *zksession.Epoch, full *bool) error {
+	if *full {
+		// Marks made before now are covered by the reload; those made during
+		// it are newer than its reads and stay.
+		c.forgetFired(c.takeDirty())
+		if err := c.refetch(ep, ""); err != nil {
+			return err
+		}
+		*full = false
+		return nil
+	}
+	dirty := c.takeDirty()
+	c.forgetFired(dirty)
+	keys := make([]wkey, 0, len(dirty))
+	for k := range dirty {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].rel != keys[j].rel {
+			return keys[i].rel < keys[j].rel
+		}
+		return keys[i].kind < keys[j].kind
+	})
+	done := make(map[string]bool) // subtrees read whole in this step
+	for _, k := range keys {
+		if covered(done, k.rel) {
+			continue
+		}
+		var err error
+		if k.kind == dataKind {
+			err = c.reread(ep, k.rel, done)
+		} else {
+			err = c.relist(ep, k.rel, done)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// covered reports whether rel or one of its ancestors is in done.
+func covered(done map[string]bool, rel string) bool {
+	if len(done) == 0 {
+		return false
+	}
+	for {
+		if done[rel] {
+			return true
+		}
+		if rel == "" {
+			return false
+		}
+		rel = rel[:strings.LastIndexByte(rel, '/')]
+	}
+}
+
+// readState is what a read found.
+type readState uint8
+
+const (
+	got     readState = iota + 1
+	gone              // zk.ErrNoNode
+	refused           // zk.ErrNoAuth: the node is skipped
+)
+
+// fetched is a node as a load read it, with its children.
+type fetched struct {
+	rel    string
+	depth  int
+	n      Node
+	state  readState
+	err    error // refused: the refusal, naming the node
+	listed bool  // the children were listed (kids)
+	noList bool  // read the data alone
+	kids   []*fetched
+	dw, cw *zksession.Watch
+}
+
+// read reads the node at rel: its data (with the session's shared data
+// watch, or without a watch when an exists watch of the cache stands for
+// it) if its depth is cached with data, then its children (with the shared
+// child watch) if it is above the maximum depth. Any error but a missing
+// node and a refusal is returned.
+func (c *core) read(ep *zksession.Epoch, f *fetched) error {
+	p := c.full + f.rel
+	f.state = got
+	if c.shape.hasData(f.depth) {
+		var data []byte
+		var stat *zk.Stat
+		var w *zksession.Watch
+		a := c.exists[f.rel]
+		err := c.zs.Retry(c.ctx, ep, func(conn *zk.Conn) error {
+			var d []byte
+			var s *zk.Stat
+			var ww *zksession.Watch
+			var err error
+			if a.existed {
+				d, s, err = conn.Get(p)
+			} else {
+				d, s, ww, err = c.zs.GetW(p)
+			}
+			if err != nil {
+				return err
+			}
+			data, stat, w = d, s, ww
+			return nil
+		})
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			f.state = gone
+			return nil
+		case errors.Is(err, zk.ErrNoAuth):
+			f.state, f.err = refused, zksession.Refused("read", p, err)
+			return nil
+		case err != nil:
+			return err
+		}
+		f.n = Node{Path: c.path + f.rel, Data: data, Stat: *stat}
+		f.dw = w
+	}
+	if f.noList || f.depth >= c.shape.maxDepth {
+		return nil
+	}
+	var names []string
+	var w *zksession.Watch
+	err := c.zs.Retry(c.ctx, ep, func(*zk.Conn) error {
+		n, _, ww, err := c.zs.ChildrenW(p)
+		if err != nil {
+			return err
+		}
+		names, w = n, ww
+		return nil
+	})
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		f.state = gone
+		return nil
+	case errors.Is(err, zk.ErrNoAuth):
+		f.state, f.err = refused, zksession.Refused("list", p, err)
+		return nil
+	case err != nil:
+		return err
+	}
+	sort.Strings(names)
+	f.listed, f.cw = true, w
+	f.kids = make([]*fetched, len(names))
+	for i, name := range names {
+		f.kids[i] = &fetched{rel: f.rel + "/" + name, depth: f.depth + 1}
+	}
+	return nil
+}
+
+// fetch reads the subtrees at roots (all at one depth), level by level,
+// with up to fetchParallel reads in flight.
+func (c *core) fetch(ep *zksession.Epoch, roots []*fetched) error {
+	level := roots
+	for len(level) > 0 {
+		if err := c.readAll(ep, level); err != nil {
+			return err
+		}
+		var next []*fetched
+		for _, f := range level {
+			if f.state == got {
+				next = append(next, f.kids...)
+			}
+		}
+		level = next
+	}
+	return nil
+}
+
+// readAll reads every node of fs, in parallel; it returns the first error.
+func (c *core) readAll(ep *zksession.Epoch, fs []*fetched) error {
+	if len(fs) == 1 {
+		return c.read(ep, fs[0])
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		next int
+		ferr error
+	)
+	take := func() *fetched {
+		mu.Lock()
+		defer mu.Unlock()
+		if ferr != nil || next == len(fs) {
+			return nil
+		}
+		next++
+		return fs[next-1]
+	}
+	for i := 0; i < min(fetchParallel, len(fs)); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := take(); f != nil; f = take() {
+				if err := c.read(ep, f); err != nil {
+					mu.Lock()
+					if ferr == nil {
+						ferr = err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return ferr
+}
+
+// find returns the tnode at rel in the copy (the root's anchor for ""),
+// and its parent; nil when it is not in the copy (tn) or has no parent in
+// the copy (parent).
+func (c *core) find(rel string) (tn, parent *tnode) {
+	tn = c.root
+	for rel != "" {
+		if tn == c.root && !c.anchored() {
+			return nil, nil
+		}
+		name, rest := rel[1:], ""
+		if i := strings.IndexByte(name, '/'); i >= 0 {
+			name, rest = name[:i], name[i:]
+		}
+		parent, tn = tn, tn.kids[name]
+		if tn == nil {
+			return nil, parent
+		}
+		rel = rest
+	}
+	return tn, parent
+}
+
+// anchored reports whether the root can have children in the copy: it is
+// in the copy, or it is a ChildrenCache's parent (never in the copy).
+func (c *core) anchored() bool { return c.root.in || !c.shape.rootData }
+
+// refetch reads the subtree at rel whole and brings the copy to it. rel is
+// the root, or a node whose parent is in the copy.
+func (c *core) refetch(ep *zksession.Epoch, rel string) error {
+	var parent *tnode
+	if rel != "" {
+		_, parent = c.find(rel)
+		if parent == nil {
+			return nil // the parent has gone from the copy meanwhile
+		}
+	}
+	f := &fetched{rel: rel, depth: depth(rel)}
+	if err := c.fetch(ep, []*fetched{f}); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.merge(parent, f)
+	c.mu.Unlock()
+	skips := make(map[string]error)
+	collectSkips(f, skips)
+	c.replaceSkips(rel, skips)
+	return c.armSkipped(ep, skips)
+}
+
+// depth returns the depth of rel below the root.
+func depth(rel string) int { return strings.Count(rel, "/") }
+
+func collectSkips(f *fetched, into map[string]error) {
+	if f.state == refused {
+		into[f.rel] = f.err
+	}
+	for _, k := range f.kids {
+		collectSkips(k, into)
+	}
+}
+
+// merge brings the copy at f.rel (a child of parent, or the root) to what
+// f read, pushing the events that lead there: parents added before their
+// children, children removed before their parents. c.mu held.
+func (c *core) merge(parent *tnode, f *fetched) {
+	isRoot := f.rel == ""
+	name := f.rel[strings.LastIndexByte(f.rel, '/')+1:]
+	var old *tnode
+	if isRoot {
+		old = c.root
+	} else if t := parent.kids[name]; t != nil {
+		old = t
+	}
+	if isRoot {
+		c.absent = f.state == gone
+	}
+	if f.state != got {
+		c.removeAt(parent, old)
+		return
+	}
+	tn := old
+	if c.shape.hasData(f.depth) {
+		switch {
+		case old == nil || !old.in:
+			tn = c.add(parent, old, f.n)
+		case f.n.Stat.Czxid > old.Stat.Czxid:
+			// Another incarnation: the old one and its subtree went.
+			c.removeAt(parent, old)
+			tn = c.add(parent, old, f.n)
+		case f.n.Stat.Czxid < old.Stat.Czxid:
+			return // older than the copy: ignore it
+		case f.n.Stat.Mzxid > old.Stat.Mzxid:
+			tn.Node = f.n
+			c.q.push(Event{Type: Updated, Node: f.n})
+		}
+		c.setWatch(tn, dataKind, f.dw)
+	}
+	if !f.listed {
+		return
+	}
+	c.setWatch(tn, childKind, f.cw)
+	// The union of the children held and read, by name: each one's events
+	// in turn.
+	byName := make(map[string]*fetched, len(f.kids))
+	names := make([]string, 0, len(f.kids)+len(tn.kids))
+	for _, k := range f.kids {
+		name := k.rel[len(f.rel)+1:]
+		byName[name] = k
+		names = append(names, name)
+	}
+	for name := range tn.kids {
+		if byName[name] == nil {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if k := byName[name]; k != nil {
+			c.merge(tn, k)
+		} else {
+			c.removeAt(tn, tn.kids[name])
+		}
+	}
+}
+
+// add puts n in the copy as the child of parent (or as the root, whose
+// anchor old is reused) and pushes Added. c.mu held.
+func (c *core) add(parent, old *tnode, n Node) *tnode {
+	c.q.push(Event{Type: Added, Node: n})
+	if parent == nil {
+		old.Node, old.in = n, true
+		return old
+	}
+	tn := &tnode{Node: n, in: true}
+	if parent.kids == nil {
+		parent.kids = make(map[string]*tnode)
+	}
+	parent.kids[n.Path[strings.LastIndexByte(n.Path, '/')+1:]] = tn
+	return tn
+}
+
+// removeAt removes tn (a child of parent, or the root's anchor when parent
+// is nil) and its subtree from the copy, children first, pushing Removed for
+// each. tn may be nil. c.mu held.
+func (c *core) removeAt(parent, tn *tnode) {
+	if tn == nil {
+		return
+	}
+	names := make([]string, 0, len(tn.kids))
+	for name := range tn.kids {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		c.removeAt(tn, tn.kids[name])
+	}
+	tn.kids = nil
+	if !tn.in {
+		return
+	}
+	c.q.push(Event{Type: Removed, Node: tn.Node})
+	if parent == nil {
+		tn.in = false
+		tn.Node = Node{Path: c.path}
+		return
+	}
+	delete(parent.kids, tn.Path[strings.LastIndexByte(tn.Path, '/')+1:])
+}
+
+// setWatch makes tn wait on w (kind), unless it waits on the same
+// registration already (the session shares one watch per node and kind: a
+// read that joined it returns a Watch equal to the first).
+func (c *core) setWatch(tn *tnode, kind wkind, w *zksession.Watch) {
+	if w == nil {
+		return
+	}
+	slot := &tn.dw
+	if kind == childKind {
+		slot = &tn.cw
+	}
+	if old := *slot; old != nil && *old.w == *w {
+		return
+	}
+	e := &muxEntry{rel: tn.Path[len(c.path):], kind: kind, tn: tn, w: w, ch: w.Events()}
+	*slot = e
+	c.mux.add(e)
+}
+
+// reread reads the node at rel again after its data (or exists) watch
+// fired.
+func (c *core) reread(ep *zksession.Epoch, rel string, done map[string]bool) error {
+	tn, parent := c.find(rel)
+	if rel != "" && parent == nil {
+		return nil // its parent has gone from the copy
+	}
+	c.mu.RLock()
+	_, skipped := c.skipped[rel]
+	c.mu.RUnlock()
+	if tn == nil || !tn.in || skipped {
+		if rel != "" && !skipped {
+			return nil // not in the copy: its parent's listing says if it is back
+		}
+		done[rel] = true
+		return c.refetch(ep, rel)
+	}
+	f := &fetched{rel: rel, depth: depth(rel), noList: true}
+	if err := c.read(ep, f); err != nil {
+		return err
+	}
+	if f.state == got && f.n.Stat.Czxid > tn.Stat.Czxid {
+		// Another incarnation: its children are new too.
+		done[rel] = true
+		return c.refetch(ep, rel)
+	}
+	c.mu.Lock()
+	switch {
+	case f.state != got:
+		if rel == "" {
+			c.absent = f.state == gone
+		}
+		c.removeAt(parent, tn)
+	case f.n.Stat.Czxid == tn.Stat.Czxid:
+		if f.n.Stat.Mzxid > tn.Stat.Mzxid {
+			tn.Node = f.n
+			c.q.push(Event{Type: Updated, Node: f.n})
+		}
+		c.setWatch(tn, dataKind, f.dw)
+	}
+	c.mu.Unlock()
+	if f.state == got {
+		return nil
+	}
+	c.clearSkipsUnder(rel)
+	if f.state == refused {
+		skips := map[string]error{rel: f.err}
+		c.replaceSkips(rel, skips)
+		return c.armSkipped(ep, skips)
+	}
+	return nil
+}
+
+// relist lists the children of the node at rel again after its child
+// watch fired: children gone are removed, new ones read with their
+// subtrees; children still there are not read: their own watches report
+// their changes.
+func (c *core) relist(ep *zksession.Epoch, rel string, done map[string]bool) error {
+	tn, parent := c.find(rel)
+	if tn == nil || tn == c.root && !c.anchored() {
+		return nil // not in the copy (any more)
+	}
+	var names []string
+	var w *zksession.Watch
+	p := c.full + rel
+	err := c.zs.Retry(c.ctx, ep, func(*zk.Conn) error {
+		n, _, ww, err := c.zs.ChildrenW(p)
+		if err != nil {
+			return err
+		}
+		names, w = n, ww
+		return nil
+	})
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		c.mu.Lock()
+		if rel == "" {
+			c.absent = true
+		}
+		c.removeAt(parent, tn)
+		c.mu.Unlock()
+		c.clearSkipsUnder(rel)
+		return nil
+	case errors.Is(err, zk.ErrNoAuth):
+		c.mu.Lock()
+		c.removeAt(parent, tn)
+		c.mu.Unlock()
+		c.clearSkipsUnder(rel)
+		skips := map[string]error{rel: zksession.Refused("list", p, err)}
+		c.replaceSkips(rel, skips)
+		return c.armSkipped(ep, skips)
+	case err != nil:
+		return err
+	}
+	sort.Strings(names)
+	now := make(map[string]bool, len(names))
+	for _, name := range names {
+		now[name] = true
+	}
+	c.mu.Lock()
+	c.setWatch(tn, childKind, w)
+	var gone []string
+	for name := range tn.kids {
+		if !now[name] {
+			gone = append(gone, name)
+		}
+	}
+	sort.Strings(gone)
+	for _, name := range gone {
+		c.removeAt(tn, tn.kids[name])
+	}
+	var add []*fetched
+	for _, name := range names {
+		krel := rel + "/" + name
+		if _, had := tn.kids[name]; had {
+			continue
+		}
+		if _, skipped := c.skipped[krel]; skipped {
+			continue // its exists watch says when to read it again
+		}
+		add = append(add, &fetched{rel: krel, depth: depth(krel)})
+	}
+	c.mu.Unlock()
+	c.clearSkipsGone(rel, now)
+	for _, name := range gone {
+		c.clearSkipsUnder(rel + "/" + name)
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	if err := c.fetch(ep, add); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	for _, f := range add {
+		done[f.rel] = true
+		c.merge(tn, f)
+	}
+	c.mu.Unlock()
+	all := make(map[string]error)
+	for _, f := range add {
+		skips := make(map[string]error)
+		collectSkips(f, skips)
+		c.replaceSkips(f.rel, skips)
+		for r, err := range skips {
+			all[r] = err
+		}
+	}
+	return c.armSkipped(ep, all)
+}
+
+// replaceSkips makes skips the skipped nodes at and below rel, logging a
+// warning for each node newly skipped or skipped for another reason.
+func (c *core) replaceSkips(rel string, skips map[string]error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	old, had := c.nodes[name]
-	switch {
-	case !exists:
-		if had {
-			delete(c.nodes, name)
-			c.q.push(Event{Type: Removed, Node: old})
+	for r, old := range c.skipped {
+		if under(r, rel) {
+			if _, still := skips[r]; !still {
+				delete(c.skipped, r)
+				c.lg.Info("cache: node read again after a refusal", zap.String("node", c.path+r), zap.NamedError("was", old))
+			}
 		}
-	case !had:
-		c.nodes[name] = n
-		c.q.push(Event{Type: Added, Node: n})
-	case n.Stat.Czxid > old.Stat.Czxid:
-		c.nodes[name] = n
-		c.q.push(Event{Type: Removed, Node: old})
-		c.q.push(Event{Type: Added, Node: n})
-	case n.Stat.Czxid == old.Stat.Czxid && n.Stat.Mzxid > old.Stat.Mzxid:
-		c.nodes[name] = n
-		c.q.push(Event{Type: Updated, Node: n})
+	}
+	for r, err := range skips {
+		old, had := c.skipped[r]
+		c.skipped[r] = err
+		if !had || old.Error() != err.Error() {
+			c.lg.Warn("cache: node left out of the copy: ZooKeeper refuses its read", zap.String("node", c.path+r), zap.Error(err))
+		}
 	}
 }
 
-// get returns the cached node name.
-func (c *core) get(name string) (Node, bool) {
+// clearSkipsUnder forgets the skipped nodes strictly below rel (gone with
+// it, or left out with it).
+func (c *core) clearSkipsUnder(rel string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for r := range c.skipped {
+		if r != rel && under(r, rel) {
+			delete(c.skipped, r)
+		}
+	}
+}
+
+// clearSkipsGone forgets the skipped children of rel that are not in now,
+// and their subtrees.
+func (c *core) clearSkipsGone(rel string, now map[string]bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for r := range c.skipped {
+		if r == rel || !under(r, rel) {
+			continue
+		}
+		name, _, _ := strings.Cut(r[len(rel)+1:], "/")
+		if !now[name] {
+			delete(c.skipped, r)
+		}
+	}
+}
+
+// under reports whether r is rel or below it.
+func under(r, rel string) bool {
+	return r == rel || rel == "" || strings.HasPrefix(r, rel) && len(r) > len(rel) && r[len(rel)] == '/'
+}
+
+// armSkipped sets an exists watch on each skipped node that has none of
+// the cache's this epoch, so that its next write (an ACL fixed, then the
+// data written) or its delete reads it again. ZooKeeper does not check
+// exists against the ACL.
+func (c *core) armSkipped(ep *zksession.Epoch, skips map[string]error) error {
+	rels := make([]string, 0, len(skips))
+	for r := range skips {
+		if _, ok := c.exists[r]; !ok {
+			rels = append(rels, r)
+		}
+	}
+	sort.Strings(rels)
+	for _, r := range rels {
+		p := c.full + r
+		var ok bool
+		var ch <-chan zk.Event
+		err := c.zs.Retry(c.ctx, ep, func(conn *zk.Conn) error {
+			o, _, cc, err := conn.ExistsW(p)
+			if err != nil {
+				return err
+			}
+			ok, ch = o, cc
+			return nil
+		})
+		if errors.Is(err, zk.ErrNoAuth) {
+			continue // not expected (exists is not checked): the next reload reads it again
+		}
+		if err != nil {
+			return err
+		}
+		e := &muxEntry{rel: r, kind: dataKind, ch: ch}
+		c.exists[r] = armed{e: e, existed: ok}
+		c.mux.add(e)
+		if !ok {
+			// Gone meanwhile: nothing to skip. Its exists watch stays (it
+			// cannot be removed) and reads it again if it is created.
+			c.mu.Lock()
+			delete(c.skipped, r)
+			c.mu.Unlock()
+			if r == "" {
+				c.absent = true
+			}
+		}
+	}
+	return nil
+}
+
+// get returns the node at rel from the copy.
+func (c *core) get(rel string) (Node, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	n, ok := c.nodes[name]
-	return n, ok
+	tn, _ := c.find(rel)
+	if tn == nil || !tn.in {
+		return Node{}, false
+	}
+	return tn.Node, true
 }
 
-// list returns the cached children, sorted by name.
-func (c *core) listCached() []Node {
+// children returns the children of the node at rel in the copy, sorted by
+// name; false when the node is not in the copy (for a ChildrenCache's
+// parent, never false).
+func (c *core) children(rel string) ([]Node, bool) {
 	c.mu.RLock()
-	out := make([]Node, 0, len(c.nodes))
-	for _, n := range c.nodes {
-		out = append(out, n)
+	defer c.mu.RUnlock()
+	tn, _ := c.find(rel)
+	if tn == nil || !tn.in && !(tn == c.root && !c.shape.rootData) {
+		return nil, false
 	}
-	c.mu.RUnlock()
+	out := make([]Node, 0, len(tn.kids))
+	for _, k := range tn.kids {
+		out = append(out, k.Node)
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, true
+}
+
+// skips returns the skipped nodes by path (as the cache was given it),
+// with their refusals.
+func (c *core) skips() map[string]error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make(map[string]error, len(c.skipped))
+	for r, err := range c.skipped {
+		out[c.path+r] = err
+	}
 	return out
+}
+
+// relOf returns p's path below the root, and false when p is not the root
+// nor below it.
+func (c *core) relOf(p string) (string, bool) {
+	switch {
+	case p == c.path:
+		return "", true
+	case len(p) > len(c.path)+1 && strings.HasPrefix(p, c.path) && p[len(c.path)] == '/':
+		return p[len(c.path):], true
+	}
+	return "", false
 }

@@ -11,18 +11,19 @@ type NodeCache struct{ c *core }
 // arguments and does no I/O itself: a goroutine loads the node (Initialized
 // is closed when it has) and follows its changes until Close or until the
 // session is closed. The node need not exist. A nil session, a bad path or
-// a bad option gives an error matching session.ErrBadArgument, and starts
-// nothing.
+// a bad option (WithMaxDepth included) gives an error matching
+// session.ErrBadArgument, and starts nothing.
 func NewNode(sess *session.Session, path string, opts ...Option) (*NodeCache, error) {
-	c, err := newCore(sess, path, false, opts)
+	c, err := newCore(sess, path, "node", opts)
 	if err != nil {
 		return nil, err
 	}
 	return &NodeCache{c}, nil
 }
 
-// Get returns the node as last read, and false if it did not exist then (or
-// the first load has not finished). It never blocks on the network.
+// Get returns the node as last read, and false if it did not exist then, if
+// ZooKeeper refused its read (see Skipped), or if the first load has not
+// finished. It never blocks on the network.
 func (n *NodeCache) Get() (Node, bool) { return n.c.get("") }
 
 // Events returns the channel of the cache's events: Added, Updated and
@@ -35,6 +36,12 @@ func (n *NodeCache) Events() <-chan Event { return n.c.q.out }
 // Initialized returns a channel that is closed once the first load is done.
 // It is never closed if the cache is closed first.
 func (n *NodeCache) Initialized() <-chan struct{} { return n.c.init }
+
+// Skipped returns the node's path with ZooKeeper's refusal (an error
+// matching zk.ErrNoAuth that names the node) while the cache leaves the
+// node out because its ACL refuses the session's read; an empty map
+// otherwise. See the package doc for when the node is read again.
+func (n *NodeCache) Skipped() map[string]error { return n.c.skips() }
 
 // Close stops the cache: it returns after its goroutines have exited;
 // undelivered events are dropped and Events is closed. Get still returns the

@@ -37,7 +37,7 @@ var recipePackages = []struct {
 }{
 	{"recipes/barrier", 20},
 	{"recipes/counter", 25},
-	{"recipes/cache", 40},
+	{"recipes/cache", 51},
 	{"recipes/group", 30},
 	{"recipes/discovery", 62},
 }
