@@ -157,10 +157,10 @@ func (c *counted) ops(withStat bool) []any {
 	ops := make([]any, 0, len(c.as)+2)
 	for _, a := range c.as {
 		p := e.path + "/" + ProtectedPrefix(a.uuid) + c.d.Marker
-		ops = append(ops, &zk.CreateRequest{Path: p, Data: c.spec.Data, Acl: acl, Flags: zk.FlagEphemeralSequential})
+		ops = append(ops, &zk.CreateRequest{Path: p, Data: zksession.NodeData(c.spec.Data), Acl: acl, Flags: zk.FlagEphemeralSequential})
 	}
 	if withStat {
-		ops = append(ops, &zk.SetDataRequest{Path: e.path, Data: nil, Version: -1})
+		ops = append(ops, &zk.SetDataRequest{Path: e.path, Data: zksession.NodeData(nil), Version: -1})
 	}
 	if g := c.spec.Guard; g != nil {
 		ops = append(ops, &zk.DeleteRequest{Path: g.node, Version: -1})

@@ -62,16 +62,18 @@ func (e *Engine) checkDirData(st *zk.Stat) {
 // (zksession.Session.CreatedZxid), so a plain create costs no extra request.
 // With WithMultiCreate(true) the create is sent as a multi with a setData of
 // empty data on the recipe directory (whose data is empty: engines and
-// Curator store nothing there): one transaction, so the directory's new
-// mzxid, in the setData's Stat, is our node's czxid. If the directory holds
+// Curator store nothing there; sent as empty data, never a null, as is nil
+// data of our node: see zksession.NodeData): one transaction, so the
+// directory's new mzxid, in the setData's Stat, is our node's czxid. If the directory holds
 // data, or the setData is refused (an ACL without WRITE on the directory),
 // that mode falls back to a plain create.
 func (e *Engine) createNode(conn *zk.Conn, p string, data []byte, flags int32) (string, int64, error) {
 	acl := e.zs.ACL()
+	data = zksession.NodeData(data)
 	if e.cfg.create == createMulti && !e.noMulti.Load() {
 		ops := []any{
 			&zk.CreateRequest{Path: p, Data: data, Acl: acl, Flags: flags},
-			&zk.SetDataRequest{Path: e.path, Data: nil, Version: -1},
+			&zk.SetDataRequest{Path: e.path, Data: zksession.NodeData(nil), Version: -1},
 		}
 		res, err := conn.Multi(ops...)
 		if err == nil && len(res) == 2 && res[1].Stat != nil {

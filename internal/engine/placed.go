@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/zksession"
 )
 
 // A driver whose Anchor is not "" does not queue its node behind the
@@ -67,10 +69,10 @@ func (e *Engine) createPlaced(conn *zk.Conn, p string, data []byte, anchor strin
 	withToken := !e.noMulti.Load()
 	ops := []any{
 		&zk.CheckVersionRequest{Path: anchor, Version: -1},
-		&zk.CreateRequest{Path: p, Data: data, Acl: e.zs.ACL(), Flags: zk.FlagEphemeral},
+		&zk.CreateRequest{Path: p, Data: zksession.NodeData(data), Acl: e.zs.ACL(), Flags: zk.FlagEphemeral},
 	}
 	if withToken {
-		ops = append(ops, &zk.SetDataRequest{Path: e.path, Data: nil, Version: -1})
+		ops = append(ops, &zk.SetDataRequest{Path: e.path, Data: zksession.NodeData(nil), Version: -1})
 	}
 	res, err := conn.Multi(ops...)
 	if len(res) == len(ops) {
