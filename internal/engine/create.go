@@ -64,9 +64,9 @@ func (e *Engine) checkDirData(st *zk.Stat) {
 // empty data on the recipe directory (whose data is empty: engines and
 // Curator store nothing there; sent as empty data, never a null, as is nil
 // data of our node: see zksession.NodeData): one transaction, so the
-// directory's new mzxid, in the setData's Stat, is our node's czxid. If the directory holds
-// data, or the setData is refused (an ACL without WRITE on the directory),
-// that mode falls back to a plain create.
+// directory's new mzxid, in the setData's Stat, is our node's czxid. If the
+// directory holds data, or the setData is refused (an ACL without WRITE on
+// the directory), that mode falls back to a plain create.
 func (e *Engine) createNode(conn *zk.Conn, p string, data []byte, flags int32) (string, int64, error) {
 	acl := e.zs.ACL()
 	data = zksession.NodeData(data)
