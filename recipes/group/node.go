@@ -106,8 +106,8 @@ type Node struct {
 }
 
 // NewNode returns a Node for path (relative to the session's namespace) in
-// the given mode, with data as its node's data (nil is empty data, at most
-// 512 KiB). It validates its arguments and does no I/O; Start creates the
+// the given mode, with data as its node's data (nil is empty data, written
+// as such, never as a null that Java clients would read; at most 512 KiB). It validates its arguments and does no I/O; Start creates the
 // node. Options: WithLogger. Bad input gives an error matching
 // session.ErrBadArgument.
 func NewNode(sess *session.Session, path string, mode Mode, data []byte, opts ...Option) (*Node, error) {
@@ -648,7 +648,7 @@ func (n *Node) write(ep *zksession.Epoch, node string, czxid int64, version int3
 	for {
 		var st *zk.Stat
 		err := n.zs.Retry(n.ctx, ep, func(c *zk.Conn) error {
-			s, err := c.Set(node, data, version)
+			s, err := c.Set(node, zksession.NodeData(data), version)
 			if err == nil {
 				st = s
 			}
