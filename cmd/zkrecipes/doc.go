@@ -10,6 +10,7 @@
 //	zkrecipes holders [-n N] [--json] PATH
 //	zkrecipes leader [--json] PATH
 //	zkrecipes observe [--json] PATH
+//	zkrecipes services [--base P] [--json] [NAME]
 //	zkrecipes help [COMMAND]
 //
 // Install it with

@@ -15,6 +15,7 @@ Usage:
   zkrecipes holders [-n N] [--json] PATH              who holds or waits for a lock (-n: semaphore)
   zkrecipes leader [--json] PATH                      who leads PATH (exit 1: nobody)
   zkrecipes observe [--json] PATH                     print each change of leader until interrupted
+  zkrecipes services [--base P] [--json] [NAME]       services registered for discovery, or NAME's instances
   zkrecipes help [COMMAND]                            this text, or a command's
 
 Flags go before PATH. The znodes are Apache Curator's: lock is an
@@ -153,6 +154,26 @@ With --json, one JSON array of {id, node, kind, session_id, token, holds}.
 
 Prints the leader of the election PATH (LeaderLatch or LeaderSelector
 layout) as holders does; exits 1 when nobody leads (--json prints null).
+`,
+	"services": `Usage: zkrecipes services [--base P] [--json] [NAME]
+
+Lists the services registered for discovery under --base, one name a line,
+or with NAME the instances of that service, in the order of their nodes, one
+a line:
+  ID  ADDRESS  port N  sslPort N  enabled|disabled  registered TIME  PAYLOAD
+The layout is Apache Curator's service discovery (curator-x-discovery),
+which Spring Cloud Zookeeper uses: <base>/<NAME>/<node>, each node an
+instance in Curator's JSON. "-" stands for an address, port or time that is
+not set; TIME is UTC, to the millisecond. PAYLOAD is "no payload", "spring
+ID metadata {...}" for a Spring Cloud Zookeeper instance, else "payload" and
+its JSON, cut after 80 bytes. A node whose data is not an instance is left
+out. No service, or no instance, prints nothing and exits 0.
+
+  --base P    the base path (default /services, Spring Cloud Zookeeper's
+              default spring.cloud.zookeeper.discovery.root)
+  --json      one JSON array: of the names, or of the instances as Curator
+              writes them (name, id, address, port, sslPort, payload,
+              registrationTimeUTC, serviceType, uriSpec, enabled)
 `,
 	"observe": `Usage: zkrecipes observe [--json] PATH
 

@@ -93,6 +93,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	case "holders", "leader", "observe":
 		a.name += " " + cmd
 		err = a.query(cmd, rest)
+	case "services":
+		a.name += " " + cmd
+		err = a.services(rest)
 	default:
 		err = usagef("unknown command %q", cmd)
 	}
