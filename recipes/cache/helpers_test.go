@@ -313,3 +313,63 @@ func zktestNS(t *testing.T) (*zktest.Namespace, *zk.Conn) {
 	ns := zktest.NewNamespace(t)
 	return ns, ns.Conn(t)
 }
+
+func newTree(t testing.TB, s *session.Session, p string, opts ...cache.Option) *cache.TreeCache {
+	t.Helper()
+	c, err := cache.NewTree(s, p, opts...)
+	if err != nil {
+		t.Fatalf("NewTree: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// rawTree reads the subtree at full (a server path) down to maxDepth
+// levels below it (-1: no bound), keyed by the cache's paths (p for the
+// root). A node deleted while it is read is left out.
+func rawTree(t testing.TB, c *zk.Conn, full, p string, maxDepth int) map[string]rawNode {
+	t.Helper()
+	out := map[string]rawNode{}
+	var walk func(full, p string, depth int)
+	walk = func(full, p string, depth int) {
+		data, st, err := c.Get(full)
+		if errors.Is(err, zk.ErrNoNode) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("raw get %s: %v", full, err)
+		}
+		out[p] = rawNode{data, st.Czxid, st.Mzxid}
+		if depth == maxDepth {
+			return
+		}
+		names, _, err := c.Children(full)
+		if errors.Is(err, zk.ErrNoNode) {
+			delete(out, p) // gone between the two reads
+			return
+		}
+		if err != nil {
+			t.Fatalf("raw children %s: %v", full, err)
+		}
+		for _, name := range names {
+			walk(full+"/"+name, p+"/"+name, depth+1)
+		}
+	}
+	walk(full, p, 0)
+	return out
+}
+
+// cachedTree lists the tree cache's copy below p (p included), walking it
+// with Get and Children.
+func cachedTree(c *cache.TreeCache, p string) []cache.Node {
+	n, ok := c.Get(p)
+	if !ok {
+		return nil
+	}
+	out := []cache.Node{n}
+	kids, _ := c.Children(p)
+	for _, k := range kids {
+		out = append(out, cachedTree(c, k.Path)...)
+	}
+	return out
+}

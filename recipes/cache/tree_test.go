@@ -1,0 +1,502 @@
+package cache_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
+	"github.com/zkrecipes/zkrecipes/recipes/cache"
+	"github.com/zkrecipes/zkrecipes/session"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// A tree cache loads the root and every node below it, parents before
+// children, then Initialized; nested creates, a write and deletes each give
+// their events, a parent's Added before its children's, children's Removed
+// before their parent's; Get and Children match the server.
+func TestTreeFollowsTree(t *testing.T) {
+	ns, raw := zktestNS(t)
+	root := ns.Path("t")
+	mustCreate(t, raw, root, "r")
+	mustCreate(t, raw, root+"/a", "a")
+	mustCreate(t, raw, root+"/a/x", "ax")
+	mustCreate(t, raw, root+"/b", "b")
+	s := sessiontest.Connect(t, ns)
+	c := newTree(t, s, "/t")
+	r := record(c.Events())
+	evs := r.waitInit(t)
+	checkEvents(t, evs, []expect{
+		{cache.Added, "/t", "r"},
+		{cache.Added, "/t/a", "a"},
+		{cache.Added, "/t/a/x", "ax"},
+		{cache.Added, "/t/b", "b"},
+		{cache.Initialized, "", ""},
+	})
+	mark := len(evs)
+	// A subtree created at once (its nodes may be read in one listing).
+	mustCreate(t, raw, root+"/b/y", "by")
+	mustCreate(t, raw, root+"/b/y/z", "byz")
+	r.waitFor(t, wait, "b/y/z", func(evs []cache.Event) bool { return hasData(evs, "/t/b/y/z", "byz") })
+	mustSet(t, raw, root+"/a/x", "ax1")
+	r.waitFor(t, wait, "a/x's write", func(evs []cache.Event) bool { return hasData(evs, "/t/a/x", "ax1") })
+	mustDelete(t, raw, root+"/b/y/z")
+	mustDelete(t, raw, root+"/b/y")
+	mustDelete(t, raw, root+"/b")
+	evs = r.waitFor(t, wait, "b's Removed", func(evs []cache.Event) bool {
+		return len(evs) > 0 && evs[len(evs)-1].Type == cache.Removed && evs[len(evs)-1].Node.Path == "/t/b"
+	})
+	checkEvents(t, evs[mark:], []expect{
+		{cache.Added, "/t/b/y", "by"},
+		{cache.Added, "/t/b/y/z", "byz"},
+		{cache.Updated, "/t/a/x", "ax1"},
+		{cache.Removed, "/t/b/y/z", "byz"},
+		{cache.Removed, "/t/b/y", "by"},
+		{cache.Removed, "/t/b", "b"},
+	})
+	if _, err := replay(evs); err != nil {
+		t.Fatal(err)
+	}
+	if d := sameAs(cachedTree(c, "/t"), rawTree(t, raw, root, "/t", -1)); d != "" {
+		t.Fatal(d)
+	}
+	kids, ok := c.Children("/t")
+	if !ok || len(kids) != 1 || kids[0].Name() != "a" {
+		t.Fatalf("Children(/t) = %v, %v", kids, ok)
+	}
+	if n, ok := c.Get("/t/a/x"); !ok || string(n.Data) != "ax1" {
+		t.Fatalf("Get(/t/a/x) = %+v, %v", n, ok)
+	}
+	for _, p := range []string{"/t/b", "/t/", "/tx", "/", "", "/t/a/x/none"} {
+		if n, ok := c.Get(p); ok {
+			t.Errorf("Get(%q) = %+v, want nothing", p, n)
+		}
+	}
+	if kids, ok := c.Children("/t/b"); ok {
+		t.Errorf("Children of a removed node = %v", kids)
+	}
+}
+
+// WithMaxDepth: depth 0 caches the root alone; depth 1 the root and its
+// children, and a grandchild created later gives no event. A node at the
+// maximum depth holds a data watch and no child watch; a node above it one
+// of each.
+func TestTreeMaxDepth(t *testing.T) {
+	ns, raw := zktestNS(t)
+	root := ns.Path("t")
+	mustCreate(t, raw, root, "r")
+	mustCreate(t, raw, root+"/a", "a")
+	mustCreate(t, raw, root+"/a/x", "ax")
+	s, tap := sessiontest.ConnectTap(t, ns)
+	c0 := newTree(t, s, "/t", cache.WithMaxDepth(0))
+	c1 := newTree(t, s, "/t", cache.WithMaxDepth(1))
+	r0, r1 := record(c0.Events()), record(c1.Events())
+	checkEvents(t, r0.waitInit(t), []expect{{cache.Added, "/t", "r"}, {cache.Initialized, "", ""}})
+	checkEvents(t, r1.waitInit(t), []expect{{cache.Added, "/t", "r"}, {cache.Added, "/t/a", "a"}, {cache.Initialized, "", ""}})
+	// Both caches on one session share the root's data watch; c1 adds its
+	// child watch and a's data watch.
+	want := map[string]int{root: 2, root + "/a": 1}
+	zktest.Eventually(t, wait, func() bool { return sameCounts(tap.Watches(), want) }, fmt.Sprintf("watches %v", want))
+	mustCreate(t, raw, root+"/b", "b")
+	mustCreate(t, raw, root+"/a/y", "ay") // below the maximum: no event, no watch fires
+	mustSet(t, raw, root, "r1")
+	evs := r1.waitFor(t, wait, "the root's write", func(evs []cache.Event) bool { return hasData(evs, "/t", "r1") })
+	r0.waitFor(t, wait, "the root's write", func(evs []cache.Event) bool { return hasData(evs, "/t", "r1") })
+	for _, ev := range append(evs, r0.events()...) {
+		if strings.Count(ev.Node.Path, "/") > 2 {
+			t.Fatalf("event below the maximum depth: %s", fmtEvents(evs))
+		}
+	}
+	if d := sameAs(cachedTree(c1, "/t"), rawTree(t, raw, root, "/t", 1)); d != "" {
+		t.Fatal(d)
+	}
+	if d := sameAs(cachedTree(c0, "/t"), rawTree(t, raw, root, "/t", 0)); d != "" {
+		t.Fatal(d)
+	}
+	if kids, ok := c1.Children("/t/a"); !ok || len(kids) != 0 {
+		t.Fatalf("Children at the maximum depth = %v, %v; want none", kids, ok)
+	}
+}
+
+// A tree cache on a root that does not exist yet: Initialized alone; the
+// root and a child created later are found (by polling: no watch is set on a
+// missing node); the root's delete (after its child's) removes both,
+// children first; the root created again is found again.
+func TestTreeRootLater(t *testing.T) {
+	ns, raw := zktestNS(t)
+	root := ns.Path("t")
+	s := sessiontest.Connect(t, ns)
+	c := newTree(t, s, "/t")
+	r := record(c.Events())
+	r.waitInit(t)
+	if ok, _, err := raw.Exists(root); err != nil || ok {
+		t.Fatalf("the root after the load: exists %v, %v", ok, err)
+	}
+	mustCreate(t, raw, root, "r")
+	mustCreate(t, raw, root+"/a", "a")
+	r.waitFor(t, wait, "a", func(evs []cache.Event) bool { return hasData(evs, "/t/a", "a") })
+	mustDelete(t, raw, root+"/a")
+	mustDelete(t, raw, root)
+	r.waitFor(t, wait, "the root's Removed", func(evs []cache.Event) bool { return countType(evs, cache.Removed) == 2 })
+	if _, ok := c.Get("/t"); ok {
+		t.Fatal("Get found the deleted root")
+	}
+	mustCreate(t, raw, root, "r2")
+	evs := r.waitFor(t, wait, "the root again", func(evs []cache.Event) bool { return hasData(evs, "/t", "r2") })
+	checkEvents(t, evs, []expect{
+		{cache.Initialized, "", ""},
+		{cache.Added, "/t", "r"},
+		{cache.Added, "/t/a", "a"},
+		{cache.Removed, "/t/a", "a"},
+		{cache.Removed, "/t", "r"},
+		{cache.Added, "/t", "r2"},
+	})
+	if _, err := replay(evs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Bad input to NewTree, and WithMaxDepth given to the other caches: an
+// error matching session.ErrBadArgument naming the cache once, no cache.
+func TestTreeBadInput(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	s := sessiontest.Connect(t, ns)
+	var nilSess *session.Session
+	check := func(name string, err error, ok bool) {
+		t.Helper()
+		if !errors.Is(err, session.ErrBadArgument) || ok {
+			t.Errorf("%s: err = %v, cache returned %v; want session.ErrBadArgument and none", name, err, ok)
+		} else if msg := err.Error(); !strings.HasPrefix(msg, "cache ") || strings.Count(msg, "cache") != 1 {
+			t.Errorf("%s: message %q does not name the cache once", name, msg)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		sess *session.Session
+		path string
+		opts []cache.Option
+	}{
+		{"nil session", nil, "/t", nil},
+		{"typed nil session", nilSess, "/t", nil},
+		{"empty path", s, "", nil},
+		{"relative path", s, "t", nil},
+		{"trailing slash", s, "/t/", nil},
+		{"dot segment", s, "/t/./a", nil},
+		{"negative depth", s, "/t", []cache.Option{cache.WithMaxDepth(-1)}},
+		{"nil option", s, "/t", []cache.Option{nil}},
+	} {
+		c, err := cache.NewTree(tc.sess, tc.path, tc.opts...)
+		check(tc.name, err, c != nil)
+	}
+	nc, err := cache.NewNode(s, "/t", cache.WithMaxDepth(1))
+	check("NewNode with a depth", err, nc != nil)
+	cc, err := cache.NewChildren(s, "/t", cache.WithMaxDepth(1))
+	check("NewChildren with a depth", err, cc != nil)
+}
+
+// After a reconnect to the same session, and after a new session, a tree
+// cache reports exactly what changed while it was away, in tree order: a
+// write deep down, a subtree deleted (children first), a node deleted and
+// created again with other children, a new subtree (parents first); a
+// sentinel create after the reload comes right after those.
+func TestTreeReconnectReportsExactlyWhatChanged(t *testing.T) {
+	for _, newSession := range []bool{false, true} {
+		name := "same session"
+		if newSession {
+			name = "new session"
+		}
+		t.Run(name, func(t *testing.T) {
+			ns, raw := zktestNS(t)
+			root := ns.Path("t")
+			for _, p := range []string{"", "/a", "/a/x", "/b", "/b/y", "/b/y/z", "/c", "/c/old", "/d"} {
+				mustCreate(t, raw, root+p, "0")
+			}
+			s, proxy, tap := sessiontest.ConnectProxyTap(t, ns, longSession)
+			rec := sessiontest.Record(t, s)
+			c := newTree(t, s, "/t")
+			r := record(c.Events())
+			mark := len(r.waitInit(t))
+			proxy.Refuse(true)
+			proxy.Cut()
+			rec.Wait(t, wait, session.Suspended)
+			if newSession {
+				sessiontest.Expire(t, s, tap, ns.Servers()...)
+			}
+			mustSet(t, raw, root+"/a/x", "1")
+			mustDelete(t, raw, root+"/b/y/z")
+			mustDelete(t, raw, root+"/b/y")
+			mustDelete(t, raw, root+"/c/old")
+			mustDelete(t, raw, root+"/c")
+			mustCreate(t, raw, root+"/c", "0")
+			mustCreate(t, raw, root+"/c/new", "0")
+			mustCreate(t, raw, root+"/e", "0")
+			mustCreate(t, raw, root+"/e/f", "0")
+			proxy.Refuse(false)
+			if newSession {
+				rec.Wait(t, wait, session.Lost)
+			}
+			rec.Wait(t, wait, session.Reconnected)
+			r.waitFor(t, convergeBound, "the changes", func(evs []cache.Event) bool { return hasPath(evs[mark:], "/t/e/f") })
+			mustCreate(t, raw, root+"/z", "sentinel")
+			evs := r.waitFor(t, wait, "the sentinel", func(evs []cache.Event) bool { return hasData(evs[mark:], "/t/z", "sentinel") })
+			checkEvents(t, evs[mark:], []expect{
+				{cache.Updated, "/t/a/x", "1"},
+				{cache.Removed, "/t/b/y/z", "0"},
+				{cache.Removed, "/t/b/y", "0"},
+				{cache.Removed, "/t/c/old", "0"},
+				{cache.Removed, "/t/c", "0"},
+				{cache.Added, "/t/c", "0"},
+				{cache.Added, "/t/c/new", "0"},
+				{cache.Added, "/t/e", "0"},
+				{cache.Added, "/t/e/f", "0"},
+				{cache.Added, "/t/z", "sentinel"},
+			})
+			if _, err := replay(evs); err != nil {
+				t.Fatal(err)
+			}
+			if d := sameAs(cachedTree(c, "/t"), rawTree(t, raw, root, "/t", -1)); d != "" {
+				t.Fatal(d)
+			}
+		})
+	}
+}
+
+func hasPath(evs []cache.Event, p string) bool {
+	for _, ev := range evs {
+		if ev.Node.Path == p {
+			return true
+		}
+	}
+	return false
+}
+
+// treeWriter changes the tree below root (a server path) at random until
+// stop: creates (of nodes whose parent may be missing), writes, deletes (of
+// nodes that may have children), and deletes followed at once by a create.
+type treeWriter struct {
+	stop chan struct{}
+	done chan error
+	ops  int
+}
+
+func startTreeWriter(raw *zk.Conn, root string, seed int64) *treeWriter {
+	w := &treeWriter{stop: make(chan struct{}), done: make(chan error, 1)}
+	rng := rand.New(rand.NewSource(seed))
+	acl := zk.WorldACL(zk.PermAll)
+	go func() {
+		var err error
+		defer func() { w.done <- err }()
+		for n := 0; ; n++ {
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+			p := root
+			for d := rng.Intn(3) + 1; d > 0; d-- {
+				p += fmt.Sprintf("/k%d", rng.Intn(3))
+			}
+			data := []byte(fmt.Sprintf("v%d", n))
+			var e error
+			switch op := rng.Intn(10); {
+			case op < 4:
+				_, e = raw.Set(p, data, -1)
+				if errors.Is(e, zk.ErrNoNode) {
+					_, e = raw.Create(p, data, 0, acl)
+				}
+			case op < 7:
+				_, e = raw.Create(p, data, 0, acl)
+			case op < 9:
+				e = raw.Delete(p, -1)
+			default:
+				if e = raw.Delete(p, -1); e == nil {
+					_, e = raw.Create(p, data, 0, acl)
+				}
+			}
+			if e != nil && !errors.Is(e, zk.ErrNoNode) && !errors.Is(e, zk.ErrNodeExists) && !errors.Is(e, zk.ErrNotEmpty) {
+				err = e
+				return
+			}
+			w.ops++
+		}
+	}()
+	return w
+}
+
+func (w *treeWriter) halt(t *testing.T) int {
+	t.Helper()
+	close(w.stop)
+	if err := sessiontest.Recv(t, w.done, wait, "the writer's end"); err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+	return w.ops
+}
+
+// Under each fault, while a writer changes a tree three levels deep, a
+// tree cache converges to the server's tree (a raw read) within
+// convergeBound of the writer's stop once the connection is back, and its
+// events, replayed from nothing, are consistent (and in tree order: no
+// Added below a node not held) and give its copy. The session holds at
+// most one watch of each kind per node at the end (go-zookeeper's
+// registrations, counted by a tap).
+func TestTreeConvergesUnderFaults(t *testing.T) {
+	faults := []struct {
+		name string
+		want session.State
+		opts []session.Option
+		do   func(t *testing.T, s *session.Session, p *zktest.Proxy, tap *zktest.Tap, rec *sessiontest.Recorder, ns *zktest.Namespace)
+	}{
+		{"cut", session.Suspended, []session.Option{longSession},
+			func(t *testing.T, s *session.Session, p *zktest.Proxy, tap *zktest.Tap, rec *sessiontest.Recorder, ns *zktest.Namespace) {
+				p.Cut()
+				rec.Wait(t, wait, session.Suspended)
+			}},
+		{"partition past the timeout", session.Lost, nil,
+			func(t *testing.T, s *session.Session, p *zktest.Proxy, tap *zktest.Tap, rec *sessiontest.Recorder, ns *zktest.Namespace) {
+				p.Partition()
+				rec.Wait(t, wait, session.Lost)
+				p.Heal()
+			}},
+		{"expiry", session.Lost, []session.Option{longSession},
+			func(t *testing.T, s *session.Session, p *zktest.Proxy, tap *zktest.Tap, rec *sessiontest.Recorder, ns *zktest.Namespace) {
+				sessiontest.Expire(t, s, tap, ns.Servers()...)
+				p.Cut()
+				rec.Wait(t, wait, session.Lost)
+			}},
+	}
+	for i, f := range faults {
+		t.Run(f.name, func(t *testing.T) {
+			ns, raw := zktestNS(t)
+			root := ns.Path("t")
+			mustCreate(t, raw, root, "")
+			s, proxy, tap := sessiontest.ConnectProxyTap(t, ns, f.opts...)
+			rec := sessiontest.Record(t, s)
+			c := newTree(t, s, "/t")
+			r := record(c.Events())
+			r.waitInit(t)
+			seed := time.Now().UnixNano() + int64(i)
+			w := startTreeWriter(ns.Conn(t), root, seed)
+			following := func(when string) {
+				t.Helper()
+				n := len(r.events())
+				r.waitFor(t, convergeBound, "events "+when, func(evs []cache.Event) bool { return len(evs) >= n+20 })
+			}
+			following("before the fault")
+			f.do(t, s, proxy, tap, rec, ns)
+			rec.Wait(t, wait, session.Reconnected)
+			following("after the reconnect")
+			ops := w.halt(t)
+			stopped := time.Now()
+			var took time.Duration
+			zktest.Eventually(t, convergeBound, func() bool {
+				if sameAs(cachedTree(c, "/t"), rawTree(t, raw, root, "/t", -1)) != "" {
+					return false
+				}
+				took = time.Since(stopped)
+				return true
+			}, "the cache to match the server")
+			evs := r.events()
+			cp, err := replay(evs)
+			if err != nil {
+				t.Fatalf("seed %d: %v\nevents %s", seed, err, fmtEvents(evs))
+			}
+			if err := treeOrdered(evs); err != nil {
+				t.Fatalf("seed %d: %v", seed, err)
+			}
+			if d := sameAsNodes(nodesOf(cp), cachedTree(c, "/t")); d != "" {
+				t.Fatalf("the replayed events differ from the copy: %s", d)
+			}
+			// A write after the writer stopped, to know every watch is set.
+			mustSet(t, raw, root, "last")
+			r.waitFor(t, wait, "the last write", func(evs []cache.Event) bool { return hasData(evs, "/t", "last") })
+			for p, n := range tap.Watches() {
+				if n > 2 {
+					t.Errorf("%d watch registrations on %s, want at most a data and a child watch", n, p)
+				}
+			}
+			t.Logf("seed %d: %d writes; states %v; converged %v after the writer stopped; %d events, %d nodes",
+				seed, ops, rec.States(), took.Round(time.Millisecond), len(evs), len(cp))
+		})
+	}
+}
+
+// treeOrdered checks that no event adds a node whose parent (below the
+// root) is not held, and none removes a node that still holds children.
+func treeOrdered(evs []cache.Event) error {
+	held := map[string]bool{}
+	kids := map[string]int{}
+	for i, ev := range evs {
+		if ev.Type == cache.Initialized {
+			continue
+		}
+		p := ev.Node.Path
+		parent := p[:strings.LastIndexByte(p, '/')]
+		switch ev.Type {
+		case cache.Added:
+			if strings.Count(p, "/") > 1 && !held[parent] {
+				return fmt.Errorf("event %d: Added %s before its parent", i, p)
+			}
+			held[p] = true
+			kids[parent]++
+		case cache.Removed:
+			if kids[p] > 0 {
+				return fmt.Errorf("event %d: Removed %s before its %d children", i, p, kids[p])
+			}
+			delete(held, p)
+			kids[parent]--
+		}
+	}
+	return nil
+}
+
+// One watch per node and kind: two tree caches of the same tree on one
+// session, and writes, a new subtree, a delete and a reconnect, leave the
+// session holding, per node, one data watch and one child watch (a tap
+// counts go-zookeeper's registrations); the server's data watches are the
+// nodes' (wchc).
+func TestTreeOneWatchPerNode(t *testing.T) {
+	ns, raw := zktestNS(t)
+	root := ns.Path("t")
+	for _, p := range []string{"", "/a", "/a/x", "/b"} {
+		mustCreate(t, raw, root+p, "0")
+	}
+	s, proxy, tap := sessiontest.ConnectProxyTap(t, ns, longSession)
+	rec := sessiontest.Record(t, s)
+	c1, c2 := newTree(t, s, "/t"), newTree(t, s, "/t")
+	r1, r2 := record(c1.Events()), record(c2.Events())
+	r1.waitInit(t)
+	r2.waitInit(t)
+	check := func(when string, paths ...string) {
+		t.Helper()
+		want := map[string]int{}
+		for _, p := range paths {
+			want[root+p] = 2
+		}
+		zktest.Eventually(t, wait, func() bool { return sameCounts(tap.Watches(), want) }, "the watch registrations "+when)
+		got := sessiontest.Watches(t, ns.Server.Addr(), s.SessionID())
+		if len(got) != len(paths) {
+			t.Fatalf("%s: the server's data watches %v, want %v", when, got, paths)
+		}
+	}
+	check("after the load", "", "/a", "/a/x", "/b")
+	mustSet(t, raw, root+"/a/x", "1")
+	mustCreate(t, raw, root+"/c", "0")
+	mustCreate(t, raw, root+"/c/d", "0")
+	mustDelete(t, raw, root+"/b")
+	for _, r := range []*recorder{r1, r2} {
+		r.waitFor(t, wait, "the changes", func(evs []cache.Event) bool {
+			return hasData(evs, "/t/a/x", "1") && hasPath(evs, "/t/c/d") && countType(evs, cache.Removed) == 1
+		})
+	}
+	check("after the changes", "", "/a", "/a/x", "/c", "/c/d")
+	proxy.Cut()
+	rec.Wait(t, wait, session.Reconnected)
+	mustSet(t, raw, root+"/a", "1") // a change after the reconnect, to know the reload is done
+	r2.waitFor(t, convergeBound, "a's write", func(evs []cache.Event) bool { return hasData(evs, "/t/a", "1") })
+	check("after a reconnect", "", "/a", "/a/x", "/c", "/c/d")
+}
