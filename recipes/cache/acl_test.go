@@ -187,4 +187,3 @@ func raw(t *testing.T, conn *zk.Conn, p string) rawNode {
 	}
 	return rawNode{data, st.Czxid, st.Mzxid}
 }
-
