@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/testkit/curatortest"
 	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/recipes/discovery"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -202,5 +203,69 @@ func TestServicesUsage(t *testing.T) {
 	}
 	if code, out, _ := runCmd(t, nil, "help"); code != 0 || !strings.Contains(out, "zkrecipes services") {
 		t.Errorf("help: exit %d, lacks the services command", code)
+	}
+}
+
+// services lists what Curator's ServiceDiscovery registered, with Spring
+// Cloud Zookeeper's payload: the names, and the instance with its Spring
+// id and metadata, its registration time as Curator's query reads it.
+func TestServicesListsCuratorRegistrations(t *testing.T) {
+	ctx := testContext(t)
+	ns := zktest.NewNamespace(t)
+	java := curatortest.StartDiscovery(t, ns.Servers(), ns.Path("/services"), curatortest.SpringPayload)
+	if err := java.Register(ctx, "pay", "j1", 7001, "DYNAMIC"); err != nil {
+		t.Fatal(err)
+	}
+	if err := java.Register(ctx, "pay", "j2", 7002, "STATIC"); err != nil {
+		t.Fatal(err)
+	}
+	c := conn(ns, 10*time.Second)
+	code, out, stderr := runCmd(t, nil, args([]string{"services"}, c)...)
+	if code != 0 || out != "pay\n" {
+		t.Fatalf("services: exit %d, %q, %s", code, out, stderr)
+	}
+	code, out, stderr = runCmd(t, nil, args([]string{"services"}, c, []string{"pay"})...)
+	if code != 0 {
+		t.Fatalf("services pay: exit %d: %s", code, stderr)
+	}
+	t.Logf("services pay:\n%s", out)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("services pay: %d lines, want 2:\n%s", len(lines), out)
+	}
+	for i, id := range []string{"j1", "j2"} {
+		f := strings.Split(lines[i], "\t")
+		want := []string{id, "127.0.0.1", "port 700" + id[1:], "sslPort -", "enabled"}
+		if len(f) != 7 || strings.Join(f[:5], "|") != strings.Join(want, "|") ||
+			!strings.HasPrefix(f[5], "registered 20") || f[6] != `spring `+id+` metadata {"zone":"z-`+id+`"}` {
+			t.Errorf("services pay, line %d: %q, want %q, a registration time and the Spring payload", i, f, want)
+		}
+	}
+	code, out, _ = runCmd(t, nil, args([]string{"services", "--json"}, c, []string{"pay"})...)
+	var insts []discovery.Instance
+	if err := json.Unmarshal([]byte(out), &insts); code != 0 || err != nil {
+		t.Fatalf("services --json pay: exit %d, %v: %s", code, err, out)
+	}
+	if len(insts) != 2 || insts[0].URI() != "http://127.0.0.1:7001" || insts[1].Type != discovery.Static {
+		t.Fatalf("services --json pay: %+v, want j1 (its UriSpec) and the STATIC j2", insts)
+	}
+	// The registration times are those Curator reads.
+	jis, err := java.Query(ctx, "pay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	curator := map[string]time.Time{}
+	for _, ji := range jis {
+		var in discovery.Instance
+		if err := json.Unmarshal(ji.Instance, &in); err != nil {
+			t.Fatal(err)
+		}
+		curator[in.ID] = in.RegistrationTime
+	}
+	for i, in := range insts {
+		stamp := "registered " + in.RegistrationTime.UTC().Format("2006-01-02T15:04:05.000Z")
+		if ct, ok := curator[in.ID]; !ok || !ct.Equal(in.RegistrationTime) || !strings.Contains(lines[i], "\t"+stamp+"\t") {
+			t.Errorf("instance %s: registered %v in --json, %v for Curator; text line %q", in.ID, in.RegistrationTime, ct, lines[i])
+		}
 	}
 }
