@@ -1,6 +1,10 @@
 package recipes
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/zkrecipes/zkrecipes/internal/zksession"
+)
 
 // Errors every recipe returns. Match them with errors.Is: a recipe wraps them
 // with its name and path, e.g. `mutex "/locks/billing": busy`.
@@ -24,6 +28,20 @@ var (
 	// the lease no longer holds: it had ended, or the server found its node
 	// gone. Nothing was committed.
 	ErrNotHeld = errors.New("lease no longer holds")
+	// ErrUnknownOutcome means a write was sent and its answer was lost: it
+	// may or may not have applied. Every call that writes returns an error
+	// matching it in that case, with the connection error or ctx's error
+	// (or session.ErrClosed) that cut the answer off: a lease's or a term's
+	// guarded write (Commit), a counter's changes (recipes/counter: its
+	// ErrUnknownOutcome is this same value), a node's or a member's SetData
+	// (recipes/group), a barrier's Set and Remove, a shared count's Set and
+	// TrySet (semaphore). A write that was never sent (the connection was
+	// down and ctx ended while the call waited for it, or the session was
+	// closed) does not match it: it fails with ctx's error,
+	// session.ErrClosed, or what ended the wait (recipes.ErrNotHeld for a
+	// lease that ended). Match this name: errors.Is(err,
+	// recipes.ErrUnknownOutcome).
+	ErrUnknownOutcome = zksession.ErrUnknownOutcome
 	// ErrNotOwner is returned when a reentrant lease is released from a
 	// goroutine other than the one that acquired it; nothing is released.
 	ErrNotOwner = errors.New("released by a goroutine that does not hold it")

@@ -205,12 +205,21 @@ func endedContext(cause error) context.Context {
 // go-zookeeper's *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest and
 // *zk.CheckVersionRequest with recipe paths (under the session's namespace);
 // a create without an ACL gets the session's. It returns their responses.
+//
+// While the connection is down, Commit waits within ctx for it to be back
+// before it sends anything; the transaction is sent once.
+//
 // Errors: recipes.ErrNotHeld when the write lease has ended (released,
-// downgraded, lost) or the server found its node gone (nothing committed);
-// the error of the first operation ZooKeeper refused (zk.ErrBadVersion, ...;
-// nothing committed); session.ErrBadArgument for a bad operation; ctx's
-// error or a connection error when no answer came: the transaction may then
-// have committed or not, and is not sent again.
+// downgraded, lost) or the server found its node gone (nothing committed; also
+// when the write lease ends while Commit waits for the connection); the error
+// of the first operation ZooKeeper refused (zk.ErrBadVersion, ...; nothing
+// committed); session.ErrBadArgument for a bad operation;
+// recipes.ErrUnknownOutcome when the transaction was sent and its answer was
+// lost (wrapping the connection error, or ctx's error or session.ErrClosed
+// when the call ended while it was in flight): it may have committed or not,
+// and is not sent again; ctx's error or session.ErrClosed when the call ended
+// while it waited for the connection: nothing was sent, and the error does not
+// match recipes.ErrUnknownOutcome.
 func (w *WriteLease) Commit(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	if w == nil {
 		return nil, errNilWriteLease()

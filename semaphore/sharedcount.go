@@ -8,7 +8,6 @@ import (
 	"math"
 	"path"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/zksession"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
@@ -154,7 +154,7 @@ func (c *SharedCount) result(ctx context.Context, err error) error {
 		return nil
 	}
 	if ctx.Err() == nil && c.ctx.Err() != nil {
-		return c.errf(engine.Closed())
+		return c.errf(engine.KeepUnknown(err, engine.Closed()))
 	}
 	return c.errf(err)
 }
@@ -170,10 +170,15 @@ func (c *SharedCount) do(ctx context.Context, op func(*zk.Conn) error) error {
 // create creates the node with data (parents as containers); an existing
 // node is left alone.
 func (c *SharedCount) create(ctx context.Context, data []byte) (created bool, err error) {
+	return c.createTracked(ctx, data, new(zksession.Write))
+}
+
+// createTracked is create, recording its attempts in w.
+func (c *SharedCount) createTracked(ctx context.Context, data []byte, w *zksession.Write) (created bool, err error) {
 	if err := c.zs.EnsureContainers(ctx, path.Dir(c.full)); err != nil {
 		return false, err
 	}
-	err = c.do(ctx, func(conn *zk.Conn) error {
+	err = c.zs.RetryWriteAcrossSessions(ctx, w, func(conn *zk.Conn) error {
 		_, err := conn.Create(c.full, data, zk.FlagPersistent, c.zs.ACL())
 		return zksession.Refused("create", c.full, err)
 	})
@@ -225,7 +230,13 @@ func (c *SharedCount) Get(ctx context.Context) (CountValue, error) {
 
 // Set writes n whatever the count is (creating the node with n when it is
 // missing) and returns the new value and version. n must be from 0 to
-// math.MaxInt32 (else session.ErrBadArgument, and nothing is written). ctx bounds it.
+// math.MaxInt32 (else session.ErrBadArgument, and nothing is written). ctx
+// bounds it; while the connection is down Set waits for it, and a write whose
+// answer was lost is sent again. When ctx ends (or Close comes) after a write
+// was sent and before its answer came, the error matches
+// recipes.ErrUnknownOutcome as well as ctx's error (session.ErrClosed): n may
+// or may not have been written; when nothing was sent, it matches only
+// ctx's error (session.ErrClosed).
 func (c *SharedCount) Set(ctx context.Context, n int) (CountValue, error) {
 	if err := checkCount(n); err != nil {
 		return CountValue{}, c.errf(err)
@@ -236,17 +247,18 @@ func (c *SharedCount) Set(ctx context.Context, n int) (CountValue, error) {
 	}
 	defer end()
 	data := encodeCount(n)
+	var w zksession.Write // every attempt: a set, or a create
 	for {
 		var st *zk.Stat
-		err := c.do(actx, func(conn *zk.Conn) error {
+		err := c.zs.RetryWriteAcrossSessions(actx, &w, func(conn *zk.Conn) error {
 			var err error
 			st, err = conn.Set(c.full, data, -1)
 			return zksession.Refused("set", c.full, err)
 		})
 		if errors.Is(err, zk.ErrNoNode) {
-			created, err := c.create(actx, data)
+			created, err := c.createTracked(actx, data, &w)
 			if err != nil {
-				return CountValue{}, c.result(ctx, err)
+				return CountValue{}, c.result(ctx, w.Result(err))
 			}
 			if created {
 				return CountValue{Count: n}, nil
@@ -254,7 +266,7 @@ func (c *SharedCount) Set(ctx context.Context, n int) (CountValue, error) {
 			continue
 		}
 		if err != nil {
-			return CountValue{}, c.result(ctx, err)
+			return CountValue{}, c.result(ctx, w.Result(err))
 		}
 		return CountValue{Count: n, Version: st.Version}, nil
 	}
@@ -265,10 +277,16 @@ func (c *SharedCount) Set(ctx context.Context, n int) (CountValue, error) {
 // new value and true, or, when someone else changed the count since, the
 // current value and false (Curator's trySetCount). n must be from 0 to
 // math.MaxInt32. A missing node is created with the seed, and TrySet returns that
-// value and false. ctx bounds it. After an attempt whose answer was lost, a
-// count equal to n one version on may be this write or another client's:
-// TrySet then returns that value, false and an error that says the outcome
-// is unknown (wrapping the connection error) rather than guess.
+// value and false. ctx bounds it; while the connection is down TrySet waits
+// for it, and a write whose answer was lost is sent again (it is
+// conditional: it applies at most once). After an attempt whose answer was
+// lost, a count equal to n one version on may be this write or another
+// client's: TrySet then returns that value, false and an error matching
+// recipes.ErrUnknownOutcome (wrapping the connection error) rather than
+// guess. When ctx ends (or Close comes) after a write was sent and before its
+// answer came, the error matches recipes.ErrUnknownOutcome as well as ctx's
+// error (session.ErrClosed); when nothing was sent, only ctx's error
+// (session.ErrClosed).
 func (c *SharedCount) TrySet(ctx context.Context, prev CountValue, n int) (CountValue, bool, error) {
 	if err := checkCount(n); err != nil {
 		return CountValue{}, false, c.errf(err)
@@ -278,14 +296,11 @@ func (c *SharedCount) TrySet(ctx context.Context, prev CountValue, n int) (Count
 		return CountValue{}, false, err
 	}
 	defer end()
-	var lost atomic.Pointer[error] // an attempt's connection error: its answer was lost
+	var w zksession.Write
 	var st *zk.Stat
-	err = c.do(actx, func(conn *zk.Conn) error {
+	err = c.zs.RetryWriteAcrossSessions(actx, &w, func(conn *zk.Conn) error {
 		var err error
 		st, err = conn.Set(c.full, encodeCount(n), prev.Version)
-		if zksession.IsConnectionError(err) {
-			lost.Store(&err)
-		}
 		return zksession.Refused("set", c.full, err)
 	})
 	switch {
@@ -296,15 +311,15 @@ func (c *SharedCount) TrySet(ctx context.Context, prev CountValue, n int) (Count
 		if rerr != nil {
 			return CountValue{}, false, c.result(ctx, rerr)
 		}
-		if p := lost.Load(); p != nil && errors.Is(err, zk.ErrBadVersion) && cur.Version == prev.Version+1 && cur.Count == n {
+		if w.Unknown() && errors.Is(err, zk.ErrBadVersion) && cur.Version == prev.Version+1 && cur.Count == n {
 			// The count is what we asked for, one version on: written by an
 			// attempt whose answer was lost, or by another client that
 			// wrote the same count. Nothing tells the two apart.
-			return cur, false, c.errf(fmt.Errorf("outcome unknown: an attempt whose answer was lost may have written it: %w", *p))
+			return cur, false, c.errf(fmt.Errorf("%w: an attempt whose answer was lost may have written it: %w", recipes.ErrUnknownOutcome, w.Lost()))
 		}
 		return cur, false, nil
 	}
-	return CountValue{}, false, c.result(ctx, err)
+	return CountValue{}, false, c.result(ctx, w.Result(err))
 }
 
 // Watch returns a channel that receives the count as soon as it is known,

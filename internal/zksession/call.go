@@ -37,27 +37,44 @@ type pending[T any] struct {
 // goroutine, once it is known. op must not write to memory that the caller
 // reads after call returned an error: return values instead.
 func call[T any](ctx context.Context, s *Session, op func(*zk.Conn) (T, error), late func(T, error)) (T, error) {
+	v, err, _ := callEnded(ctx, s, op, late)
+	return v, err
+}
+
+// callEnd says how callEnded returned.
+type callEnd int
+
+const (
+	callDone       callEnd = iota // op ran to its end: its result is returned
+	callNotStarted                // ctx had ended or Close had begun: op never ran
+	callAbandoned                 // ctx ended or Close began while op ran: it goes on, its result goes to late
+)
+
+// callEnded is call, and says whether op ran to its end, never ran, or was
+// left running (the difference between a write not sent and one whose
+// answer is lost).
+func callEnded[T any](ctx context.Context, s *Session, op func(*zk.Conn) (T, error), late func(T, error)) (T, error, callEnd) {
 	var zero T
 	if err := ctx.Err(); err != nil {
-		return zero, err
+		return zero, err, callNotStarted
 	}
 	p, err := start(s, op, late)
 	if err != nil {
-		return zero, err
+		return zero, err, callNotStarted
 	}
 	var why error
 	select {
 	case <-p.ready:
-		return p.v, p.err
+		return p.v, p.err, callDone
 	case <-ctx.Done():
 		why = ctx.Err()
 	case <-s.done:
 		why = ErrClosed
 	}
 	if v, err, ok := p.abandon(); ok { // the result came at the same moment: take it
-		return v, err
+		return v, err, callDone
 	}
-	return zero, why
+	return zero, why, callAbandoned
 }
 
 // start runs op once on a worker of the Session and returns at once; the

@@ -23,6 +23,9 @@
 //   - Call and Start: one request on a goroutine of the Session, so that ctx
 //     bounds the caller whatever the network does; a late result goes to a
 //     cleanup function.
+//   - SendOnce, RetryWrite and RetryWriteAcrossSessions: writes that wait
+//     for the connection before they are sent and say when their outcome is
+//     unknown (ErrUnknownOutcome: sent, answer lost) rather than not sent.
 //   - CreateEphemeral: a create checked against its epoch's session and
 //     undone when it ran on another.
 //   - GuaranteedDelete, GuaranteedDeleteIfData, GuaranteedDeleteOwned,
@@ -41,6 +44,7 @@
 //	zkversion.go  the go-zookeeper versions the wire layer was verified with
 //	plumbing.go   the methods above, documented; retry.go, call.go, workers.go,
 //	              ephemeral.go, delete.go and watch.go implement them
+//	outcome.go    writes that tell "sent, answer lost" from "not sent"
 //	link.go       Of: the Session behind a *session.Session
 //	nodesub.go    node subscriptions and WatchNode; rearm.go sets WatchNode's
 //	              server-only watches again after a reconnect

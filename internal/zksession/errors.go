@@ -26,6 +26,15 @@ var (
 	// nil context, a nil function, a bad path, an empty or malformed server
 	// list, flags CreateEphemeral does not take; the message names it.
 	ErrBadArgument = errors.New("bad argument")
+	// ErrUnknownOutcome means a write was sent and its answer was lost (the
+	// connection dropped, or ctx ended or Close began while it was in
+	// flight): the server may or may not have applied it. A write that was
+	// never sent never matches it. Package recipes exports it as
+	// recipes.ErrUnknownOutcome.
+	ErrUnknownOutcome = errors.New("outcome unknown")
+	// ErrStopped is returned by SendOnce when its stop channel closed
+	// while it waited to send: nothing was sent.
+	ErrStopped = errors.New("stopped before it was sent")
 	// ErrBadEpoch is returned when a nil *Epoch, or one from another Session,
 	// is passed to a method that binds an operation to an epoch.
 	ErrBadEpoch = errors.New("bad epoch")

@@ -142,7 +142,7 @@ func (s *Session) CreateEphemeral(ctx context.Context, ep *Epoch, p string, data
 // late success matters must be undone by other means (see Call's late
 // function, CreateEphemeral and GuaranteedSweep). Safe for concurrent use.
 func (s *Session) Retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) error) error {
-	return s.retry(ctx, ep, op)
+	return s.retry(ctx, ep, op, nil)
 }
 
 // RetryAcrossSessions is Retry for an operation that does not depend on
@@ -152,12 +152,16 @@ func (s *Session) Retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) e
 // An op that succeeded on another session than the one it was bound to
 // (ErrSessionChanged) succeeded. Errors: ctx's, ErrClosed, and op's.
 func (s *Session) RetryAcrossSessions(ctx context.Context, op func(conn *zk.Conn) error) error {
+	return s.retryAcrossSessions(ctx, op, nil)
+}
+
+func (s *Session) retryAcrossSessions(ctx context.Context, op func(conn *zk.Conn) error, w *Write) error {
 	for {
 		ep, err := s.WaitConnected(ctx)
 		if err != nil {
 			return err
 		}
-		err = s.Retry(ctx, ep, op)
+		err = s.retry(ctx, ep, op, w)
 		switch {
 		case err == nil, errors.Is(err, ErrSessionChanged):
 			return nil

@@ -68,8 +68,9 @@ func (s *Session) waitUp(ctx context.Context, ep *Epoch) error {
 	}
 }
 
-// retry implements Session.Retry.
-func (s *Session) retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) error) error {
+// retry implements Session.Retry and, with w, RetryWrite: w (nil for a
+// read) learns of every attempt that may have reached the server unanswered.
+func (s *Session) retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) error, w *Write) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", ErrBadArgument)
 	}
@@ -82,15 +83,25 @@ func (s *Session) retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) e
 	var b backoff.BackOff // made at the first failure: most operations succeed at once
 	var last error        // the last attempt's error, wrapped when ctx stops us
 	for attempt := 1; ; attempt++ {
-		if err := s.waitUp(ctx, ep); err != nil {
+		wait := s.waitUp
+		if w != nil {
+			wait = func(ctx context.Context, ep *Epoch) error { return s.waitSendable(ctx, ep, nil) }
+		}
+		if err := wait(ctx, ep); err != nil {
 			return retryStopped(err, last)
 		}
-		_, err := call(ctx, s, func(c *zk.Conn) (struct{}, error) { return struct{}{}, op(c) }, nil)
-		if err != nil && (err == ctx.Err() || err == ErrClosed) {
-			// ctx ended (or Close began) while op was in flight: op goes on on
-			// a goroutine of the Session and its result is discarded.
+		sent := s.wire.writes.Load()
+		_, err, end := callEnded(ctx, s, func(c *zk.Conn) (struct{}, error) { return struct{}{}, op(c) }, nil)
+		if end == callAbandoned {
+			w.abandoned(err)
+		}
+		if end != callDone || (err != nil && (err == ctx.Err() || err == ErrClosed)) {
+			// ctx ended (or Close began) before op started, or while it was
+			// in flight: then op goes on on a goroutine of the Session and
+			// its result is discarded.
 			return retryStopped(err, last)
 		}
+		w.note(s, err, sent)
 		last = err
 		if err == nil {
 			// go-zookeeper sets the new session id before it sends anything

@@ -50,6 +50,12 @@ type wire struct {
 	// wire, not go-zookeeper, keeps it (see zxidBook).
 	lastZxid atomic.Int64
 
+	// writes counts the write requests (see isWriteOp) handed to any
+	// connection's socket, counted before their first byte goes out: a
+	// write that go-zookeeper failed while the count did not move was never
+	// written (see outcome.go).
+	writes atomic.Uint64
+
 	// created holds the zxids of the latest successful creates by path
 	// (see createBook); createdRing their paths in the order recorded, the
 	// oldest at createdNext once it is full.
@@ -866,8 +872,11 @@ func (c *wireConn) Write(p []byte) (int, error) {
 			c.outZxid = c.w.lastZxid.Load()
 			c.connectSent.Store(now)
 		case !c.out.first && pos == requestOpcodeEnd-1:
-			c.noteSent(int32(binary.BigEndian.Uint32(h[framePrefixLength:requestXidEnd])),
-				int32(binary.BigEndian.Uint32(h[requestXidEnd:requestOpcodeEnd])), now, create)
+			op := int32(binary.BigEndian.Uint32(h[requestXidEnd:requestOpcodeEnd]))
+			if isWriteOp(op) {
+				c.w.writes.Add(1) // before the socket sees a byte of it (outcome.go)
+			}
+			c.noteSent(int32(binary.BigEndian.Uint32(h[framePrefixLength:requestXidEnd])), op, now, create)
 			create = "" // a later packet in p is not this create
 		case c.out.first && pos >= connectReqZxidAt && pos < connectReqZxidAt+zxidFieldLen:
 			put(i, zxidByte(c.outZxid, pos-connectReqZxidAt))

@@ -31,20 +31,24 @@ func New(sess *session.Session, path string, opts ...Option) (*Barrier, error) {
 
 // Set creates the barrier's node (a persistent node; missing parents are
 // created as container nodes); a barrier already set stays set. ctx bounds
-// it. Errors: ctx's error,
-// session.ErrClosed, ZooKeeper errors (zk.ErrNoAuth). Safe for concurrent
-// use.
+// it; while the connection is down Set waits for it, and a create whose
+// answer was lost is sent again (a repeat finds the node set). Errors: ctx's
+// error or session.ErrClosed, also matching recipes.ErrUnknownOutcome when a
+// create was sent and its answer had not come (the barrier may or may not
+// be set; not when nothing was sent); ZooKeeper errors (zk.ErrNoAuth). Safe
+// for concurrent use.
 func (b *Barrier) Set(ctx context.Context) error {
 	actx, end, err := b.b.begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer end()
+	var w zksession.Write
 	for {
 		if err := b.b.zs.EnsureContainers(actx, path.Dir(b.b.full)); err != nil {
-			return b.b.result(ctx, err)
+			return b.b.result(ctx, w.Result(err))
 		}
-		err = b.b.do(actx, func(conn *zk.Conn) error {
+		err = b.b.zs.RetryWriteAcrossSessions(actx, &w, func(conn *zk.Conn) error {
 			_, err := conn.Create(b.b.full, b.b.cfg.data, zk.FlagPersistent, b.b.zs.ACL())
 			return zksession.Refused("create", b.b.full, err)
 		})
@@ -54,25 +58,28 @@ func (b *Barrier) Set(ctx context.Context) error {
 		if errors.Is(err, zk.ErrNodeExists) {
 			err = nil
 		}
-		return b.b.result(ctx, err)
+		return b.b.result(ctx, w.Result(err))
 	}
 }
 
 // Remove deletes the barrier's node, which releases every Wait; a barrier
-// not set stays so. ctx bounds it. Errors as Set's. Safe for concurrent use.
+// not set stays so. ctx bounds it, as for Set. Errors as Set's (with
+// recipes.ErrUnknownOutcome, the barrier may or may not be removed). Safe for
+// concurrent use.
 func (b *Barrier) Remove(ctx context.Context) error {
 	actx, end, err := b.b.begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer end()
-	err = b.b.do(actx, func(conn *zk.Conn) error {
+	var w zksession.Write
+	err = b.b.zs.RetryWriteAcrossSessions(actx, &w, func(conn *zk.Conn) error {
 		return zksession.Refused("delete", b.b.full, conn.Delete(b.b.full, -1))
 	})
 	if errors.Is(err, zk.ErrNoNode) {
 		err = nil
 	}
-	return b.b.result(ctx, err)
+	return b.b.result(ctx, w.Result(err))
 }
 
 // Wait blocks while the barrier is set and returns nil once its node does

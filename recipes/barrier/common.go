@@ -79,7 +79,7 @@ func (b *base) result(ctx context.Context, err error) error {
 		return nil
 	}
 	if ctx.Err() == nil && b.ctx.Err() != nil {
-		return b.errf(engine.Closed())
+		return b.errf(engine.KeepUnknown(err, engine.Closed()))
 	}
 	return b.errf(err)
 }

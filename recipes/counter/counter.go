@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"path"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -164,31 +163,26 @@ func (c *Counter[T]) result(ctx context.Context, err error) error {
 }
 
 // replaceCause keeps an ErrUnknownOutcome marker and puts cause under it.
-func replaceCause(err, cause error) error {
-	if errors.Is(err, ErrUnknownOutcome) {
-		return fmt.Errorf("%w: %w", ErrUnknownOutcome, cause)
-	}
-	return cause
+func replaceCause(err, cause error) error { return engine.KeepUnknown(err, cause) }
+
+// do runs op, a read, on a live epoch within ctx, retrying connection
+// errors and going on on the next session after a loss.
+func (c *Counter[T]) do(ctx context.Context, op func(*zk.Conn) error) error {
+	return c.zs.RetryAcrossSessions(ctx, op)
 }
 
-// do runs op on a live epoch within ctx, retrying connection errors and
-// going on on the next session after a loss: the node is persistent, and
-// every write is conditional, so a repeat applies at most once. tries is how
-// many times op was started.
-func (c *Counter[T]) do(ctx context.Context, op func(*zk.Conn) error) (tries int, err error) {
-	var n atomic.Int32
-	err = c.zs.RetryAcrossSessions(ctx, func(conn *zk.Conn) error {
-		n.Add(1)
-		return op(conn)
-	})
-	return int(n.Load()), err
+// doWrite runs op, a write, as do does: the node is persistent, and every
+// write is conditional, so a repeat applies at most once. w learns whether
+// an attempt may have been applied unanswered.
+func (c *Counter[T]) doWrite(ctx context.Context, w *zksession.Write, op func(*zk.Conn) error) error {
+	return c.zs.RetryWriteAcrossSessions(ctx, w, op)
 }
 
 // read returns the value and version; a missing node is {0, -1}.
 func (c *Counter[T]) read(ctx context.Context) (Value[T], error) {
 	var data []byte
 	var st *zk.Stat
-	_, err := c.do(ctx, func(conn *zk.Conn) error {
+	err := c.do(ctx, func(conn *zk.Conn) error {
 		d, s, err := conn.Get(c.full)
 		if err == nil {
 			data, st = d, s
@@ -223,13 +217,13 @@ const (
 func (c *Counter[T]) write(ctx context.Context, prev Value[T], v T) (Value[T], outcome, error) {
 	data := c.encode(v)
 	var st *zk.Stat
-	var tries int
+	var w zksession.Write
 	var err error
 	if prev.Version == -1 {
 		if err = c.zs.EnsureContainers(ctx, path.Dir(c.full)); err != nil {
 			return Value[T]{}, failed, err
 		}
-		tries, err = c.do(ctx, func(conn *zk.Conn) error {
+		err = c.doWrite(ctx, &w, func(conn *zk.Conn) error {
 			_, err := conn.Create(c.full, data, zk.FlagPersistent, c.zs.ACL())
 			return zksession.Refused("create", c.full, err)
 		})
@@ -237,7 +231,7 @@ func (c *Counter[T]) write(ctx context.Context, prev Value[T], v T) (Value[T], o
 			return Value[T]{Value: v, Version: 0}, applied, nil
 		}
 	} else {
-		tries, err = c.do(ctx, func(conn *zk.Conn) error {
+		err = c.doWrite(ctx, &w, func(conn *zk.Conn) error {
 			s, err := conn.Set(c.full, data, prev.Version)
 			if err == nil {
 				st = s
@@ -248,21 +242,16 @@ func (c *Counter[T]) write(ctx context.Context, prev Value[T], v T) (Value[T], o
 			return Value[T]{Value: v, Version: st.Version}, applied, nil
 		}
 	}
-	definite := errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode)
 	switch {
-	case tries > 1 || (tries == 1 && !definite && !isRefusal(err)):
-		// An attempt before went unanswered (a connection error, retried),
-		// or the only one did: it may have been applied.
-		return prev, unknown, fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
-	case definite:
+	case w.Unknown():
+		// An attempt was sent and its answer lost (then retried, or ctx
+		// ended): it may have been applied, and a version that moved since
+		// may have been moved by it.
+		return prev, unknown, w.Result(err)
+	case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists), errors.Is(err, zk.ErrNoNode):
 		return prev, raced, err
 	}
 	return prev, failed, err
-}
-
-func isRefusal(err error) bool {
-	var oe *zksession.OpError
-	return errors.As(err, &oe)
 }
 
 // update applies f to the current value until a write of its result wins,
@@ -361,14 +350,17 @@ func (c *Counter[T]) Get(ctx context.Context) (Value[T], error) {
 // 5 s more (past ctx too) to delete the lock's node.
 //
 // Errors: ErrOverflow when the sum leaves the counter's range (nothing is
-// written); ErrUnknownOutcome when the write may or may not have been
-// applied (the connection dropped or ctx ended while it was in flight), and
-// then the returned Value is the one the write was conditional on: TrySet
-// with it and the same sum applies the change only if nothing was written
-// since, so it is never applied twice while the node is not deleted
-// (calling Add again may apply it twice); recipes.ErrBusy when WithRetry's
-// BackOff stopped and there is no promotion; ErrBadData; ctx's error;
-// session.ErrClosed; ZooKeeper errors. Safe for concurrent use.
+// written); recipes.ErrUnknownOutcome (ErrUnknownOutcome) when the write
+// was sent and may or may not have been applied (the connection dropped, or
+// ctx ended or Close came while it was in flight; the error also matches
+// ctx's, or session.ErrClosed), and then the returned Value is the one the
+// write was conditional on: TrySet with it and the same sum applies the
+// change only if nothing was written since, so it is never applied twice
+// while the node is not deleted (calling Add again may apply it twice);
+// recipes.ErrBusy when WithRetry's BackOff stopped and there is no
+// promotion; ErrBadData; ctx's error or session.ErrClosed alone when nothing
+// was sent (while the connection is down the call waits for it within ctx);
+// ZooKeeper errors. Safe for concurrent use.
 func (c *Counter[T]) Add(ctx context.Context, delta T) (Value[T], error) {
 	actx, end, err := c.begin(ctx)
 	if err != nil {

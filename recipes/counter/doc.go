@@ -28,12 +28,15 @@
 // A counter holds nothing while idle. A write whose connection drops is sent
 // again, with the same version, once the connection is back, on the same
 // session or the next: a write conditional on one version applies at most
-// once. When the answer to a write may have been lost, the call returns an
-// error matching ErrUnknownOutcome and the Value the write was conditional
-// on. To apply the change at most once, retry with TrySet and that Value:
+// once. While the connection is down a call waits within ctx for it before
+// it sends anything: a call whose ctx ends then sent nothing, and fails with
+// ctx's error. When the answer to a write may have been lost, the call
+// returns an error matching recipes.ErrUnknownOutcome (ErrUnknownOutcome here
+// is the same value) and the Value the write was conditional on. To apply
+// the change at most once, retry with TrySet and that Value:
 //
 //	v, err := c.Increment(ctx)
-//	for errors.Is(err, counter.ErrUnknownOutcome) {
+//	for errors.Is(err, recipes.ErrUnknownOutcome) {
 //		var ok bool
 //		v, ok, err = c.TrySet(ctx, v, v.Value+1) // applies only if nothing was written since v
 //		if err == nil && !ok {
