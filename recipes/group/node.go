@@ -266,7 +266,11 @@ func (n *Node) Data() []byte {
 // blocks until the node holds it: written to the node that exists, or to the
 // next one created. Before Start it only stores the data, for the first
 // create. When ctx ends first it returns an error matching ctx's; the data is
-// kept all the same and written as soon as it can be. It returns
+// kept all the same and written as soon as it can be. That error also
+// matches recipes.ErrUnknownOutcome when a write went out on the session's
+// connection meanwhile (perhaps one carrying the data) and the Node has not
+// had its answer: the node may already hold the data. It does not when no
+// write was sent (the connection was down all along). It returns
 // session.ErrClosed after Close, the error that stopped the Node (see Wait),
 // and session.ErrBadArgument for a nil ctx or data too large. The write is
 // conditional on the node's version as last read, so it never overwrites a
@@ -283,6 +287,10 @@ func (n *Node) SetData(ctx context.Context, data []byte) error {
 	if len(data) > maxData {
 		return n.errf(fmt.Errorf("%w: data of %d bytes (at most %d)", session.ErrBadArgument, len(data), maxData))
 	}
+	// Read before the data is stored, so that every write carrying it goes
+	// out after: if none went out by the time ctx ends, the node does not
+	// hold the data.
+	sent := n.zs.WritesSent()
 	n.mu.Lock()
 	if n.state == closed {
 		n.mu.Unlock()
@@ -300,12 +308,26 @@ func (n *Node) SetData(ctx context.Context, data []byte) error {
 	case n.kick <- struct{}{}:
 	default:
 	}
-	return n.waitUntil(ctx, func() (bool, error) {
+	held := func() (bool, error) {
 		if n.node != "" && n.written >= gen {
 			return true, nil
 		}
 		return false, n.stoppedLocked()
-	})
+	}
+	err := n.waitUntil(ctx, held)
+	if err == nil || ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+		return err
+	}
+	n.mu.Lock()
+	ok, _ := held()
+	n.mu.Unlock()
+	switch {
+	case ok: // written as ctx ended
+		return nil
+	case n.zs.WritesSent() != sent:
+		return n.errf(fmt.Errorf("%w: a write went out, and the node holding the data is not confirmed: %w", engine.ErrUnknownOutcome, ctx.Err()))
+	}
+	return err
 }
 
 // Close stops keeping the node and deletes it, and returns after the Node's
