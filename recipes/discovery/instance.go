@@ -83,8 +83,10 @@ type Instance struct {
 	// URISpec is Curator's UriSpec in its template form, e.g.
 	// "{scheme}://{address}:{port}"; "" is none. It is written as its parts.
 	URISpec string
-	// Disabled marks an instance that a Provider never picks. The zero value
-	// is enabled (written as "enabled": true).
+	// Disabled marks an instance that a Provider (and Curator's
+	// ServiceProvider) never picks. The zero value is enabled, written
+	// without "enabled", as Curator writes an enabled instance; a disabled
+	// one is written with "enabled": false.
 	Disabled bool
 }
 
@@ -234,13 +236,17 @@ type wireOut struct {
 	RegistrationTimeUTC int64           `json:"registrationTimeUTC"`
 	ServiceType         string          `json:"serviceType"`
 	URISpec             *uriSpec        `json:"uriSpec"`
-	Enabled             bool            `json:"enabled"`
+	Enabled             *bool           `json:"enabled,omitempty"`
 }
 
-// MarshalJSON returns the instance as Curator's JsonInstanceSerializer
-// writes it: name, id, address, port, sslPort, payload,
-// registrationTimeUTC, serviceType, uriSpec (its parts) and enabled. It
-// fails on a Payload that is not JSON, an unknown Type or a URISpec that
+// MarshalJSON returns the instance as Curator 5.4's JsonInstanceSerializer
+// writes it by default (its compatible mode, which Spring Cloud Zookeeper
+// uses too): name, id, address, port, sslPort, payload,
+// registrationTimeUTC, serviceType and uriSpec (its parts), unset fields as
+// null. That mode leaves out "enabled", so that clients older than the field
+// can read the instance: an enabled instance is written without it, a
+// Disabled one with "enabled": false (which those old clients cannot read).
+// It fails on a Payload that is not JSON, an unknown Type or a URISpec that
 // does not parse.
 func (in Instance) MarshalJSON() ([]byte, error) {
 	w := wireOut{
@@ -248,7 +254,9 @@ func (in Instance) MarshalJSON() ([]byte, error) {
 		ID:                  in.ID,
 		RegistrationTimeUTC: millis(in.RegistrationTime),
 		ServiceType:         in.Type.String(),
-		Enabled:             !in.Disabled,
+	}
+	if in.Disabled {
+		w.Enabled = new(bool)
 	}
 	if _, ok := parseServiceType(w.ServiceType); !ok {
 		return nil, fmt.Errorf("discovery: unknown service type %d", int(in.Type))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,12 +12,13 @@ import (
 )
 
 // curatorJSON is an instance as Curator 5.4's JsonInstanceSerializer writes
-// it (fields in Jackson's order), with Spring Cloud Zookeeper's payload.
+// it by default (fields in Jackson's order, no "enabled"), with Spring Cloud
+// Zookeeper's payload. TestSpringPayloadRoundTrip checks the same against
+// what Curator writes.
 const curatorJSON = `{"name":"billing","id":"8b1a9953-c461-4c4b-9f8e-0c3f0a6d0e11","address":"10.0.0.7","port":8080,"sslPort":null,` +
 	`"payload":{"@class":"org.springframework.cloud.zookeeper.discovery.ZookeeperInstance","id":"billing:8080","name":"billing","metadata":{"zone":"a"}},` +
 	`"registrationTimeUTC":1700000000123,"serviceType":"DYNAMIC",` +
-	`"uriSpec":{"parts":[{"value":"scheme","variable":true},{"value":"://","variable":false},{"value":"address","variable":true},{"value":":","variable":false},{"value":"port","variable":true}]},` +
-	`"enabled":true}`
+	`"uriSpec":{"parts":[{"value":"scheme","variable":true},{"value":"://","variable":false},{"value":"address","variable":true},{"value":":","variable":false},{"value":"port","variable":true}]}}`
 
 // TestInstanceJSON: an instance written as Curator writes it reads back
 // field by field, and writes back byte for byte.
@@ -99,8 +101,8 @@ func TestInstanceJSONLenient(t *testing.T) {
 }
 
 // TestInstanceJSONWritesNulls: unset ports, address, payload and URI spec
-// are written as null, as Curator writes its nulls; enabled is always
-// written.
+// are written as null, as Curator writes its nulls; "enabled" is written
+// only when false.
 func TestInstanceJSONWritesNulls(t *testing.T) {
 	out, err := json.Marshal(discovery.Instance{Name: "a", ID: "1", Disabled: true, Type: discovery.Permanent})
 	if err != nil {
@@ -109,6 +111,9 @@ func TestInstanceJSONWritesNulls(t *testing.T) {
 	want := `{"name":"a","id":"1","address":null,"port":null,"sslPort":null,"payload":null,"registrationTimeUTC":0,"serviceType":"PERMANENT","uriSpec":null,"enabled":false}`
 	if string(out) != want {
 		t.Fatalf("wrote %s\nwant  %s", out, want)
+	}
+	if out, _ := json.Marshal(discovery.Instance{Name: "a", ID: "1"}); strings.Contains(string(out), "enabled") {
+		t.Fatalf("an enabled instance written with \"enabled\": %s", out)
 	}
 	if _, err := json.Marshal(discovery.Instance{Payload: json.RawMessage("{")}); err == nil {
 		t.Fatal("a payload that is not JSON was written")
