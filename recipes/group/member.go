@@ -37,6 +37,7 @@ type Member struct {
 	state   runState
 	loaded  bool              // the view has been read once
 	view    map[string][]byte // members as last read, by id
+	seen    int64             // the czxid of this member's node as last read (0: not there)
 	subs    map[*memberSub]struct{}
 	stopped error         // why the member stopped reading the group before Close (its session was closed)
 	changed chan struct{} // closed and replaced when loaded, the view changes or stopped is set
@@ -166,32 +167,37 @@ func (m *Member) Start() error {
 }
 
 // Wait blocks until this member's node exists and the group has been read
-// once, at once if both hold. Its errors are Node.Wait's (ErrNotStarted
-// before Start, session.ErrClosed after Close, ctx's error, the error that
-// stopped the member's node), and session.ErrClosed once the member has seen
-// its session closed, even while the group has not been read. Safe to call
+// with that node in it, at once if both hold: the view (Members) then holds
+// every member whose node was there when this one was created and still
+// was at the read, as ZooKeeper orders a session's reads after its writes.
+// Its errors are Node.Wait's (ErrNotStarted before Start,
+// session.ErrClosed after Close, ctx's error, the error that stopped the
+// member's node), and session.ErrClosed once the member has seen its
+// session closed, even while the group has not been read. Safe to call
 // concurrently.
 func (m *Member) Wait(ctx context.Context) error {
 	if ctx == nil {
 		return m.errf(fmt.Errorf("%w: nil context", session.ErrBadArgument))
 	}
-	if err := m.node.Wait(ctx); err != nil {
-		return m.errf(err)
-	}
 	for {
+		if err := m.node.Wait(ctx); err != nil {
+			return m.errf(err)
+		}
+		czxid, nodeChanged := m.node.placed()
 		m.mu.Lock()
-		loaded, st, stopped, ch := m.loaded, m.state, m.stopped, m.changed
+		st, stopped, seen, ch := m.state, m.stopped, m.seen, m.changed
 		m.mu.Unlock()
 		switch {
 		case st == closed:
 			return m.errf(engine.Closed())
 		case stopped != nil:
 			return stopped
-		case loaded:
+		case czxid != 0 && seen == czxid:
 			return nil
 		}
 		select {
 		case <-ch:
+		case <-nodeChanged:
 		case <-ctx.Done():
 			return m.errf(ctx.Err())
 		}
@@ -295,20 +301,25 @@ func (m *Member) Close() error {
 	return nil
 }
 
-// publish records the view read and hands it to the subscribers when it
-// differs from the last one.
-func (m *Member) publish(view map[string][]byte) {
+// publish records the view read, and self, the czxid of this member's node
+// as read with it (0: not listed), and hands the view to the subscribers
+// when it differs from the last one.
+func (m *Member) publish(view map[string][]byte, self int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.state == closed {
 		return
 	}
-	if m.loaded && maps.EqualFunc(view, m.view, bytes.Equal) {
+	same := m.loaded && maps.EqualFunc(view, m.view, bytes.Equal)
+	if same && self == m.seen {
 		return
 	}
-	m.view, m.loaded = view, true
-	close(m.changed)
+	m.view, m.loaded, m.seen = view, true, self
+	close(m.changed) // Wait looks at seen
 	m.changed = make(chan struct{})
+	if same {
+		return
+	}
 	for sub := range m.subs {
 		select {
 		case <-sub.c: // drop the view not taken: this one replaces it
@@ -318,11 +329,29 @@ func (m *Member) publish(view map[string][]byte) {
 	}
 }
 
+// missingPoll is the first interval (backing off to twice as long) at which
+// a Member reads a missing group path again while its own node is not
+// created: its creation, which creates the path, wakes it at once.
+const missingPoll = 500 * time.Millisecond
+
+// newBackOff returns an exponential backoff from first to most, never
+// giving up.
+func newBackOff(first, most time.Duration) *backoff.ExponentialBackOff {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = first
+	bo.MaxInterval = most
+	bo.MaxElapsedTime = 0
+	bo.Reset() // the constructor took its default first interval (500 ms)
+	return bo
+}
+
 // watch reads the group whenever it changes, until Close: the children of
 // the group path with a child watch, and each child's data with a data watch
 // (watches shared with the session's other users of the same nodes). A
 // change of the children, and a new session, make it read the whole group
-// again; a data change, only the member whose data changed.
+// again; a data change, only the member whose data changed. While the group
+// path does not exist, it reads again as soon as this member's node has
+// changed (its creation creates the path), else after missingPoll.
 func (m *Member) watch() {
 	defer m.wg.Done()
 	subs := make(map[string]*zksession.NodeSub)
@@ -331,12 +360,11 @@ func (m *Member) watch() {
 			m.zs.CancelNode(s, m.dir+"/"+k)
 		}
 	}()
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval = 50 * time.Millisecond
-	bo.MaxInterval = time.Second
-	bo.MaxElapsedTime = 0
-	var view map[string][]byte // as last read
-	var cw *zksession.Watch    // the child watch of that read
+	bo := newBackOff(50*time.Millisecond, time.Second) // after a failed read
+	missing := newBackOff(missingPoll, 2*missingPoll)  // while the group path is missing
+	var view map[string][]byte                         // as last read
+	var self int64                                     // this member's czxid as last read
+	var cw *zksession.Watch                            // the child watch of that read
 	for m.ctx.Err() == nil {
 		ep, err := m.zs.WaitConnected(m.ctx)
 		if err != nil {
@@ -345,15 +373,19 @@ func (m *Member) watch() {
 			}
 			return
 		}
+		// Taken before the read: a create of our node during it wakes the
+		// wait for a missing path below.
+		_, nodeChanged := m.node.placed()
 		if cw == nil {
 			m.kick.take() // a full read reads every member
-			view, cw, err = m.read(ep, subs)
+			view, self, cw, err = m.read(ep, subs)
 		} else {
-			view, err = m.reread(ep, subs, view, m.kick.take())
+			view, self, err = m.reread(ep, subs, view, self, m.kick.take())
 		}
 		if err == nil {
 			bo.Reset()
-			m.publish(view)
+			missing.Reset()
+			m.publish(view, self)
 			select {
 			case ev, ok := <-cw.Events():
 				cw.Event(ev, ok)
@@ -370,18 +402,29 @@ func (m *Member) watch() {
 		if m.ctx.Err() != nil {
 			return
 		}
+		var wake <-chan struct{} // nil: only the timer
+		var d time.Duration
 		if errors.Is(err, zk.ErrNoNode) {
-			// No group yet (or its container was reaped): nobody is in it.
-			// Poll rather than leave an exists-watch on the server.
-			m.publish(map[string][]byte{})
+			// No group yet (or its container was reaped): nobody is in it,
+			// this member included. Its Node is creating its node, and so the
+			// path: read again once it has, rather than leave an
+			// exists-watch on the server. The poll is for a path that
+			// appears while the Node cannot create (a refusal, an error it
+			// backs off from).
+			m.publish(map[string][]byte{}, 0)
+			self = 0
+			wake, d = nodeChanged, missing.NextBackOff()
 		} else if ep.Err() != nil {
 			continue
 		} else {
 			m.lg.Debug("reading the group failed; trying again", zap.Error(err))
+			d = bo.NextBackOff()
 		}
-		t := time.NewTimer(bo.NextBackOff())
+		t := time.NewTimer(d)
 		select {
 		case <-t.C:
+		case <-wake:
+			t.Stop()
 		case <-m.ctx.Done():
 			t.Stop()
 			return
@@ -390,31 +433,39 @@ func (m *Member) watch() {
 }
 
 // reread reads again, with a data watch, the members among dirty (full
-// server paths) and returns the view updated (a new map: view is left as it
-// is). A member found gone leaves the view: the child watch fires for it too.
-func (m *Member) reread(ep *zksession.Epoch, subs map[string]*zksession.NodeSub, view map[string][]byte, dirty map[string]bool) (map[string][]byte, error) {
+// server paths) and returns the view and self (this member's czxid, as
+// read) updated (a new map: view is left as it is). A member found gone
+// leaves the view: the child watch fires for it too.
+func (m *Member) reread(ep *zksession.Epoch, subs map[string]*zksession.NodeSub, view map[string][]byte, self int64, dirty map[string]bool) (map[string][]byte, int64, error) {
 	out := maps.Clone(view)
 	for p := range dirty {
 		k := strings.TrimPrefix(p, m.dir+"/")
 		if _, ok := out[k]; !ok || k == p {
 			continue // not a member as last listed: the next full read decides
 		}
-		data, err := m.readMember(ep, subs, k)
+		data, czxid, err := m.readMember(ep, subs, k)
 		if errors.Is(err, zk.ErrNoNode) {
 			delete(out, k)
+			if k == m.id {
+				self = 0
+			}
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		out[k] = data
+		if k == m.id {
+			self = czxid
+		}
 	}
-	return out, nil
+	return out, self, nil
 }
 
 // readMember subscribes to the data events of member k's node, then reads
-// it with a data watch. Unsubscribed when the node is missing.
-func (m *Member) readMember(ep *zksession.Epoch, subs map[string]*zksession.NodeSub, k string) ([]byte, error) {
+// it with a data watch: its data and czxid. Unsubscribed when the node is
+// missing.
+func (m *Member) readMember(ep *zksession.Epoch, subs map[string]*zksession.NodeSub, k string) ([]byte, int64, error) {
 	p := m.dir + "/" + k
 	s := subs[k]
 	if s == nil {
@@ -423,10 +474,11 @@ func (m *Member) readMember(ep *zksession.Epoch, subs map[string]*zksession.Node
 	}
 	m.zs.SubscribeNode(s, p, m.kick)
 	var data []byte
+	var czxid int64
 	err := m.zs.Retry(m.ctx, ep, func(*zk.Conn) error {
-		d, _, _, err := m.zs.GetW(p)
+		d, st, _, err := m.zs.GetW(p)
 		if err == nil {
-			data = d
+			data, czxid = d, st.Czxid
 		}
 		return err
 	})
@@ -436,14 +488,15 @@ func (m *Member) readMember(ep *zksession.Epoch, subs map[string]*zksession.Node
 			m.zs.CancelNode(s, p)
 			delete(subs, k)
 		}
-		return nil, err
+		return nil, 0, err
 	}
-	return data, nil
+	return data, czxid, nil
 }
 
 // read lists the group with a child watch and reads every member's data
-// with a data watch, subscribing subs to their events first.
-func (m *Member) read(ep *zksession.Epoch, subs map[string]*zksession.NodeSub) (map[string][]byte, *zksession.Watch, error) {
+// with a data watch, subscribing subs to their events first. It returns
+// the view, this member's czxid as read (0: not listed) and the child watch.
+func (m *Member) read(ep *zksession.Epoch, subs map[string]*zksession.NodeSub) (map[string][]byte, int64, *zksession.Watch, error) {
 	var kids []string
 	var cw *zksession.Watch
 	err := m.zs.Retry(m.ctx, ep, func(*zk.Conn) error {
@@ -454,18 +507,22 @@ func (m *Member) read(ep *zksession.Epoch, subs map[string]*zksession.NodeSub) (
 		return err
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
 	view := make(map[string][]byte, len(kids))
+	var self int64
 	for _, k := range kids {
-		data, err := m.readMember(ep, subs, k)
+		data, czxid, err := m.readMember(ep, subs, k)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // gone since the listing: the child watch fires
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, 0, nil, err
 		}
 		view[k] = data
+		if k == m.id {
+			self = czxid
+		}
 	}
 	for k, s := range subs {
 		if _, ok := view[k]; !ok {
@@ -473,7 +530,7 @@ func (m *Member) read(ep *zksession.Epoch, subs map[string]*zksession.NodeSub) (
 			delete(subs, k)
 		}
 	}
-	return view, cw, nil
+	return view, self, cw, nil
 }
 
 // closeSubs records why the member stopped (its session was closed),

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
@@ -371,6 +370,18 @@ func (n *Node) Close() error {
 	return nil
 }
 
+// placed returns the czxid of the node in place (0 while there is none)
+// and a channel closed at the Node's next change: a Member waits on it for
+// its node to be created.
+func (n *Node) placed() (int64, <-chan struct{}) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.node == "" {
+		return 0, n.changed
+	}
+	return n.czxid, n.changed
+}
+
 // broadcastLocked wakes every waiter. n.mu held.
 func (n *Node) broadcastLocked() {
 	close(n.changed)
@@ -384,10 +395,7 @@ var errRetryNow = errors.New("create again")
 // it for good.
 func (n *Node) run() {
 	defer n.wg.Done()
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval = 100 * time.Millisecond
-	bo.MaxInterval = 5 * time.Second
-	bo.MaxElapsedTime = 0
+	bo := newBackOff(100*time.Millisecond, 5*time.Second)
 	for n.ctx.Err() == nil {
 		ep, err := n.zs.WaitConnected(n.ctx)
 		if err != nil {
