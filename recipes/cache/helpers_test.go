@@ -309,7 +309,7 @@ func mustDelete(t testing.TB, c *zk.Conn, p string) {
 }
 
 // zktestNS is a namespace with its raw connection.
-func zktestNS(t *testing.T) (*zktest.Namespace, *zk.Conn) {
+func zktestNS(t testing.TB) (*zktest.Namespace, *zk.Conn) {
 	ns := zktest.NewNamespace(t)
 	return ns, ns.Conn(t)
 }

@@ -78,17 +78,23 @@ func TestCloseWhileLoading(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, rn := record(cc.Events()), record(nc.Events())
+	tc, err := cache.NewTree(s, "/tree")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, rn, rt := record(cc.Events()), record(nc.Events()), record(tc.Events())
 	closed := make(chan struct{})
 	go func() {
 		cc.Close()
 		nc.Close()
+		tc.Close()
 		close(closed)
 	}()
 	sessiontest.Recv(t, closed, 10*time.Second, "Close of caches still loading")
 	rc.waitClosed(t, wait)
 	rn.waitClosed(t, wait)
-	if n := len(rc.events()) + len(rn.events()); n != 0 {
+	rt.waitClosed(t, wait)
+	if n := len(rc.events()) + len(rn.events()) + len(rt.events()); n != 0 {
 		t.Fatalf("%d events from caches that never loaded", n)
 	}
 	select {
@@ -96,9 +102,14 @@ func TestCloseWhileLoading(t *testing.T) {
 		t.Fatal("Initialized closed for a cache that never loaded")
 	case <-nc.Initialized():
 		t.Fatal("Initialized closed for a cache that never loaded")
+	case <-tc.Initialized():
+		t.Fatal("Initialized closed for a cache that never loaded")
 	default:
 	}
 	if err := cc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tc.Close(); err != nil {
 		t.Fatal(err)
 	}
 }

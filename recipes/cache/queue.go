@@ -67,6 +67,9 @@ func (q *queue) pump() {
 		ev := q.q[0]
 		q.q[0] = Event{}
 		q.q = q.q[1:]
+		if len(q.q) == 0 {
+			q.q = nil // let a large backlog's array go (a first load's events)
+		}
 		q.mu.Unlock()
 		select {
 		case q.out <- ev:
