@@ -27,11 +27,13 @@
 //	<parent>/_c_<uuid>-<name><seq> ProtectedEphemeralSequential   Node (EPHEMERAL_SEQUENTIAL, with protection)
 //	<path>/<id>                    Ephemeral, data = member data  Member (Curator GroupMember)
 //
-// The parent directories are created as container nodes when missing. A
-// Member sees every child of the group path as a member, whose id is the
-// child's name, as Curator does. There is no plain EPHEMERAL_SEQUENTIAL
-// mode: a create whose reply is lost would leave a node nobody can
-// recognise; the protected name is what lets a Node find it and adopt it.
+// Missing parents are created as container nodes. Nil data, theirs
+// included, is written as empty data: Curator's GroupMember fails on a
+// null. A Member sees every child of the group path as a member, whose id
+// is the child's name, as Curator does. There is no plain
+// EPHEMERAL_SEQUENTIAL mode: a create whose reply is lost would leave a node
+// nobody can recognise; the protected name is what lets a Node find it and
+// adopt it.
 //
 // # Loss and recovery
 //
@@ -68,8 +70,10 @@
 // those nodes). When a member joins or leaves, and after a new session, it
 // reads the whole group: one listing plus one read per member, so n+1
 // requests of each of n members; when a member changes its data, one read
-// of that member's node (rarely two). While the group path does not exist it polls it
-// (from 50 ms, backing off to a second) rather than leave an exists-watch.
+// of that member's node (rarely two). While the group path does not exist,
+// a Member reads it again once its own node (and so the path) is created,
+// else polls it every half second to a second, rather than leave an
+// exists-watch.
 //
 // # Close
 //
