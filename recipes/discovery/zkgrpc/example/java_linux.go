@@ -25,6 +25,9 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/testkit/curatortest"
 )
 
+// javaInstallCommand installs what the Java side needs on Debian or Ubuntu.
+const javaInstallCommand = curatortest.InstallCommand
+
 //go:embed java/RegisterInstance.java
 var javaSource []byte
 

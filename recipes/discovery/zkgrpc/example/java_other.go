@@ -7,6 +7,9 @@ import (
 	"errors"
 )
 
+// javaInstallCommand says what the Java side needs elsewhere than on Linux.
+const javaInstallCommand = "(the example starts the Curator program on Linux only)"
+
 // javaInstance is a running Curator program; only Linux runs one.
 type javaInstance struct {
 	pid  int

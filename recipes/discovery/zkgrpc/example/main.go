@@ -33,8 +33,8 @@
 //
 // Without them (or with -java=false) the example says so and runs with the
 // Go-registered instances only. Flags: -zk, -java, -calls (calls in a row
-// that each step must see), -v (library log on stderr), -timeout. It exits
-// 0 when every step happened as described.
+// that each step must see), -pace (between two calls), -v (library log on
+// stderr), -timeout. It exits 0 when every step happened as described.
 package main
 
 import (
@@ -55,7 +55,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/zkrecipes/zkrecipes/internal/testkit/curatortest"
 	"github.com/zkrecipes/zkrecipes/recipes/discovery"
 	"github.com/zkrecipes/zkrecipes/recipes/discovery/zkgrpc"
 	"github.com/zkrecipes/zkrecipes/recipes/discovery/zkgrpc/internal/backend"
@@ -72,10 +71,11 @@ func main() {
 	zkFlag := flag.String("zk", "", "ZooKeeper servers, host:port,... (default: an embedded server started by zktest)")
 	useJava := flag.Bool("java", true, "register one instance from a Java process with Curator's ServiceDiscovery")
 	calls := flag.Int("calls", 6, "calls in a row each step must see")
+	pace := flag.Duration("pace", 20*time.Millisecond, "time between two calls")
 	verbose := flag.Bool("v", false, "library log on stderr")
 	timeout := flag.Duration("timeout", 2*time.Minute, "give up after this long")
 	flag.Parse()
-	os.Exit(realMain(*zkFlag, config{java: *useJava, calls: *calls, verbose: *verbose}, *timeout))
+	os.Exit(realMain(*zkFlag, config{java: *useJava, calls: *calls, pace: *pace, verbose: *verbose}, *timeout))
 }
 
 func realMain(zkFlag string, cfg config, timeout time.Duration) int {
@@ -112,8 +112,9 @@ func realMain(zkFlag string, cfg config, timeout time.Duration) int {
 
 // config is what run does.
 type config struct {
-	java    bool // register java-1 from a Curator process
-	calls   int  // calls in a row each step must see
+	java    bool          // register java-1 from a Curator process
+	calls   int           // calls in a row each step must see
+	pace    time.Duration // between two calls
 	verbose bool
 	logger  *zap.Logger // nil: silent
 }
@@ -127,8 +128,8 @@ type backendInfo struct {
 // run is the example: it registers the backends, dials zk:///greeter and
 // goes through the steps, printing to out.
 func run(ctx context.Context, out *printer, servers []string, cfg config) (err error) {
-	if cfg.calls < 1 {
-		return fmt.Errorf("-calls %d: must be positive", cfg.calls)
+	if cfg.calls < 1 || cfg.pace < 0 {
+		return fmt.Errorf("-calls %d, -pace %v: calls must be positive, pace not negative", cfg.calls, cfg.pace)
 	}
 	lg := cfg.logger
 	if lg == nil {
@@ -169,7 +170,7 @@ func run(ctx context.Context, out *printer, servers []string, cfg config) (err e
 	cleanups = append(cleanups, func() { _ = goSess.Close() })
 	regs := map[string]*discovery.Registration{}
 	for _, name := range []string{"go-1", "go-2"} {
-		s, err := serve(name, "Go (discovery.Register)")
+		s, err := serve(name, "Go, discovery.Register")
 		if err != nil {
 			return err
 		}
@@ -188,7 +189,7 @@ func run(ctx context.Context, out *printer, servers []string, cfg config) (err e
 	// The Java service: a Curator ServiceDiscovery registers it.
 	var java *javaInstance
 	if cfg.java {
-		s, err := serve("java-1", "Java (Curator's ServiceDiscovery)")
+		s, err := serve("java-1", "Java, Curator's ServiceDiscovery")
 		if err != nil {
 			return err
 		}
@@ -197,7 +198,7 @@ func run(ctx context.Context, out *printer, servers []string, cfg config) (err e
 			s.Stop()
 			delete(backends, "java-1")
 			out.Printf("the Java side is not available: %v", err)
-			out.Printf("to install it on Debian or Ubuntu: %s", curatortest.InstallCommand)
+			out.Printf("to install it on Debian or Ubuntu, as root: %s", javaInstallCommand)
 			out.Printf("going on with the Go-registered instances only")
 			java = nil
 		} else {
@@ -230,7 +231,7 @@ func run(ctx context.Context, out *printer, servers []string, cfg config) (err e
 	cleanups = append(cleanups, func() { _ = cc.Close() })
 	out.Printf("client: grpc.NewClient(%q) with zkgrpc's resolver and round_robin", target)
 
-	c := &caller{out: out, cc: cc, backends: backends, counts: map[string]map[string]int{}}
+	c := &caller{out: out, cc: cc, pace: cfg.pace, backends: backends, counts: map[string]map[string]int{}}
 	names := make([]string, 0, len(backends))
 	for name := range backends {
 		names = append(names, name)
@@ -293,6 +294,7 @@ func without(names []string, gone string) []string {
 type caller struct {
 	out      *printer
 	cc       *grpc.ClientConn
+	pace     time.Duration
 	backends map[string]*backendInfo
 	n        int
 	steps    []string
@@ -305,7 +307,20 @@ func (c *caller) until(ctx context.Context, step string, done func(name string) 
 	seen := map[string]int{}
 	c.steps = append(c.steps, step)
 	c.counts[step] = seen
+	var tick <-chan time.Time
+	if c.pace > 0 {
+		t := time.NewTicker(c.pace)
+		defer t.Stop()
+		tick = t.C
+	}
 	for i := 0; i < 100; i++ {
+		if i > 0 && tick != nil {
+			select {
+			case <-tick:
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		name, err := backend.Name(cctx, c.cc, grpc.WaitForReady(true))
 		cancel()
