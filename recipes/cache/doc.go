@@ -1,9 +1,10 @@
 // Package cache keeps local copies of ZooKeeper nodes that a process reads
-// often, as Apache Curator's NodeCache and PathChildrenCache do: NewNode
-// caches one node's data and Stat, NewChildren the children of a node with
-// their data. Reads (Get, List) never touch the network; Events reports
-// every change the cache reads, and Initialized says when the first load is
-// done.
+// often, as Apache Curator's NodeCache, PathChildrenCache and TreeCache do:
+// NewNode caches one node's data and Stat, NewChildren the children of a
+// node with their data, NewTree a node and its whole subtree (WithMaxDepth
+// bounds it; depth 0 is the root alone). Reads (Get, List, Children) never
+// touch the network; Events reports every change the cache reads, and
+// Initialized says when the first load is done.
 //
 //	flags, err := cache.NewNode(sess, "/config/flags/new-checkout")
 //	...
@@ -16,20 +17,21 @@
 // # Znodes
 //
 // A cache reads and writes nothing of its own: it follows the node at its
-// path (NewNode) or the children of that node (NewChildren), whatever their
+// path, the children of that node or the subtree below it, whatever their
 // layout. It never creates the path.
 //
 // # Events
 //
-// One goroutine per cache reads every change and compares what it read
-// with its copy: Czxid tells incarnations of a node apart (one deleted and
-// created again gives Removed, then Added, even if its version is back to 0)
-// and Mzxid writes (Updated). So the events of one node come in the order of
-// its changes, each change read once, and a read older than the copy is
-// ignored. ZooKeeper's watches fire once and carry no data: writes that
-// come faster than a read give one Updated with the last data, and a node
-// created and deleted between two reads gives no event. Replaying the events
-// from an empty copy gives the cache's copy.
+// One goroutine per cache applies every change it reads to its copy:
+// Czxid tells incarnations of a node apart (one deleted and created again
+// gives Removed, then Added, even if its version is back to 0) and Mzxid
+// writes (Updated). So the events of one node come in the order of its
+// changes, each change read once, and a read older than the copy is
+// ignored. In a tree a parent's Added comes before its children's, and
+// children's Removed before their parent's. ZooKeeper's watches fire once
+// and carry no data: writes that come faster than a read give one Updated
+// with the last data, and a node created and deleted between two reads
+// gives no event. Replaying the events from an empty copy gives the copy.
 //
 // # Loss
 //
@@ -39,16 +41,34 @@
 // the changes made while it was away, and nothing else. When the session is
 // closed the cache stops and closes Events.
 //
+// # Nodes the session may not read
+//
+// A node whose read ZooKeeper refuses (zk.ErrNoAuth: its ACL does not let
+// the session read it, or list its children) is skipped, as Curator's
+// caches skip a failed read: it is left out of the copy with its subtree (a
+// NodeCache reports its node as absent), the cache still reaches
+// Initialized, and one warning is logged per node and change of refusal.
+// Skipped lists the nodes left out with ZooKeeper's refusals: a method
+// rather than an event, so that it says what is missing now, also with
+// WithEvents(false), and the events stay a replay of the copy. A skipped
+// node gets an exists watch (ZooKeeper does not check exists against the
+// ACL) and is read again when it fires, at its next write or delete, and at
+// every reconnect's reload: an ACL fixed later shows at the next write. It
+// is never read again in a loop.
+//
 // # Costs
 //
-// One data watch per cached node, one child watch on the parent
-// (NewChildren), shared with every other user of the session (see
-// session.Session.Watches), and one goroutine per watched node. A change
-// costs one read (a child added or removed: one list, and one read per new
-// child); a reconnect costs a read of everything (one list and one read per
-// child). While the node (NewNode) or the parent (NewChildren) does not
-// exist the cache polls for it, after 50 ms at first, backing off to once a
-// second, without an exists watch: go-zookeeper cannot remove one, so it
-// would outlive Close. Events not yet received are kept in memory: receive
-// them, or pass WithEvents(false).
+// One data watch per cached node, one child watch per node above the
+// maximum depth (a ChildrenCache: on the parent alone), shared with every
+// other user of the session (see session.Session.Watches); one exists watch
+// per skipped node. The watches' channels are waited on by one goroutine
+// per 64. A write costs one read; a new node one list of its parent and a
+// read (and a list) of each node of its subtree; a reconnect a read of
+// everything. Loads keep up to 64 reads in flight. While the node
+// (NodeCache, TreeCache) or the parent (ChildrenCache) does not exist the
+// cache polls for it, after 50 ms at first, backing off to once a second,
+// without an exists watch: go-zookeeper cannot remove one, so it would
+// outlive Close. Events not yet received are kept in memory: receive them,
+// or pass WithEvents(false). BenchmarkTreeVsCurator measures a tree of
+// 10,101 nodes beside Curator's TreeCache.
 package cache

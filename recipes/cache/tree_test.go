@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -499,4 +500,39 @@ func TestTreeOneWatchPerNode(t *testing.T) {
 	mustSet(t, raw, root+"/a", "1") // a change after the reconnect, to know the reload is done
 	r2.waitFor(t, convergeBound, "a's write", func(evs []cache.Event) bool { return hasData(evs, "/t/a", "1") })
 	check("after a reconnect", "", "/a", "/a/x", "/c", "/c/d")
+}
+
+// The watches of a tree are waited on by one goroutine per 64: a tree of
+// 301 nodes (602 watches) runs 10 such goroutines (and the cache's reading
+// and event goroutines and its session subscription's), and Close ends them
+// all (TestMain's leak check).
+func TestTreeGoroutines(t *testing.T) {
+	ns, raw := zktestNS(t)
+	root := ns.Path("t")
+	mustCreate(t, raw, root, "")
+	acl := zk.WorldACL(zk.PermAll)
+	for i := 0; i < 10; i++ {
+		p := fmt.Sprintf("%s/p%d", root, i)
+		ops := []any{&zk.CreateRequest{Path: p, Data: []byte("p"), Acl: acl}}
+		for j := 0; j < 29; j++ {
+			ops = append(ops, &zk.CreateRequest{Path: fmt.Sprintf("%s/c%d", p, j), Data: []byte("c"), Acl: acl})
+		}
+		if _, err := raw.Multi(ops...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := sessiontest.Connect(t, ns)
+	c := newTree(t, s, "/t", cache.WithEvents(false))
+	sessiontest.Recv(t, c.Initialized(), wait, "Initialized")
+	if n := len(cachedTree(c, "/t")); n != 301 {
+		t.Fatalf("%d nodes cached, want 301", n)
+	}
+	if got := sessiontest.Core(s).WatchCount(); got != 602 {
+		t.Fatalf("the session holds %d watches, want 602", got)
+	}
+	buf := make([]byte, 1<<22)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	if n := strings.Count(stacks, "created by github.com/zkrecipes/zkrecipes/recipes/cache.(*mux).add"); n != 10 {
+		t.Fatalf("%d goroutines wait on watches, want 10 (602 watches, 64 each)", n)
+	}
 }
