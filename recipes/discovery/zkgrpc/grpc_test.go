@@ -281,3 +281,24 @@ func TestBadTargetFailsCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadServerStillRegistered: a server that dies while its instance stays
+// registered is skipped by round_robin: calls go on, to the others.
+func TestDeadServerStillRegistered(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	reg := sessiontest.Connect(t, ns)
+	register(t, reg, instance("greeter", startBackend(t, "a")))
+	b := startBackend(t, "b")
+	register(t, reg, instance("greeter", b))
+	register(t, reg, instance("greeter", startBackend(t, "c")))
+	client := sessiontest.Connect(t, ns)
+	rec := newRecorder()
+	cc := dial(t, recBuilder{newBuilder(t, client), rec}, target("greeter"), roundRobin)
+	reachAll(t, cc, "a", "b", "c")
+	n, _ := rec.counts()
+	b.Stop()
+	avoid(t, cc, "b", 20)
+	if m, _ := rec.counts(); m != n {
+		t.Errorf("the resolver gave %d states: b's instance is still registered", m-n)
+	}
+}
