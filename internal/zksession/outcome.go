@@ -153,6 +153,9 @@ func (w *Write) Result(err error) error {
 	if err == nil || !w.Unknown() || errors.Is(err, ErrUnknownOutcome) {
 		return err
 	}
+	if lost := w.Lost(); !errors.Is(err, lost) {
+		return fmt.Errorf("%w (an attempt was sent and its answer lost: %v): %w", ErrUnknownOutcome, lost, err)
+	}
 	return fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
 }
 
