@@ -568,12 +568,12 @@ func (c *core) refetch(ep *zksession.Epoch, rel string) error {
 	if err := c.fetch(ep, []*fetched{f}); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	c.merge(parent, f)
-	c.mu.Unlock()
 	skips := make(map[string]error)
 	collectSkips(f, skips)
+	c.mu.Lock()
+	c.merge(parent, f)
 	c.replaceSkips(rel, skips)
+	c.mu.Unlock()
 	return c.armSkipped(ep, skips)
 }
 
@@ -756,17 +756,16 @@ func (c *core) reread(ep *zksession.Epoch, rel string, done map[string]bool) err
 		}
 		c.setWatch(tn, dataKind, f.dw)
 	}
-	c.mu.Unlock()
-	if f.state == got {
-		return nil
+	var skips map[string]error
+	if f.state != got {
+		c.clearSkipsUnder(rel)
 	}
-	c.clearSkipsUnder(rel)
 	if f.state == refused {
-		skips := map[string]error{rel: f.err}
+		skips = map[string]error{rel: f.err}
 		c.replaceSkips(rel, skips)
-		return c.armSkipped(ep, skips)
 	}
-	return nil
+	c.mu.Unlock()
+	return c.armSkipped(ep, skips)
 }
 
 // relist lists the children of the node at rel again after its child
@@ -796,16 +795,16 @@ func (c *core) relist(ep *zksession.Epoch, rel string, done map[string]bool) err
 			c.absent = true
 		}
 		c.removeAt(parent, tn)
-		c.mu.Unlock()
 		c.clearSkipsUnder(rel)
+		c.mu.Unlock()
 		return nil
 	case errors.Is(err, zk.ErrNoAuth):
 		c.mu.Lock()
 		c.removeAt(parent, tn)
-		c.mu.Unlock()
 		c.clearSkipsUnder(rel)
 		skips := map[string]error{rel: zksession.Refused("list", p, err)}
 		c.replaceSkips(rel, skips)
+		c.mu.Unlock()
 		return c.armSkipped(ep, skips)
 	case err != nil:
 		return err
@@ -838,25 +837,22 @@ func (c *core) relist(ep *zksession.Epoch, rel string, done map[string]bool) err
 		}
 		add = append(add, &fetched{rel: krel, depth: depth(krel)})
 	}
-	c.mu.Unlock()
 	c.clearSkipsGone(rel, now)
 	for _, name := range gone {
 		c.clearSkipsUnder(rel + "/" + name)
 	}
+	c.mu.Unlock()
 	if len(add) == 0 {
 		return nil
 	}
 	if err := c.fetch(ep, add); err != nil {
 		return err
 	}
+	all := make(map[string]error)
 	c.mu.Lock()
 	for _, f := range add {
 		done[f.rel] = true
 		c.merge(tn, f)
-	}
-	c.mu.Unlock()
-	all := make(map[string]error)
-	for _, f := range add {
 		skips := make(map[string]error)
 		collectSkips(f, skips)
 		c.replaceSkips(f.rel, skips)
@@ -864,14 +860,14 @@ func (c *core) relist(ep *zksession.Epoch, rel string, done map[string]bool) err
 			all[r] = err
 		}
 	}
+	c.mu.Unlock()
 	return c.armSkipped(ep, all)
 }
 
 // replaceSkips makes skips the skipped nodes at and below rel, logging a
-// warning for each node newly skipped or skipped for another reason.
+// warning for each node newly skipped or skipped for another reason. c.mu
+// held: the copy and Skipped change together.
 func (c *core) replaceSkips(rel string, skips map[string]error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for r, old := range c.skipped {
 		if under(r, rel) {
 			if _, still := skips[r]; !still {
@@ -890,10 +886,8 @@ func (c *core) replaceSkips(rel string, skips map[string]error) {
 }
 
 // clearSkipsUnder forgets the skipped nodes strictly below rel (gone with
-// it, or left out with it).
+// it, or left out with it). c.mu held.
 func (c *core) clearSkipsUnder(rel string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for r := range c.skipped {
 		if r != rel && under(r, rel) {
 			delete(c.skipped, r)
@@ -902,10 +896,8 @@ func (c *core) clearSkipsUnder(rel string) {
 }
 
 // clearSkipsGone forgets the skipped children of rel that are not in now,
-// and their subtrees.
+// and their subtrees. c.mu held.
 func (c *core) clearSkipsGone(rel string, now map[string]bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for r := range c.skipped {
 		if r == rel || !under(r, rel) {
 			continue
