@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"path"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/zksession"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
@@ -119,6 +121,10 @@ func (n *persistent) Path() string {
 }
 
 func (n *persistent) SetData(ctx context.Context, data []byte) error {
+	// Read before the data is stored, so that every write carrying it goes
+	// out after: if none went out by the time ctx ends, the node does not
+	// hold the data (as group.Node.SetData).
+	sent := n.zs.WritesSent()
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
@@ -132,12 +138,26 @@ func (n *persistent) SetData(ctx context.Context, data []byte) error {
 	case n.kick <- struct{}{}:
 	default:
 	}
-	return n.waitUntil(ctx, func() (bool, error) {
+	held := func() (bool, error) {
 		if n.exists && n.written >= gen {
 			return true, nil
 		}
 		return false, n.stoppedLocked()
-	})
+	}
+	err := n.waitUntil(ctx, held)
+	if err == nil || ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+		return err
+	}
+	n.mu.Lock()
+	ok, _ := held()
+	n.mu.Unlock()
+	switch {
+	case ok: // written as ctx ended
+		return nil
+	case n.zs.WritesSent() != sent:
+		return fmt.Errorf("%w: a write went out, and the node holding the data is not confirmed: %w", recipes.ErrUnknownOutcome, ctx.Err())
+	}
+	return err
 }
 
 // Close stops keeping the node and deletes it while it holds the data last

@@ -211,10 +211,13 @@ func (r *Registration) Wait(ctx context.Context) error {
 // registration's Name, ID and Type; a zero RegistrationTime keeps the
 // registration's. When ctx ends first it returns an error matching ctx's;
 // the data is written all the same as soon as it can be, and Instance
-// returns it already. The write is conditional on the node's version as
-// last read, so it never overwrites a change it has not read; a write whose
-// answer was lost is read back, so Update never leaves its outcome unknown.
-// It returns session.ErrClosed after Close, the error that stopped the
+// returns it already. That error also matches recipes.ErrUnknownOutcome when
+// a write went out meanwhile and its answer has not come (the node may
+// already hold the data); it does not when no write was sent (the
+// connection was down all along). The write is conditional on the node's
+// version as last read, so it never overwrites a change it has not read; a
+// write whose answer was lost on a connection that came back is read back
+// and sent again as needed, not reported. It returns session.ErrClosed after Close, the error that stopped the
 // registration (see Wait), and session.ErrBadArgument for a nil ctx or an
 // instance Register would refuse or of another Name, ID or Type. Safe to
 // call concurrently: the data of the call that came last wins.
