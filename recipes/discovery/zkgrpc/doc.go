@@ -43,9 +43,10 @@
 //
 // A service with no usable instance (none registered, or its base path
 // missing) gives the client an empty state and reports an error matching
-// discovery.ErrNoInstances: calls fail fast with Unavailable (under
-// round_robin, "no children to pick from"; under pick_first, this package's
-// error), and wait-for-ready calls wait until an instance is registered.
+// discovery.ErrNoInstances: calls fail fast with Unavailable (with the
+// balancer's message: round_robin's "no children to pick from"; pick_first's
+// "produced zero addresses", then this package's error), and wait-for-ready
+// calls wait until an instance is registered.
 // Until the cache's first load the client's calls wait; if it takes longer
 // than the session timeout (ZooKeeper out of reach) the resolver reports an
 // error, so that calls fail fast until it is done.
