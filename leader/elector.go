@@ -125,6 +125,7 @@ func (e *elector) campaignAs(ctx context.Context, o *engine.Observation) (*engin
 			eb.InitialInterval = 10 * time.Millisecond
 			eb.MaxInterval = 2 * time.Second
 			eb.MaxElapsedTime = 0
+			eb.Reset() // the constructor took its default first interval (500 ms)
 			bo = eb
 		}
 		if err := sleep(ctx, e.sess, bo.NextBackOff()); err != nil {
