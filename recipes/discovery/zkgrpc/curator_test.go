@@ -57,8 +57,8 @@ func TestCuratorInstances(t *testing.T) {
 	if err := java.Update(ctx, "java-1", moved.Port()); err != nil {
 		t.Fatal(err)
 	}
-	reachAll(t, cc, "go-1", "java-1-moved")
 	avoid(t, cc, "java-1", 20)
+	reachAll(t, cc, "go-1", "java-1-moved")
 
 	if err := java.Unregister(ctx, "java-1"); err != nil {
 		t.Fatal(err)
