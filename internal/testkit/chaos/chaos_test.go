@@ -80,6 +80,14 @@ func TestChaos(t *testing.T) {
 	if rep.CacheRounds != rep.Rounds {
 		t.Errorf("the caches were compared with the server at the end of %d rounds of %d", rep.CacheRounds, rep.Rounds)
 	}
+	if rep.Registrations.Rounds != rep.Rounds || rep.Trees.Rounds != rep.Rounds {
+		t.Errorf("the registrations were compared with the server at the end of %d rounds, the tree caches %d, of %d",
+			rep.Registrations.Rounds, rep.Trees.Rounds, rep.Rounds)
+	}
+	if rep.Registrations.Updates == 0 || rep.Trees.Changes == 0 || rep.Trees.Events == 0 {
+		t.Errorf("%d registration updates, %d tree changes, %d tree cache events: the run did not exercise them",
+			rep.Registrations.Updates, rep.Trees.Changes, rep.Trees.Events)
+	}
 	if len(rep.Violations) > 0 {
 		t.Errorf("%d violations (seed %d, replay with ZKRECIPES_CHAOS_SEED=%d); see the report", len(rep.Violations), rep.Seed, rep.Seed)
 	}

@@ -69,6 +69,10 @@ type Report struct {
 	// match it.
 	CacheRounds   int
 	CacheConverge Dist
+	// Registrations and Trees are the figures of the service registrations
+	// and the tree caches (see discovery.go and tree.go).
+	Registrations RegistrationStats
+	Trees         TreeStats
 
 	overlapped map[int]bool // interval IDs that another hold began during
 }
@@ -275,6 +279,8 @@ func (r *Report) String() string {
 	}
 	p("caches (a children and a node cache per session): compared with the server at the end of %d rounds; time to match: %s",
 		r.CacheRounds, r.CacheConverge)
+	p("%s", r.Registrations)
+	p("%s", r.Trees)
 	p("after close: %d nodes left, goroutines %d (baseline %d), slowest session Close %s",
 		r.LeftNodes, r.GoroutinesAfter, r.GoroutinesBaseline, ms(r.SessionCloseMax))
 	return b.String()

@@ -98,6 +98,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for _, rc := range Recipes() {
 		paths = append(paths, cfg.Root+"/"+rc)
 	}
+	paths = append(paths, servicePath(cfg.Root))
 	var left []string
 	var lerr error
 	deadline := time.Now().Add(20 * time.Second)
@@ -196,6 +197,17 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 		return fail(err)
 	}
 	cacheRNG := rand.New(rand.NewSource(cfg.Seed + 1)) // apart from the faults' RNG: the schedule replays as before
+	regs, err := r.startRegistrations(ctx)
+	if err != nil {
+		caches.close()
+		return fail(err)
+	}
+	trees, err := r.startTrees()
+	if err != nil {
+		regs.close()
+		caches.close()
+		return fail(err)
+	}
 	var cacheTook []time.Duration
 	var cacheBad []Violation
 
@@ -244,9 +256,14 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 		p := drawPlan(rng, cfg)
 		stopChurn, churned := make(chan struct{}), make(chan struct{})
 		go func() { defer close(churned); caches.churn(r.obs, cacheRNG, stopChurn) }()
+		var churns sync.WaitGroup
+		churns.Add(2)
+		go func() { defer churns.Done(); trees.churn(r.obs, stopChurn) }()
+		go func() { defer churns.Done(); regs.churn(cfg, stopChurn) }()
 		f, err := r.inject(ctx, round, p)
 		close(stopChurn)
 		<-churned
+		churns.Wait()
 		r.rec.fault(f)
 		rounds = round
 		if cfg.Verbose {
@@ -269,7 +286,12 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 			}
 			div.observe(r.rec.now(), dir, r.mem.view(dir, 2*time.Second))
 		}
+		var conv sync.WaitGroup // the registrations and trees are compared at the same time as the caches
+		conv.Add(2)
+		go func() { defer conv.Done(); regs.converge(ctx, r.obs, round, f.Kind) }()
+		go func() { defer conv.Done(); trees.converge(ctx, r.obs, round, f.Kind) }()
 		took, bad := caches.converge(ctx, r.obs)
+		conv.Wait()
 		cacheTook = append(cacheTook, took)
 		for _, b := range bad {
 			cacheBad = append(cacheBad, Violation{Kind: "cache not converged", Recipe: "cache", At: r.rec.now(),
@@ -279,6 +301,7 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 	for _, b := range caches.replayCheck() {
 		cacheBad = append(cacheBad, Violation{Kind: "cache events", Recipe: "cache", At: r.rec.now(), Detail: b})
 	}
+	trees.replayCheck()
 
 	owners := map[int64]int{}
 	for _, c := range r.clients {
@@ -299,6 +322,8 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 		hung = true
 	}
 	caches.close()
+	regs.close()
+	trees.close()
 	// The sessions still live at the end: a hold on any other session may
 	// have outlived its session's end on the server (see sessionWindow).
 	live := map[int64]bool{}
@@ -332,6 +357,8 @@ func (r *run) drive(ctx context.Context, runErr *error) *Report {
 	rep.Diverged = div.persistent()
 	rep.CacheRounds, rep.CacheConverge = len(cacheTook), distOf(cacheTook)
 	rep.Violations = append(rep.Violations, cacheBad...)
+	regs.fill(rep, faults)
+	trees.fill(rep)
 	if hung {
 		rep.addViolation("workers did not stop", "", 0, "a worker was still blocked 60s after the run stopped (its calls' ctx had ended)")
 	}
