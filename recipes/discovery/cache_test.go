@@ -216,8 +216,8 @@ func replayInstances(t testing.TB, evs []recorded) map[string]discovery.Instance
 	return cp
 }
 
-// TestCachesConverge: caches on sessions that are cut, partitioned for
-// less than their timeout, and expired, while another client churns the
+// TestCachesConverge: caches on sessions that are cut, partitioned until
+// suspended (which the session may or may not survive), and expired, while another client churns the
 // service's instances, each match the server's children (after a sync)
 // once the fault is over; and each cache's events, replayed from nothing,
 // give its copy.
@@ -236,7 +236,7 @@ func TestCachesConverge(t *testing.T) {
 	}
 	var ws []*watcher
 	for i := 0; i < 3; i++ {
-		s, p, tap := sessiontest.ConnectProxyTap(t, ns, session.WithSessionTimeout(sessiontest.LeaseTimeout))
+		s, p, tap := sessiontest.ConnectProxyTap(t, ns)
 		c := newCache(t, s, "svc")
 		w := &watcher{s: s, p: p, tap: tap, c: c, rec: record(c.Events())}
 		w.rec.waitInit(t)
