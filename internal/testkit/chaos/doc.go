@@ -28,7 +28,17 @@
 //   - a cache.NewChildren of Root+"-cache" and a cache.NewNode of
 //     Root+"-cache-flag", which the observer changes (creates, writes,
 //     deletes, a delete and a create at once, every 10 to 60 ms from an RNG
-//     of its own) while each round's fault is held.
+//     of its own) while each round's fault is held;
+//   - a discovery.Register of one Dynamic instance ("s<i>") of the service
+//     "chaos" under Root+"-services", and a discovery.Cache of that service;
+//     while each fault is held a session's instance is updated
+//     (Registration.Update, with a ctx of 0.2 to 2 session timeouts) every
+//     50 to 250 ms;
+//   - a cache.NewTree of Root+"-tree" (session 1's with WithMaxDepth(2)),
+//     under which the observer changes a tree three levels deep while each
+//     fault is held: writes (creating missing parents), creates, deletes of
+//     leaves, deletes of inner nodes with their children (one at a time,
+//     children first, or in one multi), a delete and a create again at once.
 //
 // A worker acquires with a ctx of 0.2 to 2 session timeouts (so some acquires
 // time out while queued), holds for 10 to 150 ms (the leader's work: its
@@ -119,7 +129,8 @@
 //     work, counted, not a violation.
 //   - Every call returns within its ctx: each acquire (Lock, RLock, Acquire),
 //     release, Downgrade and leader.Run (at the stop) returns at most
-//     Config.Tolerance after its ctx ended. The default of 100 ms is the
+//     Config.Tolerance after its ctx ended (and so does each
+//     Registration.Update). The default of 100 ms is the
 //     library's "ctx plus a few milliseconds" widened for what is outside its
 //     control on a shared 2-core machine with three JVMs: the
 //     scheduling delay of the returning goroutine, and the recorder's own
@@ -159,9 +170,26 @@
 //     consistent (Added of a node not held, Updated of the same incarnation
 //     with a later write, Removed of the node held, one Initialized) and
 //     give its copy.
+//   - Registrations stay: at the end of every round, within the same 15 s,
+//     every registration whose session is live is on the server (read after
+//     a sync), owned by that session and holding the registration's data,
+//     no other instance is, and every discovery cache's Instances equal the
+//     server's. Throughout the run a raw connection of its own lists the
+//     service's children at every change (and at its own reconnections): a
+//     registration absent from that list while its session was Connected or
+//     Reconnected is an outage (the time that connection was down is
+//     deducted), counted in the report; one over 10 s is a violation (a
+//     connected client re-creates its node with one request).
+//   - Tree caches converge: at the end of every round, within the same
+//     15 s, every tree cache matches the server's subtree (read after a
+//     sync, down to the cache's maximum depth: paths, data, czxid, mzxid)
+//     and skips nothing; at the end of the run each one's events, replayed
+//     from nothing, are consistent as above, in tree order (no Added below a
+//     node not held, no Removed of a node that still has children), and give
+//     its copy.
 //   - Nothing left behind: once every session is closed, no node exists below
 //     any recipe path (read by the observer, waiting up to 20 s for the
-//     server), and, once the observers are closed too, runtime.NumGoroutine
+//     server; the service's instances too), and, once the observers are closed too, runtime.NumGoroutine
 //     is back to its value before the observers and sessions started (waiting
 //     up to 20 s; the stacks are in the report if not). The test's TestMain
 //     adds goleak.
