@@ -39,6 +39,7 @@ type persistent struct {
 	czxid   int64
 	version int32
 	held    []byte // the node's data as last written or read
+	created bool   // a create of ours succeeded: the node may exist, even unrecorded
 	written uint64 // generation of data the node holds
 	ep      *zksession.Epoch
 	err     error // why it stopped before Close
@@ -160,10 +161,12 @@ func (n *persistent) SetData(ctx context.Context, data []byte) error {
 	return err
 }
 
-// Close stops keeping the node and deletes it while it holds the data last
-// written or read (so a node someone else created under the name since is
-// left alone), in the session's background queue, waiting a few seconds
-// at most.
+// Close stops keeping the node and deletes it: the node of the czxid this
+// keeper last saw (a node someone else created under the name since is left
+// alone), within cleanupTimeout; if that cannot be done in time (the
+// connection is down), the session's background queue deletes it later
+// while it holds the data last written or read. A create still in flight
+// at Close deletes its node itself when it lands.
 func (n *persistent) Close() error {
 	n.closeOnce.Do(func() {
 		n.mu.Lock()
@@ -173,23 +176,51 @@ func (n *persistent) Close() error {
 		n.cancel(session.ErrClosed)
 		n.wg.Wait()
 		n.mu.Lock()
-		exists, held, ep := n.exists, n.held, n.ep
+		created, czxid, held, ep := n.created, n.czxid, n.held, n.ep
 		n.exists = false
 		n.broadcastLocked()
 		n.mu.Unlock()
-		if !exists || ep == nil {
+		if !created || ep == nil {
 			return
 		}
-		done := n.zs.GuaranteedDeleteIfData(ep, n.full, held)
-		t := time.NewTimer(cleanupTimeout)
-		defer t.Stop()
-		select {
-		case <-done:
-		case <-t.C:
-			n.lg.Warn("node not deleted yet at Close: left to the session's background deletion")
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		if err := n.deleteOwn(ctx, czxid); err != nil {
+			n.lg.Warn("node not deleted at Close: left to the session's background deletion", zap.Error(err))
+			n.zs.GuaranteedDeleteIfData(ep, n.full, held)
 		}
 	})
 	return nil
+}
+
+// deleteOwn deletes the node while its czxid is czxid (0: whatever node has
+// our data), at the version read.
+func (n *persistent) deleteOwn(ctx context.Context, czxid int64) error {
+	for {
+		var st *zk.Stat
+		err := n.zs.RetryAcrossSessions(ctx, func(c *zk.Conn) error {
+			_, s, err := c.Get(n.full)
+			if err == nil {
+				st = s
+			}
+			return err
+		})
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			return nil
+		case err != nil:
+			return err
+		case czxid != 0 && st.Czxid != czxid:
+			return nil // someone else's node now
+		}
+		err = n.zs.RetryAcrossSessions(ctx, func(c *zk.Conn) error { return c.Delete(n.full, st.Version) })
+		if err == nil || errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if !errors.Is(err, zk.ErrBadVersion) {
+			return err
+		}
+	}
 }
 
 // run establishes the node and keeps it until Close, or until ZooKeeper
@@ -254,7 +285,7 @@ func (n *persistent) snapshot() ([]byte, uint64) {
 func (n *persistent) set(ep *zksession.Epoch, st *zk.Stat, held []byte, written uint64) {
 	n.mu.Lock()
 	was := n.exists
-	n.exists, n.czxid, n.version, n.held, n.ep = true, st.Czxid, st.Version, held, ep
+	n.exists, n.czxid, n.version, n.held, n.ep, n.created = true, st.Czxid, st.Version, held, ep, true
 	n.written = max(n.written, written)
 	n.broadcastLocked()
 	n.mu.Unlock()
@@ -280,10 +311,7 @@ func (n *persistent) clear(why string) {
 func (n *persistent) establish(ep *zksession.Epoch) error {
 	data, gen := n.snapshot()
 	for try := 0; ; try++ {
-		err := n.zs.Retry(n.ctx, ep, func(c *zk.Conn) error {
-			_, err := c.Create(n.full, data, 0, n.zs.ACL())
-			return err
-		})
+		err := n.zs.Retry(n.ctx, ep, func(c *zk.Conn) error { return n.create(c, ep, data) })
 		switch {
 		case err == nil:
 			var st *zk.Stat
@@ -311,6 +339,33 @@ func (n *persistent) establish(ep *zksession.Epoch) error {
 	}
 }
 
+// create creates the node with data. Its result is recorded here, under
+// n.mu, not only by the caller: a create that lands after Close (whose Retry
+// gave up on it) deletes its node, and one that landed before is known to
+// Close even if the caller never saw its answer.
+func (n *persistent) create(c *zk.Conn, ep *zksession.Epoch, data []byte) error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return engine.Closed()
+	}
+	n.mu.Unlock()
+	_, err := c.Create(n.full, data, 0, n.zs.ACL())
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	late := n.closed
+	if !late {
+		n.created, n.held, n.ep, n.czxid = true, data, ep, 0 // czxid unknown until read
+	}
+	n.mu.Unlock()
+	if late {
+		n.zs.GuaranteedDeleteIfData(ep, n.full, data)
+	}
+	return nil
+}
+
 // takeOver adopts the node there, writing our data to it unless it holds
 // it.
 func (n *persistent) takeOver(ep *zksession.Epoch, data []byte, gen uint64) error {
@@ -328,11 +383,47 @@ func (n *persistent) takeOver(ep *zksession.Epoch, data []byte, gen uint64) erro
 		return nil // gone meanwhile: create it in the next round
 	case err != nil:
 		return err
+	case st.EphemeralOwner != 0:
+		return n.waitOut(ep)
 	case bytes.Equal(got, data):
 		n.set(ep, st, data, gen)
 		return nil
 	}
 	return n.write(ep, st.Czxid, st.Version, data, gen)
+}
+
+// waitOut waits until the ephemeral node of another session (a Dynamic
+// instance with this id) that holds the name changes or goes: its data is
+// not ours to write. It returns nil to look again.
+func (n *persistent) waitOut(ep *zksession.Epoch) error {
+	var st *zk.Stat
+	var w *zksession.Watch
+	err := n.zs.Retry(n.ctx, ep, func(*zk.Conn) error {
+		_, s, ww, err := n.zs.GetW(n.full)
+		if err == nil {
+			st, w = s, ww
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return nil
+	case err != nil:
+		return err
+	case st.EphemeralOwner == 0:
+		return nil
+	}
+	n.lg.Info("the name is another session's ephemeral node: waiting for it to go",
+		zap.String("owner", fmt.Sprintf("0x%x", st.EphemeralOwner)))
+	select {
+	case ev, ok := <-w.Events():
+		w.Event(ev, ok)
+		return nil
+	case <-ep.Lost():
+		return ep.Err()
+	case <-n.ctx.Done():
+		return context.Cause(n.ctx)
+	}
 }
 
 // write sets data of generation gen on the node, conditional on version; a

@@ -448,3 +448,57 @@ func TestSessionClosed(t *testing.T) {
 		return errors.Is(r.Wait(ctxT(t)), session.ErrClosed)
 	}, "Wait returns session.ErrClosed")
 }
+
+// TestLateCreateAfterClose: a Static instance's create that reaches the
+// server after Close (its answer late) deletes the node it made: no
+// persistent instance outlives its Registration.
+func TestLateCreateAfterClose(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	s, p := sessiontest.ConnectProxy(t, ns, session.WithSessionTimeout(10*time.Second))
+	zs := sessiontest.Core(s)
+	// The parents first, so that the instance's create is the one delayed.
+	register(t, s, discovery.Instance{Name: "svc", ID: "other", Type: discovery.Static})
+	sent := zs.WritesSent()
+	p.SetLatency(500 * time.Millisecond)
+	r, err := discovery.Register(s, base, discovery.Instance{Name: "svc", ID: "late", Type: discovery.Static})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, wait, func() bool { return zs.WritesSent() != sent }, "the create sent")
+	r.Close()
+	full := ns.Path("services/svc/late")
+	zktest.Eventually(t, wait, func() bool { _, ok := exists(t, raw, full); return ok }, "the late create applied")
+	p.SetLatency(0)
+	zktest.Eventually(t, wait, func() bool { _, ok := exists(t, raw, full); return !ok }, "the late create's node deleted")
+}
+
+// TestStaticWaitsOutEphemeral: a Static instance whose id is another
+// session's ephemeral node (a Dynamic instance) never writes into it; it is
+// created, persistent, once that node is gone.
+func TestStaticWaitsOutEphemeral(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	dyn := register(t, sessiontest.Connect(t, ns), discovery.Instance{Name: "svc", ID: "x", Port: 1})
+	r, err := discovery.Register(sessiontest.Connect(t, ns), base, discovery.Instance{Name: "svc", ID: "x", Port: 2, Type: discovery.Static})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(ctxT(t), 300*time.Millisecond)
+	defer cancel()
+	if err := r.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait while a Dynamic instance holds the id: %v", err)
+	}
+	d, _, _ := raw.Get(ns.Path("services/svc/x"))
+	var in discovery.Instance
+	if json.Unmarshal(d, &in) != nil || in.Port != 1 {
+		t.Fatalf("the other session's node was written: %s", d)
+	}
+	dyn.Close()
+	waitFor(t, "Wait", r.Wait)
+	d, st, err := raw.Get(ns.Path("services/svc/x"))
+	if err != nil || st.EphemeralOwner != 0 || json.Unmarshal(d, &in) != nil || in.Port != 2 {
+		t.Fatalf("after the Dynamic instance left: %s %+v %v", d, st, err)
+	}
+}
