@@ -36,7 +36,8 @@
 // loss and after someone deletes it, which Curator 5.4 only logs. When
 // another session holds a Dynamic instance's name, it waits for that node to
 // go where Curator deletes it. A Static or Permanent node is created or taken
-// over (its data written), watched, and created again when deleted. Update
+// over (its data written; another session's ephemeral node under the name is
+// waited out), watched, and created again when deleted. Update
 // writes conditionally on the version read; Close deletes the node whatever
 // its type, as Curator's unregisterService. A Cache follows a
 // cache.ChildrenCache of <base>/<name> and parses each child: one that is not

@@ -43,7 +43,6 @@ type keeper interface {
 // A Registration is safe for concurrent use.
 type Registration struct {
 	path string // the instance's path as given: base/name/id
-	ns   string // the session's namespace
 	node keeper
 
 	mu   sync.Mutex
@@ -104,7 +103,7 @@ func newRegistration(sess *session.Session, base string, inst Instance, opts []O
 		lg = zs.Logger()
 	}
 	lg = lg.Named(recipe)
-	r := &Registration{path: p, ns: zs.Namespace(), inst: inst}
+	r := &Registration{path: p, inst: inst}
 	switch inst.Type {
 	case Dynamic, DynamicSequential:
 		mode := group.Ephemeral
