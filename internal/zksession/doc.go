@@ -33,6 +33,9 @@
 //     disconnects.
 //   - GetW and ChildrenW: watches shared per node, since go-zookeeper cannot
 //     remove one.
+//   - SubscribeTree with GetServerW, ChildrenServerW and ExistsServerW: the
+//     node events below a path through one callback, for watches that only
+//     the server holds (a cache of a large tree).
 //   - CreatedZxid: the czxid of a create, read off the wire from its reply.
 //
 // # The files
@@ -48,6 +51,7 @@
 //	link.go       Of: the Session behind a *session.Session
 //	nodesub.go    node subscriptions and WatchNode; rearm.go sets WatchNode's
 //	              server-only watches again after a reconnect
+//	treesub.go    tree subscriptions and the server-only reads they follow
 //	subscribe.go, state.go, epoch.go, options.go, path.go, refused.go,
 //	errors.go, logger.go   the rest
 //

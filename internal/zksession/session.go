@@ -76,6 +76,7 @@ type Session struct {
 	gdMu     sync.Mutex
 	watches  watchRegistry
 	nodeSubs nodeSubs
+	trees    treeSubs
 	endHooks endHooks
 
 	gdItems   []*gdItem
@@ -389,6 +390,7 @@ func checkServer(part string) (string, error) {
 func (s *Session) onEvent(ev zk.Event) {
 	if ev.Type != zk.EventSession {
 		s.dispatchNode(ev)
+		s.dispatchTree(ev)
 		return
 	}
 	if ev.State == zk.StateDisconnected {

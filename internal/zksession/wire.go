@@ -375,7 +375,9 @@ const (
 // bytes), which is most of what a held lease would cost with ten thousand
 // leases held. For a path in serverOnly the wire sets the watch flag (the
 // request's last byte) of a getData request that go-zookeeper sends without
-// a watch, whole in one Write as it writes every request: the server
+// a watch (and of a getChildren2 or exists request, for the tree
+// subscriptions of treesub.go: their bodies are also a path and the flag),
+// whole in one Write as it writes every request: the server
 // registers the watch, and its notification reaches the session's event
 // callback (go-zookeeper passes every notification to it before it looks
 // for channels, and finds none). go-zookeeper does not re-set such a watch
@@ -855,9 +857,9 @@ func (c *wireConn) Write(p []byte) (int, error) {
 			if n > 0 && n <= maxCreatedPath && requestPathAt+4+n <= len(p) {
 				create = string(p[requestPathAt+4 : requestPathAt+4+n])
 			}
-		case opGetData:
-			// A getData, whole in p: length, xid, opcode, path, watch flag
-			// (serverOnlyBook).
+		case opGetData, opGetChildren2, opExists:
+			// A getData (getChildren2, exists), whole in p: length, xid,
+			// opcode, path, watch flag (serverOnlyBook).
 			end := requestPathAt + 4 + n
 			if n > 0 && end+1 == len(p) && int(binary.BigEndian.Uint32(p[:framePrefixLength])) == len(p)-framePrefixLength &&
 				p[end] == 0 && c.w.isServerOnly(p[requestPathAt+4:end]) {
