@@ -290,20 +290,38 @@ func (rs *regSet) serverState(o *observer) (map[string]regNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range names {
-		data, st, err := o.conn.Get(rs.dir + "/" + name)
-		if errors.Is(err, zk.ErrNoNode) {
+	type got struct {
+		name string
+		data []byte
+		st   *zk.Stat
+		err  error
+	}
+	ch := make(chan got, len(names))
+	for _, name := range names { // in parallel: a round's end waits for one round trip, not one per instance
+		go func() {
+			data, st, err := o.conn.Get(rs.dir + "/" + name)
+			ch <- got{name, data, st, err}
+		}()
+	}
+	var firstErr error
+	for range names {
+		g := <-ch
+		switch {
+		case errors.Is(g.err, zk.ErrNoNode):
 			continue
-		}
-		if err != nil {
-			return nil, err
+		case g.err != nil:
+			firstErr = g.err
+			continue
 		}
 		var inst discovery.Instance
-		if err := inst.UnmarshalJSON(data); err != nil {
-			out[name] = regNode{[]byte(fmt.Sprintf("%q does not parse: %v", data, err)), st.EphemeralOwner}
+		if err := inst.UnmarshalJSON(g.data); err != nil {
+			out[g.name] = regNode{[]byte(fmt.Sprintf("%q does not parse: %v", g.data, err)), g.st.EphemeralOwner}
 			continue
 		}
-		out[name] = regNode{normal(inst), st.EphemeralOwner}
+		out[g.name] = regNode{normal(inst), g.st.EphemeralOwner}
+	}
+	if firstErr != nil {
+		return nil, firstErr
 	}
 	return out, nil
 }

@@ -118,7 +118,7 @@ func (ts *treeSet) close() {
 	}
 }
 
-// churn changes the tree every 10 to 60 ms until stop. Errors are ignored:
+// churn changes the tree every 20 to 80 ms until stop. Errors are ignored:
 // the observer's connection goes down with ensemble faults, and the check
 // compares with what the server holds.
 func (ts *treeSet) churn(o *observer, stop <-chan struct{}) {
@@ -154,7 +154,7 @@ func (ts *treeSet) churn(o *observer, stop <-chan struct{}) {
 			ts.create(o, p, data)
 		}
 		ts.stats.Changes++
-		t.Reset(10*time.Millisecond + time.Duration(ts.rng.Int63n(int64(50*time.Millisecond))))
+		t.Reset(20*time.Millisecond + time.Duration(ts.rng.Int63n(int64(60*time.Millisecond))))
 	}
 }
 
@@ -213,39 +213,60 @@ type treeNode struct {
 	depth int
 }
 
-// serverTree reads the whole tree after a sync, by the caches' paths.
+// serverTree reads the whole tree after a sync, by the caches' paths: the
+// reads of a node and of its children's list go out at once, and the
+// subtrees of its children in parallel (so a round's end waits for a few
+// round trips, not one per node).
 func (ts *treeSet) serverTree(o *observer) (map[string]treeNode, error) {
 	out := map[string]treeNode{}
 	if _, err := o.conn.Sync(ts.root); err != nil {
 		return nil, err
 	}
-	var walk func(p string, depth int) error
-	walk = func(p string, depth int) error {
-		data, st, err := o.conn.Get(p)
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	var walk func(p string, depth int)
+	walk = func(p string, depth int) {
+		defer wg.Done()
+		type got struct {
+			data []byte
+			st   *zk.Stat
+			err  error
+		}
+		ch := make(chan got, 1)
+		go func() {
+			data, st, err := o.conn.Get(p)
+			ch <- got{data, st, err}
+		}()
+		names, _, lerr := o.conn.Children(p)
+		g := <-ch
+		err := g.err
+		if err == nil {
+			err = lerr
+		}
 		if errors.Is(err, zk.ErrNoNode) {
-			return nil
+			return // gone between the reads
 		}
+		mu.Lock()
 		if err != nil {
-			return err
-		}
-		out[p] = treeNode{cacheNode{data, st.Czxid, st.Mzxid}, depth}
-		names, _, err := o.conn.Children(p)
-		if errors.Is(err, zk.ErrNoNode) {
-			delete(out, p)
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		for _, n := range names {
-			if err := walk(p+"/"+n, depth+1); err != nil {
-				return err
+			if firstErr == nil {
+				firstErr = err
 			}
+			mu.Unlock()
+			return
 		}
-		return nil
+		out[p] = treeNode{cacheNode{g.data, g.st.Czxid, g.st.Mzxid}, depth}
+		mu.Unlock()
+		for _, n := range names {
+			wg.Add(1)
+			go walk(p+"/"+n, depth+1)
+		}
 	}
-	if err := walk(ts.root, 0); err != nil {
-		return nil, err
+	wg.Add(1)
+	walk(ts.root, 0)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
 	}
 	return out, nil
 }
