@@ -121,10 +121,10 @@ func (s *Session) PendingDeletes() int {
 
 // Watches returns how many ZooKeeper watches the Session's recipes have set
 // and not yet seen fire (one per node and kind, however many waiters share
-// it).
+// it; each cache of package cache counts its own).
 func (s *Session) Watches() int {
 	if s == nil || s.s == nil {
 		return 0
 	}
-	return s.s.WatchCount() + s.s.NodeSubs()
+	return s.s.WatchCount() + s.s.NodeSubs() + s.s.TreeWatches()
 }
