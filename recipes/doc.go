@@ -22,7 +22,9 @@
 // so that it can refuse a holder that has been replaced. Writes to ZooKeeper
 // itself need no token: Commit runs them in one transaction with a check
 // that the lease's node still exists, so they commit only while the lease
-// holds on the server, and fail with ErrNotHeld otherwise.
+// holds on the server, and fail with ErrNotHeld otherwise. A Commit whose
+// answer was lost fails with ErrUnknownOutcome: it may or may not have
+// committed.
 //
 // # What ends a lease
 //
@@ -46,11 +48,12 @@
 //
 //	recipes.ErrBusy          a try-acquire would have to wait
 //	recipes.ErrNotHeld       a Commit whose lease no longer holds (nothing committed)
+//	recipes.ErrUnknownOutcome  a write was sent and its answer was lost: it may or may not have applied
 //	recipes.ErrNotOwner      a reentrant lease released from another goroutine
 //	session.ErrBadArgument   bad input: nil ctx or session, bad path, bad id or count
 //	session.ErrClosed        the recipe or the session is closed
 //	session.ErrLost          the session ended while the call waited
-//	context.Canceled, context.DeadlineExceeded   ctx ended (the call cleaned up first)
+//	context.Canceled, context.DeadlineExceeded   ctx ended (the call cleaned up first; a write still waiting for the connection sent nothing)
 //	zk.ErrNoAuth and go-zookeeper's other errors  ZooKeeper refused the request
 //
 // # Options

@@ -25,8 +25,11 @@
 // It also holds the harnesses that several packages' tests share: the
 // nil-input table runner (NilCase, CheckNilCases, CatchPanic, Subtree), the
 // ctx-bound measurer (MeasureBound, MeasureBoundWithin, the Bound*
-// constants, LibraryStacks) and the waits Recv and WaitDone. Only tests may
-// import this package, never the library's own code.
+// constants, LibraryStacks), the write-outcome table (CheckOutcomes,
+// CommitCase: an answer lost says recipes.ErrUnknownOutcome, a write made
+// while the connection is down sends nothing) and the waits Recv and
+// WaitDone. Only tests may import this package, never the library's own
+// code.
 package sessiontest
 
 import (
