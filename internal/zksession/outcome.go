@@ -232,7 +232,7 @@ func SendOnce[T any](ctx context.Context, s *Session, ep *Epoch, stop func() <-c
 	var b backoff.BackOff
 	for attempt := 1; ; attempt++ {
 		if err := s.waitSendable(ctx, ep, stop); err != nil {
-			return zero, err
+			return zero, fmt.Errorf("waiting for the connection, nothing sent: %w", err)
 		}
 		sent := s.wire.writes.Load()
 		v, err, end := callEnded(ctx, s, op, nil)
