@@ -14,6 +14,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/counter"
 	"github.com/zkrecipes/zkrecipes/session"
 )
@@ -71,7 +72,7 @@ func runScheduler(ctx context.Context, sess *session.Session,
 // may be skipped).
 func nextInvoiceNumber(ctx context.Context, ids *counter.Counter[int64]) (int64, error) {
 	v, err := ids.Increment(ctx)
-	for errors.Is(err, counter.ErrUnknownOutcome) {
+	for errors.Is(err, recipes.ErrUnknownOutcome) {
 		var ok bool
 		if v, ok, err = ids.TrySet(ctx, v, v.Value+1); err == nil && !ok {
 			v, err = ids.Increment(ctx) // someone wrote since, perhaps this call: take another
