@@ -37,7 +37,9 @@ type Hold interface {
 // session's expiry or by anyone else, whatever this process believes. ops are
 // go-zookeeper's *zk.CreateRequest, *zk.SetDataRequest, *zk.DeleteRequest and
 // *zk.CheckVersionRequest, with recipe paths (under the session's namespace);
-// a create with no ACL gets the session's. It returns the responses to ops,
+// a create with no ACL gets the session's, and nil data in a create or a
+// setData is written as empty data (a Java client reads a null buffer as
+// null, as everywhere in the library). It returns the responses to ops,
 // in order.
 //
 // While the connection is down it waits within ctx for it to be back before
@@ -141,11 +143,13 @@ func (e *Engine) guardedOp(op any) (any, error) {
 			if len(c.Acl) == 0 {
 				c.Acl = e.zs.ACL()
 			}
+			c.Data = zksession.NodeData(c.Data)
 			out, path = &c, &c.Path
 		}
 	case *zk.SetDataRequest:
 		if o != nil {
 			c := *o
+			c.Data = zksession.NodeData(c.Data)
 			out, path = &c, &c.Path
 		}
 	case *zk.DeleteRequest:

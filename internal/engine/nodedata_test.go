@@ -110,3 +110,24 @@ func TestCuratorReadsNodeData(t *testing.T) {
 		})
 	}
 }
+
+// TestCommitDataNeverNull: a guarded write's create and setData with nil
+// data write empty data, not a null buffer, as the engine's own nodes do.
+func TestCommitDataNeverNull(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	ctx := ctxT(t)
+	in := newInternals(t, sessiontest.Connect(t, ns))
+	l, err := in.Acquire(ctx, engine.Standard("lock-", 1), []byte("id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Commit(ctx,
+		&zk.CreateRequest{Path: "/created", Data: nil},
+		&zk.CreateRequest{Path: "/written", Data: []byte("x")},
+		&zk.SetDataRequest{Path: "/written", Data: nil, Version: -1},
+	); err != nil {
+		t.Fatal(err)
+	}
+	notNull(t, raw, ns.Path("/created"), ns.Path("/written"))
+}
