@@ -111,15 +111,33 @@ func (a *app) serviceInstances(ctx context.Context, sess *session.Session, base,
 		return err
 	}
 	if asJSON {
-		if insts == nil {
-			insts = []discovery.Instance{}
+		out := make([]jsonInstance, len(insts))
+		for i, in := range insts {
+			out[i] = jsonInstance(in)
 		}
-		return json.NewEncoder(a.stdout).Encode(insts)
+		return json.NewEncoder(a.stdout).Encode(out)
 	}
 	for _, in := range insts {
 		fmt.Fprintln(a.stdout, instanceText(in))
 	}
 	return nil
+}
+
+// jsonInstance is an instance as --json prints it: Curator's JSON
+// (Instance.MarshalJSON) with "enabled" always written. Curator's default
+// serializer, and so MarshalJSON, leaves it out of an enabled instance; a
+// script reading the output (jq's select(.enabled)) should not have to know
+// that a missing "enabled" means true.
+type jsonInstance discovery.Instance
+
+func (j jsonInstance) MarshalJSON() ([]byte, error) {
+	in := discovery.Instance(j)
+	b, err := in.MarshalJSON()
+	if err != nil || in.Disabled {
+		return b, err // a disabled instance has "enabled": false
+	}
+	// An object whose last member is not "enabled": add it before the }.
+	return append(b[:len(b)-1], []byte(`,"enabled":true}`)...), nil
 }
 
 // instanceText is an instance as the text output shows it, one line:
