@@ -58,7 +58,7 @@ const (
 )
 
 // wkey names a watch that fired: the node (by its path below the root, ""
-// for the root) and the kind.
+// for the root) and the kind (an exists watch is of dataKind).
 type wkey struct {
 	rel  string
 	kind wkind
@@ -71,17 +71,6 @@ type tnode struct {
 	Node
 	in   bool
 	kids map[string]*tnode // by name; keys share the children's Path
-	dw   *muxEntry         // the data watch waited on; owned by run
-	cw   *muxEntry         // the child watch waited on; owned by run
-}
-
-// armed is the exists watch of a node skipped for its ACL (a refused read
-// sets no watch; exists is not checked against the ACL). existed: the node
-// existed when it was set, so it fires at the node's next write or delete,
-// as a data watch does.
-type armed struct {
-	e       *muxEntry
-	existed bool
 }
 
 // core is every cache: a tree of nodes below a root, of a shape. One
@@ -108,14 +97,16 @@ type core struct {
 	root    *tnode
 	skipped map[string]error // by rel: nodes left out because ZooKeeper refused their read
 
-	// Owned by run.
-	exists map[string]armed // exists watches of skipped nodes, by rel, this epoch
-	absent bool             // the root (or a ChildrenCache's parent) was missing at the last read
-	mux    *mux
+	// Owned by run (held and rootListed written under mu too).
+	exists     map[string]struct{} // exists watches of skipped nodes (a refused read sets no watch), by rel, this epoch
+	absent     bool                // the root (or a ChildrenCache's parent) was missing at the last read
+	held       int                 // the data and child watches of the nodes in the copy
+	rootListed bool                // a ChildrenCache's parent holds a child watch
 
+	sub   *zksession.TreeSub // the node events at and below the root
 	dmu   sync.Mutex
-	dirty map[wkey]*muxEntry // watches that fired
-	kick  chan struct{}      // 1-buffered: dirty has entries
+	dirty map[wkey]struct{} // watches that fired
+	kick  chan struct{}     // 1-buffered: dirty has entries
 }
 
 func newCore(sess any, p string, kind string, opts []Option) (*core, error) {
@@ -160,41 +151,41 @@ func newCore(sess any, p string, kind string, opts []Option) (*core, error) {
 		init:    make(chan struct{}),
 		root:    &tnode{Node: Node{Path: p}},
 		skipped: make(map[string]error),
-		exists:  make(map[string]armed),
-		dirty:   make(map[wkey]*muxEntry),
+		exists:  make(map[string]struct{}),
+		dirty:   make(map[wkey]struct{}),
 		kick:    make(chan struct{}, 1),
 	}
-	c.mux = &mux{ctx: ctx, wg: &c.wg, fire: c.fired}
-	// Subscribed before run starts, so no Reconnected after the constructor
-	// returned is missed.
-	sub := zs.Subscribe()
+	// Subscribed before run starts, so no watch's event is missed.
+	c.sub = zs.SubscribeTree(full, c)
 	c.wg.Add(2)
 	go func() { defer c.wg.Done(); c.q.pump() }()
-	go func() { defer c.wg.Done(); c.run(sub) }()
+	go func() { defer c.wg.Done(); c.run() }()
 	return c, nil
 }
 
-// close implements Close: it stops run and every goroutine waiting on
-// watches, and waits for them. Requests in flight are abandoned to the
-// session (Retry returns at once when ctx ends).
+// close implements Close: it stops run and the queue's pump, and waits for
+// them. Requests in flight are abandoned to the session (Retry returns at
+// once when ctx ends). The watches stay on the server until they fire; their
+// events find no subscriber.
 func (c *core) close() error {
 	c.closeOnce.Do(func() {
 		c.cancel()
+		c.sub.Cancel()
 		close(c.q.stop)
 		c.wg.Wait()
 	})
 	return nil
 }
 
-func (c *core) run(sub *zksession.Subscription[zksession.Event]) {
+func (c *core) run() {
 	defer c.q.finish()
-	defer sub.Close()
 	var (
-		ep    *zksession.Epoch
-		full  = true // reload everything: first load, new epoch, Reconnected, after an error, a poll
-		first = true
-		poll  time.Duration // the next poll while absent; 0 when present
-		fail  time.Duration // the next wait after a failure; 0 after a success
+		ep     *zksession.Epoch
+		full   = true // reload everything: first load, a transition, after an error, a poll
+		first  = true
+		poll   time.Duration   // the next poll while absent; 0 when present
+		fail   time.Duration   // the next wait after a failure; 0 after a success
+		period <-chan struct{} // closed at the session's first transition since the last reload began
 	)
 	for {
 		cur, err := c.zs.WaitConnected(c.ctx)
@@ -202,12 +193,23 @@ func (c *core) run(sub *zksession.Subscription[zksession.Event]) {
 			return // Close, or the session closed
 		}
 		if cur != ep {
-			// A new session: its watches are all new, and go-zookeeper has
-			// dropped the old ones (they fire NotWatching).
+			// A new session: it holds none of the old one's watches.
 			ep, full = cur, true
-			c.exists = make(map[string]armed)
 		}
-		if err := c.step(ep, &full); err != nil {
+		select {
+		case <-period:
+			// The connection went down since the last reload (and may be
+			// back): the server dropped the watches and their events may
+			// be lost. Reload before reading anything the marks ask for.
+			full = true
+		default:
+		}
+		if full {
+			period = c.zs.Changed()
+		}
+		err = c.step(ep, &full)
+		c.sub.SetWatches(c.watches())
+		if err != nil {
 			if c.ctx.Err() != nil || errors.Is(err, zksession.ErrClosed) {
 				return
 			}
@@ -241,13 +243,11 @@ func (c *core) run(sub *zksession.Subscription[zksession.Event]) {
 		for !full && !c.hasDirty() {
 			select {
 			case <-c.kick:
-			case ev, ok := <-sub.C():
-				if !ok || ev.State == zksession.Closed {
-					return
-				}
-				if ev.State == zksession.Reconnected {
-					full = true // reload: report exactly what changed while away
-				}
+			case <-period:
+				// Suspended, Reconnected, Lost or Closed: reload once
+				// connected, to report exactly what changed while away (and
+				// set every watch again), or end.
+				full = true
 			case <-pollC:
 				full = true
 				break wait
@@ -273,15 +273,63 @@ func (c *core) sleep(d time.Duration) bool {
 	}
 }
 
-// fired is the mux's callback: it marks e's node to be read again.
-func (c *core) fired(e *muxEntry) {
+// TreeEvent implements zksession.TreeEvents, on go-zookeeper's receiving
+// goroutine: it marks the node of ev to be read again, for the watches of
+// the cache's that ev ended (see the session's tree subscriptions: the
+// event may come of another user's watch on the node; a read then finds
+// nothing new).
+func (c *core) TreeEvent(ev zk.Event) {
+	rel := ev.Path[len(c.full):] // the session hands the events at and below full
+	d := depth(rel)
+	if d > c.shape.maxDepth {
+		return
+	}
+	var data, kids bool
+	switch ev.Type {
+	case zk.EventNodeDataChanged, zk.EventNodeCreated:
+		data = true
+	case zk.EventNodeChildrenChanged:
+		kids = d < c.shape.maxDepth
+	case zk.EventNodeDeleted:
+		data, kids = true, d < c.shape.maxDepth
+	default:
+		return // NotWatching: go-zookeeper's watches of an ended session; the new epoch reloads
+	}
 	c.dmu.Lock()
-	c.dirty[wkey{e.rel, e.kind}] = e
+	if data {
+		c.dirty[wkey{rel, dataKind}] = struct{}{}
+	}
+	if kids {
+		c.dirty[wkey{rel, childKind}] = struct{}{}
+	}
 	c.dmu.Unlock()
 	select {
 	case c.kick <- struct{}{}:
 	default:
 	}
+}
+
+// watches returns the watches the cache holds: a data watch per node of
+// the copy read with its data, a child watch per node listed, an exists
+// watch per skipped node. Owned by run.
+func (c *core) watches() int {
+	n := c.held + len(c.exists)
+	if c.rootListed {
+		n++
+	}
+	return n
+}
+
+// watchesAt returns the watches a node of the copy at depth d holds.
+func (c *core) watchesAt(d int) int {
+	n := 0
+	if c.shape.hasData(d) {
+		n++
+	}
+	if d < c.shape.maxDepth {
+		n++
+	}
+	return n
 }
 
 func (c *core) hasDirty() bool {
@@ -290,26 +338,27 @@ func (c *core) hasDirty() bool {
 	return len(c.dirty) > 0
 }
 
-func (c *core) takeDirty() map[wkey]*muxEntry {
+func (c *core) takeDirty() map[wkey]struct{} {
 	c.dmu.Lock()
 	defer c.dmu.Unlock()
 	d := c.dirty
-	c.dirty = make(map[wkey]*muxEntry)
+	c.dirty = make(map[wkey]struct{})
 	return d
 }
 
-// forgetFired forgets the watches that fired: nobody waits on them now.
-func (c *core) forgetFired(fired map[wkey]*muxEntry) {
-	for _, e := range fired {
-		switch {
-		case e.tn == nil:
-			if a, ok := c.exists[e.rel]; ok && a.e == e {
-				delete(c.exists, e.rel)
-			}
-		case e.kind == dataKind && e.tn.dw == e:
-			e.tn.dw = nil
-		case e.kind == childKind && e.tn.cw == e:
-			e.tn.cw = nil
+// forgetFired forgets the exists watches that fired (an event that ends a
+// data watch ends an exists watch on the node too), so that armSkipped sets
+// them again, and drops from fired the data events of nodes whose data the
+// cache does not read (a ChildrenCache's parent) unless such a watch fired.
+func (c *core) forgetFired(fired map[wkey]struct{}) {
+	for k := range fired {
+		if k.kind != dataKind {
+			continue
+		}
+		if _, ok := c.exists[k.rel]; ok {
+			delete(c.exists, k.rel)
+		} else if !c.shape.hasData(depth(k.rel)) {
+			delete(fired, k)
 		}
 	}
 }
@@ -319,8 +368,11 @@ func (c *core) forgetFired(fired map[wkey]*muxEntry) {
 func (c *core) step(ep *zksession.Epoch, full *bool) error {
 	if *full {
 		// Marks made before now are covered by the reload; those made during
-		// it are newer than its reads and stay.
-		c.forgetFired(c.takeDirty())
+		// it are newer than its reads and stay. The exists watches are set
+		// again with the rest: after a reconnect the server holds none of
+		// them (nobody lists them in go-zookeeper's SetWatches).
+		c.takeDirty()
+		c.exists = make(map[string]struct{})
 		if err := c.refetch(ep, ""); err != nil {
 			return err
 		}
@@ -390,83 +442,88 @@ type fetched struct {
 	state  readState
 	err    error // refused: the refusal, naming the node
 	listed bool  // the children were listed (kids)
+	pzxid  int64 // listed: the node's Pzxid then (no child listed is newer)
 	noList bool  // read the data alone
 	kids   []*fetched
-	dw, cw *zksession.Watch
 }
 
-// read reads the node at rel: its data (with the session's shared data
-// watch, or without a watch when an exists watch of the cache stands for
-// it) if its depth is cached with data, then its children (with the shared
-// child watch) if it is above the maximum depth. Any error but a missing
-// node and a refusal is returned.
+// read reads the node at rel: its data if its depth is cached with data,
+// then its children if it is above the maximum depth, each with a watch
+// that only the server holds (its event comes through the cache's tree
+// subscription). Any error but a missing node and a refusal is returned.
+// The two reads are of one incarnation of the node: the children of a node
+// deleted and created again between them are not its (their events would
+// be of a node the copy does not hold yet), so the node is read again then.
 func (c *core) read(ep *zksession.Epoch, f *fetched) error {
+	for {
+		again, err := c.readOnce(ep, f)
+		if !again {
+			return err
+		}
+	}
+}
+
+// readOnce is one try of read: again when the node was replaced between
+// its two reads.
+func (c *core) readOnce(ep *zksession.Epoch, f *fetched) (again bool, err error) {
 	p := c.full + f.rel
-	f.state = got
+	f.state, f.err, f.listed, f.kids = got, nil, false, nil
 	if c.shape.hasData(f.depth) {
 		var data []byte
 		var stat *zk.Stat
-		var w *zksession.Watch
-		a := c.exists[f.rel]
 		err := c.zs.Retry(c.ctx, ep, func(conn *zk.Conn) error {
-			var d []byte
-			var s *zk.Stat
-			var ww *zksession.Watch
-			var err error
-			if a.existed {
-				d, s, err = conn.Get(p)
-			} else {
-				d, s, ww, err = c.zs.GetW(p)
-			}
+			d, s, err := c.zs.GetServerW(conn, p)
 			if err != nil {
 				return err
 			}
-			data, stat, w = d, s, ww
+			data, stat = d, s
 			return nil
 		})
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			f.state = gone
-			return nil
+			return false, nil
 		case errors.Is(err, zk.ErrNoAuth):
 			f.state, f.err = refused, zksession.Refused("read", p, err)
-			return nil
+			return false, nil
 		case err != nil:
-			return err
+			return false, err
 		}
 		f.n = Node{Path: c.path + f.rel, Data: data, Stat: *stat}
-		f.dw = w
 	}
 	if f.noList || f.depth >= c.shape.maxDepth {
-		return nil
+		return false, nil
 	}
 	var names []string
-	var w *zksession.Watch
-	err := c.zs.Retry(c.ctx, ep, func(*zk.Conn) error {
-		n, _, ww, err := c.zs.ChildrenW(p)
+	var czxid, pzxid int64
+	err = c.zs.Retry(c.ctx, ep, func(conn *zk.Conn) error {
+		n, st, err := c.zs.ChildrenServerW(conn, p)
 		if err != nil {
 			return err
 		}
-		names, w = n, ww
+		names, czxid, pzxid = n, st.Czxid, st.Pzxid
 		return nil
 	})
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		f.state = gone
-		return nil
+		return false, nil
 	case errors.Is(err, zk.ErrNoAuth):
 		f.state, f.err = refused, zksession.Refused("list", p, err)
-		return nil
+		return false, nil
 	case err != nil:
-		return err
+		return false, err
+	}
+	if c.shape.hasData(f.depth) && czxid != f.n.Stat.Czxid {
+		return true, nil
 	}
 	sort.Strings(names)
-	f.listed, f.cw = true, w
+	f.listed, f.pzxid = true, pzxid
 	f.kids = make([]*fetched, len(names))
 	for i, name := range names {
 		f.kids[i] = &fetched{rel: f.rel + "/" + name, depth: f.depth + 1}
 	}
-	return nil
+	return false, nil
 }
 
 // fetch reads the subtrees at roots (all at one depth), level by level,
@@ -568,6 +625,14 @@ func (c *core) refetch(ep *zksession.Epoch, rel string) error {
 	if err := c.fetch(ep, []*fetched{f}); err != nil {
 		return err
 	}
+	if rel != "" {
+		prel := rel[:strings.LastIndexByte(rel, '/')]
+		ok, err := c.sameParent(ep, prel, parent)
+		if err != nil || !ok {
+			return err
+		}
+	}
+	c.prune(f)
 	skips := make(map[string]error)
 	collectSkips(f, skips)
 	c.mu.Lock()
@@ -575,6 +640,78 @@ func (c *core) refetch(ep *zksession.Epoch, rel string) error {
 	c.replaceSkips(rel, skips)
 	c.mu.Unlock()
 	return c.armSkipped(ep, skips)
+}
+
+// Incarnations. A node read after its parent was deleted and created again
+// may be a child of the new parent, of which the copy knows nothing yet:
+// put under the old one, it would be removed with it and added again, the
+// same incarnation twice. So a node goes into the copy under a parent only
+// when the reads prove it a child of the parent's incarnation held: read
+// after the parent's listing, its Czxid is at most the listing's Pzxid
+// (prune: it was the child listed); read before a listing of the parent,
+// the listing is of the parent's Czxid held (sameParent: the parent existed
+// from before the node was created until after its read).
+
+// prune drops from the fetched tree f every node created after its
+// parent's listing (Czxid above the listing's Pzxid), with its subtree, and
+// marks that parent's children to be listed again: the next list reads it,
+// or finds the parent replaced.
+func (c *core) prune(f *fetched) {
+	if !f.listed {
+		return
+	}
+	kids := f.kids[:0]
+	for _, k := range f.kids {
+		if k.state == got && k.n.Stat.Czxid > f.pzxid {
+			c.mark(f.rel, childKind)
+			continue
+		}
+		c.prune(k)
+		kids = append(kids, k)
+	}
+	clear(f.kids[len(kids):])
+	f.kids = kids
+}
+
+// sameParent lists the node at prel, parent in the copy (the root's anchor
+// for ""), after a read of one of its children, and reports whether it is
+// still the incarnation held. When not, it marks the node's children to be
+// listed again: that list finds it replaced and reads it whole.
+func (c *core) sameParent(ep *zksession.Epoch, prel string, parent *tnode) (bool, error) {
+	if !parent.in {
+		return true, nil // a ChildrenCache's parent: not an incarnation in the copy
+	}
+	var czxid int64
+	err := c.zs.Retry(c.ctx, ep, func(conn *zk.Conn) error {
+		_, st, err := c.zs.ChildrenServerW(conn, c.full+prel)
+		if err != nil {
+			return err
+		}
+		czxid = st.Czxid
+		return nil
+	})
+	switch {
+	case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrNoAuth):
+		c.mark(prel, childKind) // gone or refused: that list says so
+		return false, nil
+	case err != nil:
+		return false, err
+	case czxid != parent.Stat.Czxid:
+		c.mark(prel, childKind)
+		return false, nil
+	}
+	return true, nil
+}
+
+// mark marks the node at rel to be read again (kind) at the next step.
+func (c *core) mark(rel string, kind wkind) {
+	c.dmu.Lock()
+	c.dirty[wkey{rel, kind}] = struct{}{}
+	c.dmu.Unlock()
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
 }
 
 // depth returns the depth of rel below the root.
@@ -603,6 +740,7 @@ func (c *core) merge(parent *tnode, f *fetched) {
 	}
 	if isRoot {
 		c.absent = f.state == gone
+		c.rootListed = !c.shape.rootData && f.listed
 	}
 	if f.state != got {
 		c.removeAt(parent, old)
@@ -623,12 +761,10 @@ func (c *core) merge(parent *tnode, f *fetched) {
 			tn.Node = f.n
 			c.q.push(Event{Type: Updated, Node: f.n})
 		}
-		c.setWatch(tn, dataKind, f.dw)
 	}
 	if !f.listed {
 		return
 	}
-	c.setWatch(tn, childKind, f.cw)
 	// The union of the children held and read, by name: each one's events
 	// in turn.
 	byName := make(map[string]*fetched, len(f.kids))
@@ -657,6 +793,7 @@ func (c *core) merge(parent *tnode, f *fetched) {
 // anchor old is reused) and pushes Added. c.mu held.
 func (c *core) add(parent, old *tnode, n Node) *tnode {
 	c.q.push(Event{Type: Added, Node: n})
+	c.held += c.watchesAt(depth(n.Path[len(c.path):]))
 	if parent == nil {
 		old.Node, old.in = n, true
 		return old
@@ -689,31 +826,13 @@ func (c *core) removeAt(parent, tn *tnode) {
 		return
 	}
 	c.q.push(Event{Type: Removed, Node: tn.Node})
+	c.held -= c.watchesAt(depth(tn.Path[len(c.path):]))
 	if parent == nil {
 		tn.in = false
 		tn.Node = Node{Path: c.path}
 		return
 	}
 	delete(parent.kids, tn.Path[strings.LastIndexByte(tn.Path, '/')+1:])
-}
-
-// setWatch makes tn wait on w (kind), unless it waits on the same
-// registration already (the session shares one watch per node and kind: a
-// read that joined it returns a Watch equal to the first).
-func (c *core) setWatch(tn *tnode, kind wkind, w *zksession.Watch) {
-	if w == nil {
-		return
-	}
-	slot := &tn.dw
-	if kind == childKind {
-		slot = &tn.cw
-	}
-	if old := *slot; old != nil && *old.w == *w {
-		return
-	}
-	e := &muxEntry{rel: tn.Path[len(c.path):], kind: kind, tn: tn, w: w, ch: w.Events()}
-	*slot = e
-	c.mux.add(e)
 }
 
 // reread reads the node at rel again after its data (or exists) watch
@@ -754,7 +873,6 @@ func (c *core) reread(ep *zksession.Epoch, rel string, done map[string]bool) err
 			tn.Node = f.n
 			c.q.push(Event{Type: Updated, Node: f.n})
 		}
-		c.setWatch(tn, dataKind, f.dw)
 	}
 	var skips map[string]error
 	if f.state != got {
@@ -778,16 +896,26 @@ func (c *core) relist(ep *zksession.Epoch, rel string, done map[string]bool) err
 		return nil // not in the copy (any more)
 	}
 	var names []string
-	var w *zksession.Watch
+	var czxid, pzxid int64
 	p := c.full + rel
-	err := c.zs.Retry(c.ctx, ep, func(*zk.Conn) error {
-		n, _, ww, err := c.zs.ChildrenW(p)
+	err := c.zs.Retry(c.ctx, ep, func(conn *zk.Conn) error {
+		n, st, err := c.zs.ChildrenServerW(conn, p)
 		if err != nil {
 			return err
 		}
-		names, w = n, ww
+		names, czxid, pzxid = n, st.Czxid, st.Pzxid
 		return nil
 	})
+	if err == nil && tn.in && czxid != tn.Stat.Czxid {
+		// Another incarnation than the copy's (the old one's delete not
+		// read yet, its watch's event lost with a connection): its children
+		// are not those of the node held. Read it whole.
+		done[rel] = true
+		return c.refetch(ep, rel)
+	}
+	if rel == "" {
+		c.rootListed = !c.shape.rootData && err == nil
+	}
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		c.mu.Lock()
@@ -815,7 +943,6 @@ func (c *core) relist(ep *zksession.Epoch, rel string, done map[string]bool) err
 		now[name] = true
 	}
 	c.mu.Lock()
-	c.setWatch(tn, childKind, w)
 	var gone []string
 	for name := range tn.kids {
 		if !now[name] {
@@ -848,6 +975,11 @@ func (c *core) relist(ep *zksession.Epoch, rel string, done map[string]bool) err
 	if err := c.fetch(ep, add); err != nil {
 		return err
 	}
+	// The new children were read after the list: prune them as a listed
+	// node's (see Incarnations).
+	listed := &fetched{rel: rel, listed: true, pzxid: pzxid, kids: add}
+	c.prune(listed)
+	add = listed.kids
 	all := make(map[string]error)
 	c.mu.Lock()
 	for _, f := range add {
@@ -917,7 +1049,8 @@ func under(r, rel string) bool {
 // armSkipped sets an exists watch on each skipped node that has none of
 // the cache's this epoch, so that its next write (an ACL fixed, then the
 // data written) or its delete reads it again. ZooKeeper does not check
-// exists against the ACL.
+// exists against the ACL. Like the data and child watches, only the server
+// holds it.
 func (c *core) armSkipped(ep *zksession.Epoch, skips map[string]error) error {
 	rels := make([]string, 0, len(skips))
 	for r := range skips {
@@ -929,13 +1062,12 @@ func (c *core) armSkipped(ep *zksession.Epoch, skips map[string]error) error {
 	for _, r := range rels {
 		p := c.full + r
 		var ok bool
-		var ch <-chan zk.Event
 		err := c.zs.Retry(c.ctx, ep, func(conn *zk.Conn) error {
-			o, _, cc, err := conn.ExistsW(p)
+			o, _, err := c.zs.ExistsServerW(conn, p)
 			if err != nil {
 				return err
 			}
-			ok, ch = o, cc
+			ok = o
 			return nil
 		})
 		if errors.Is(err, zk.ErrNoAuth) {
@@ -944,9 +1076,7 @@ func (c *core) armSkipped(ep *zksession.Epoch, skips map[string]error) error {
 		if err != nil {
 			return err
 		}
-		e := &muxEntry{rel: r, kind: dataKind, ch: ch}
-		c.exists[r] = armed{e: e, existed: ok}
-		c.mux.add(e)
+		c.exists[r] = struct{}{}
 		if !ok {
 			// Gone meanwhile: nothing to skip. Its exists watch stays (it
 			// cannot be removed) and reads it again if it is created.

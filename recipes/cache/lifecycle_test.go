@@ -155,11 +155,15 @@ func TestWithoutEvents(t *testing.T) {
 	}
 }
 
-// One watch per cached node: two caches of the same children on one
-// session, and a node cache of the parent, hold one child watch on the
-// parent and one data watch per node in go-zookeeper (the tap mirrors its
-// watcher lists, which grow with every GetW even for a watched path), also
-// after writes and after a reconnect to the same session.
+// One watch per cached node and kind, held by the server alone: two
+// caches of the same children on one session, and a node cache of the
+// parent, leave the server holding, for the session, one data watch on the
+// parent and on each child (wchc; the child watches are not listed there)
+// and go-zookeeper none (the session's registrations stay at 0, and a
+// reconnect sends no setWatches), also after writes and after a reconnect,
+// whose reload sets every watch again: a child created and the parent
+// written after it give their events. Session.Watches counts each cache's
+// own: 4 + 4 + 1.
 func TestOneWatchPerNode(t *testing.T) {
 	ns, raw := zktestNS(t)
 	dir := ns.Path("dir")
@@ -176,14 +180,8 @@ func TestOneWatchPerNode(t *testing.T) {
 	r1.waitInit(t)
 	r2.waitInit(t)
 	rn.waitInit(t)
-	// The parent's data watch (the node cache) and child watch (the
-	// children caches), and one data watch on each child.
-	want := map[string]int{dir: 2, dir + "/a": 1, dir + "/b": 1, dir + "/c": 1}
-	check := func(when string) {
-		t.Helper()
-		zktest.Eventually(t, wait, func() bool { return sameCounts(tap.Watches(), want) }, "the watch registrations "+when)
-	}
-	check("after the load")
+	nodes := []string{dir, dir + "/a", dir + "/b", dir + "/c"}
+	checkServerWatches(t, ns, s, "after the load", 9, nodes...)
 	for i := 0; i < 3; i++ {
 		mustSet(t, raw, dir+"/a", "a"+string(rune('1'+i)))
 		mustSet(t, raw, dir, "d"+string(rune('1'+i)))
@@ -191,28 +189,60 @@ func TestOneWatchPerNode(t *testing.T) {
 	// Writes faster than the cache reads are coalesced: wait for the last.
 	r1.waitFor(t, wait, "the last write of a", func(evs []cache.Event) bool { return hasData(evs, "/dir/a", "a3") })
 	rn.waitFor(t, wait, "the last write of dir", func(evs []cache.Event) bool { return hasData(evs, "/dir", "d3") })
-	if w := tap.Watches(); !sameCounts(w, want) {
-		t.Fatalf("after writes: watch registrations %v, want %v", w, want)
-	}
+	checkServerWatches(t, ns, s, "after writes", 9, nodes...)
 	proxy.Cut()
 	rec.Wait(t, wait, session.Reconnected)
 	mustSet(t, raw, dir+"/b", "b1") // a change after the reconnect, to know the reload is done
 	r2.waitFor(t, convergeBound, "b's update", func(evs []cache.Event) bool { return hasData(evs, "/dir/b", "b1") })
-	if w := tap.Watches(); !sameCounts(w, want) {
-		t.Fatalf("after a reconnect: watch registrations %v, want %v", w, want)
+	noSetWatches(t, tap)
+	checkServerWatches(t, ns, s, "after a reconnect", 9, nodes...)
+	mustCreate(t, raw, dir+"/d", "d")
+	mustSet(t, raw, dir, "d4")
+	for _, r := range []*recorder{r1, r2} {
+		r.waitFor(t, wait, "d's Added after the reconnect", func(evs []cache.Event) bool { return hasData(evs, "/dir/d", "d") })
+	}
+	rn.waitFor(t, wait, "dir's write after the reconnect", func(evs []cache.Event) bool { return hasData(evs, "/dir", "d4") })
+	checkServerWatches(t, ns, s, "after a new child", 11, append(nodes, dir+"/d")...)
+}
+
+// checkServerWatches waits until the server holds data (or exists) watches
+// for the session of s on exactly the server paths paths (wchc: the server
+// keeps one per path, kind and session, whoever sets it) and s.Watches()
+// is want, and checks that go-zookeeper holds no registration of the
+// session's (the caches' watches are the server's alone).
+func checkServerWatches(t *testing.T, ns *zktest.Namespace, s *session.Session, when string, want int, paths ...string) {
+	t.Helper()
+	same := func(got map[string]bool) bool {
+		if len(got) != len(paths) {
+			return false
+		}
+		for _, p := range paths {
+			if !got[p] {
+				return false
+			}
+		}
+		return true
+	}
+	var got map[string]bool
+	zktest.Eventually(t, wait, func() bool {
+		got = sessiontest.Watches(t, ns.Server.Addr(), s.SessionID())
+		return same(got) && s.Watches() == want
+	}, "the server's data watches "+when)
+	if n := sessiontest.Core(s).WatchCount(); n != 0 {
+		t.Fatalf("%s: the session holds %d registrations in go-zookeeper", when, n)
 	}
 }
 
-func sameCounts(a, b map[string]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
+// noSetWatches checks that the session's connections sent no setWatches:
+// go-zookeeper, which lists its own watches in one after a reconnect, had
+// none.
+func noSetWatches(t *testing.T, tap *zktest.Tap) {
+	t.Helper()
+	for op, n := range tap.Requests() {
+		if name := zktest.OpName(op); name == "setWatches" || name == "setWatches2" {
+			t.Fatalf("%d %s requests after a reconnect: go-zookeeper held watches", n, name)
 		}
 	}
-	return true
 }
 
 // hasData reports whether evs hold an event of the node at p with data.

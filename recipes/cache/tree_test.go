@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,23 +87,23 @@ func TestTreeFollowsTree(t *testing.T) {
 // WithMaxDepth: depth 0 caches the root alone; depth 1 the root and its
 // children, and a grandchild created later gives no event. A node at the
 // maximum depth holds a data watch and no child watch; a node above it one
-// of each.
+// of each (the caches count 1 and 3; the server holds data watches on the
+// root and on a).
 func TestTreeMaxDepth(t *testing.T) {
 	ns, raw := zktestNS(t)
 	root := ns.Path("t")
 	mustCreate(t, raw, root, "r")
 	mustCreate(t, raw, root+"/a", "a")
 	mustCreate(t, raw, root+"/a/x", "ax")
-	s, tap := sessiontest.ConnectTap(t, ns)
+	s := sessiontest.Connect(t, ns)
 	c0 := newTree(t, s, "/t", cache.WithMaxDepth(0))
 	c1 := newTree(t, s, "/t", cache.WithMaxDepth(1))
 	r0, r1 := record(c0.Events()), record(c1.Events())
 	checkEvents(t, r0.waitInit(t), []expect{{cache.Added, "/t", "r"}, {cache.Initialized, "", ""}})
 	checkEvents(t, r1.waitInit(t), []expect{{cache.Added, "/t", "r"}, {cache.Added, "/t/a", "a"}, {cache.Initialized, "", ""}})
-	// Both caches on one session share the root's data watch; c1 adds its
-	// child watch and a's data watch.
-	want := map[string]int{root: 2, root + "/a": 1}
-	zktest.Eventually(t, wait, func() bool { return sameCounts(tap.Watches(), want) }, fmt.Sprintf("watches %v", want))
+	// Both caches on one session watch the root's data (one watch on the
+	// server); c1 adds its child watch and a's data watch.
+	checkServerWatches(t, ns, s, "after the load", 1+3, root, root+"/a")
 	mustCreate(t, raw, root+"/b", "b")
 	mustCreate(t, raw, root+"/a/y", "ay") // below the maximum: no event, no watch fires
 	mustSet(t, raw, root, "r1")
@@ -342,9 +343,9 @@ func (w *treeWriter) halt(t *testing.T) int {
 // tree cache converges to the server's tree (a raw read) within
 // convergeBound of the writer's stop once the connection is back, and its
 // events, replayed from nothing, are consistent (and in tree order: no
-// Added below a node not held) and give its copy. The session holds at
-// most one watch of each kind per node at the end (go-zookeeper's
-// registrations, counted by a tap).
+// Added below a node not held) and give its copy. At the end the server
+// holds a data watch on each node of the copy and on no other node for the
+// session (one per node and kind, whoever set it), and go-zookeeper none.
 func TestTreeConvergesUnderFaults(t *testing.T) {
 	faults := []struct {
 		name string
@@ -415,11 +416,11 @@ func TestTreeConvergesUnderFaults(t *testing.T) {
 			// A write after the writer stopped, to know every watch is set.
 			mustSet(t, raw, root, "last")
 			r.waitFor(t, wait, "the last write", func(evs []cache.Event) bool { return hasData(evs, "/t", "last") })
-			for p, n := range tap.Watches() {
-				if n > 2 {
-					t.Errorf("%d watch registrations on %s, want at most a data and a child watch", n, p)
-				}
+			var paths []string
+			for _, n := range cachedTree(c, "/t") {
+				paths = append(paths, root+n.Path[len("/t"):])
 			}
+			checkServerWatches(t, ns, s, "at the end", 2*len(paths), paths...)
 			t.Logf("seed %d: %d writes; states %v; converged %v after the writer stopped; %d events, %d nodes",
 				seed, ops, rec.States(), took.Round(time.Millisecond), len(evs), len(cp))
 		})
@@ -455,11 +456,14 @@ func treeOrdered(evs []cache.Event) error {
 	return nil
 }
 
-// One watch per node and kind: two tree caches of the same tree on one
-// session, and writes, a new subtree, a delete and a reconnect, leave the
-// session holding, per node, one data watch and one child watch (a tap
-// counts go-zookeeper's registrations); the server's data watches are the
-// nodes' (wchc).
+// One watch per node and kind, held by the server alone: two tree caches
+// of the same tree on one session, and writes, a new subtree, a delete and a
+// reconnect, leave the server holding, for the session, one data watch per
+// node (wchc) and go-zookeeper none (the session's registrations stay at 0,
+// and the reconnect sends no setWatches); Session.Watches counts each
+// cache's data and child watches. After the reconnect, whose reload sets
+// every watch again, a write and new children at each level give their
+// events.
 func TestTreeOneWatchPerNode(t *testing.T) {
 	ns, raw := zktestNS(t)
 	root := ns.Path("t")
@@ -474,15 +478,11 @@ func TestTreeOneWatchPerNode(t *testing.T) {
 	r2.waitInit(t)
 	check := func(when string, paths ...string) {
 		t.Helper()
-		want := map[string]int{}
-		for _, p := range paths {
-			want[root+p] = 2
+		full := make([]string, len(paths))
+		for i, p := range paths {
+			full[i] = root + p
 		}
-		zktest.Eventually(t, wait, func() bool { return sameCounts(tap.Watches(), want) }, "the watch registrations "+when)
-		got := sessiontest.Watches(t, ns.Server.Addr(), s.SessionID())
-		if len(got) != len(paths) {
-			t.Fatalf("%s: the server's data watches %v, want %v", when, got, paths)
-		}
+		checkServerWatches(t, ns, s, when, 2*2*len(paths), full...)
 	}
 	check("after the load", "", "/a", "/a/x", "/b")
 	mustSet(t, raw, root+"/a/x", "1")
@@ -499,13 +499,24 @@ func TestTreeOneWatchPerNode(t *testing.T) {
 	rec.Wait(t, wait, session.Reconnected)
 	mustSet(t, raw, root+"/a", "1") // a change after the reconnect, to know the reload is done
 	r2.waitFor(t, convergeBound, "a's write", func(evs []cache.Event) bool { return hasData(evs, "/t/a", "1") })
+	noSetWatches(t, tap)
 	check("after a reconnect", "", "/a", "/a/x", "/c", "/c/d")
+	mustSet(t, raw, root+"/a/x", "2")
+	for _, p := range []string{"/e", "/a/y", "/c/d/z"} {
+		mustCreate(t, raw, root+p, "new")
+	}
+	for _, r := range []*recorder{r1, r2} {
+		r.waitFor(t, wait, "the changes after the reconnect", func(evs []cache.Event) bool {
+			return hasData(evs, "/t/a/x", "2") && hasPath(evs, "/t/e") && hasPath(evs, "/t/a/y") && hasPath(evs, "/t/c/d/z")
+		})
+	}
 }
 
-// The watches of a tree are waited on by one goroutine per 64: a tree of
-// 301 nodes (602 watches) runs 10 such goroutines (and the cache's reading
-// and event goroutines and its session subscription's), and Close ends them
-// all (TestMain's leak check).
+// A tree cache runs the same goroutines whatever its size: its reading
+// goroutine and its event pump, none per watch (their events come through
+// one callback of the session's): a tree of 301 nodes holding 602 watches
+// adds two goroutines once loaded, and Close ends them all (TestMain's leak
+// check).
 func TestTreeGoroutines(t *testing.T) {
 	ns, raw := zktestNS(t)
 	root := ns.Path("t")
@@ -522,17 +533,120 @@ func TestTreeGoroutines(t *testing.T) {
 		}
 	}
 	s := sessiontest.Connect(t, ns)
+	before := runtime.NumGoroutine()
 	c := newTree(t, s, "/t", cache.WithEvents(false))
 	sessiontest.Recv(t, c.Initialized(), wait, "Initialized")
 	if n := len(cachedTree(c, "/t")); n != 301 {
 		t.Fatalf("%d nodes cached, want 301", n)
 	}
-	if got := sessiontest.Core(s).WatchCount(); got != 602 {
-		t.Fatalf("the session holds %d watches, want 602", got)
-	}
+	zktest.Eventually(t, wait, func() bool { return s.Watches() == 602 }, "the cache to count 602 watches (counts %d)", s.Watches())
+	// The load's readers are gone once it is done.
+	zktest.Eventually(t, wait, func() bool { return cacheGoroutines() == 2 }, "2 goroutines of the cache's (has %d; %d more in all)",
+		cacheGoroutines(), runtime.NumGoroutine()-before)
+}
+
+// cacheGoroutines counts the goroutines this package started.
+func cacheGoroutines() int {
 	buf := make([]byte, 1<<22)
 	stacks := string(buf[:runtime.Stack(buf, true)])
-	if n := strings.Count(stacks, "created by github.com/zkrecipes/zkrecipes/recipes/cache.(*mux).add"); n != 10 {
-		t.Fatalf("%d goroutines wait on watches, want 10 (602 watches, 64 each)", n)
+	return strings.Count(stacks, "created by github.com/zkrecipes/zkrecipes/recipes/cache.")
+}
+
+// A node deleted and created again while a read of it or below it is on
+// its way (the proxy holds the read until the test has replaced the node):
+// what the read finds is the new node's, never put under the old one, so
+// no node is removed and added again as the same incarnation. Three
+// orders: a new child read after its parent's listing (the listing's Pzxid
+// tells), a child read again after its write, before a listing of its
+// parent (that listing's Czxid tells), and a new node's children listed
+// after its data was read (the listing's Czxid tells).
+func TestTreeParentReplacedDuringRead(t *testing.T) {
+	cases := []struct {
+		name    string
+		op      int32
+		held    string // below the root
+		trigger func(raw *zk.Conn, root string)
+		want    []expect // among the events, at the end
+	}{
+		{"child read after the listing", zktest.OpGetData, "/p/y",
+			func(raw *zk.Conn, root string) { mustCreate(t, raw, root+"/p/y", "y1") },
+			[]expect{{cache.Added, "/t/p", "p2"}, {cache.Added, "/t/p/x", "x3"}, {cache.Added, "/t/p/y", "y2"}}},
+		{"child read before the listing", zktest.OpGetData, "/p/x",
+			func(raw *zk.Conn, root string) { mustSet(t, raw, root+"/p/x", "x2") },
+			[]expect{{cache.Added, "/t/p", "p2"}, {cache.Added, "/t/p/x", "x3"}, {cache.Added, "/t/p/y", "y2"}}},
+		{"children listed after the data", zktest.OpGetChildren2, "/p",
+			func(raw *zk.Conn, root string) {
+				// A new p: the cache reads its data, then lists it.
+				replaceParent(t, raw, root, "p1", "x1")
+			},
+			[]expect{{cache.Added, "/t/p", "p2"}, {cache.Added, "/t/p/x", "x3"}, {cache.Added, "/t/p/y", "y2"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ns, raw := zktestNS(t)
+			root := ns.Path("t")
+			mustCreate(t, raw, root, "r")
+			mustCreate(t, raw, root+"/p", "p0")
+			mustCreate(t, raw, root+"/p/x", "x0")
+			s, proxy := sessiontest.ConnectProxy(t, ns, longSession)
+			c := newTree(t, s, "/t")
+			r := record(c.Events())
+			r.waitInit(t)
+			var once sync.Once
+			replaced := make(chan struct{})
+			proxy.OnRequest(func(req zktest.Request) zktest.Action {
+				if req.Op == tc.op && req.Path == root+tc.held {
+					once.Do(func() {
+						defer close(replaced)
+						replaceParent(t, raw, root, "p2", "x3", "y2")
+					})
+				}
+				return zktest.Forward
+			})
+			tc.trigger(raw, root)
+			sessiontest.Recv(t, replaced, wait, "the held read")
+			r.waitFor(t, wait, "the new node and its children", func(evs []cache.Event) bool {
+				for _, w := range tc.want {
+					if !hasData(evs, w.path, w.data) {
+						return false
+					}
+				}
+				return true
+			})
+			zktest.Eventually(t, wait, func() bool {
+				return sameAs(cachedTree(c, "/t"), rawTree(t, raw, root, "/t", -1)) == ""
+			}, "the cache to match the server")
+			evs := r.events()
+			if _, err := replay(evs); err != nil {
+				t.Fatalf("%v\nevents %s", err, fmtEvents(evs))
+			}
+			if err := treeOrdered(evs); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// replaceParent deletes root/p with its children and creates it again with
+// data and children x (and y) of the data given, in one transaction. It
+// may run on a proxy's goroutine: it reports a failure with t.Error.
+func replaceParent(t *testing.T, raw *zk.Conn, root, data string, kids ...string) {
+	p := root + "/p"
+	old, _, err := raw.Children(p)
+	if err != nil {
+		t.Errorf("list %s: %v", p, err)
+		return
+	}
+	acl := zk.WorldACL(zk.PermAll)
+	var ops []any
+	for _, k := range old {
+		ops = append(ops, &zk.DeleteRequest{Path: p + "/" + k, Version: -1})
+	}
+	ops = append(ops, &zk.DeleteRequest{Path: p, Version: -1}, &zk.CreateRequest{Path: p, Data: []byte(data), Acl: acl})
+	for i, d := range kids {
+		ops = append(ops, &zk.CreateRequest{Path: p + "/" + string(rune('x'+i)), Data: []byte(d), Acl: acl})
+	}
+	if _, err := raw.Multi(ops...); err != nil {
+		t.Errorf("replace %s: %v", p, err)
 	}
 }
