@@ -108,7 +108,9 @@ func (p *Provider) Pick() (Instance, error) {
 	if p.strategy == Random {
 		k = rand.IntN(n)
 	} else {
-		k = int(p.next.Add(1)-1) % n
+		// Modulo in uint64: the counter converted to int first would turn
+		// negative past int's range (2^31 picks where int has 32 bits).
+		k = int((p.next.Add(1) - 1) % uint64(n))
 	}
 	for i := range snap {
 		if !ok(&snap[i]) {
