@@ -185,7 +185,7 @@ func (n *persistent) Close() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 		defer cancel()
-		if err := n.deleteOwn(ctx, czxid); err != nil {
+		if err := n.deleteOwn(ctx, czxid, held); err != nil {
 			n.lg.Warn("node not deleted at Close: left to the session's background deletion", zap.Error(err))
 			n.zs.GuaranteedDeleteIfData(ep, n.full, held)
 		}
@@ -193,15 +193,16 @@ func (n *persistent) Close() error {
 	return nil
 }
 
-// deleteOwn deletes the node while its czxid is czxid (0: whatever node has
-// our data), at the version read.
-func (n *persistent) deleteOwn(ctx context.Context, czxid int64) error {
+// deleteOwn deletes the node while its czxid is czxid (0, when the create
+// was not read back: while it holds held, our data), at the version read.
+func (n *persistent) deleteOwn(ctx context.Context, czxid int64, held []byte) error {
 	for {
 		var st *zk.Stat
+		var got []byte
 		err := n.zs.RetryAcrossSessions(ctx, func(c *zk.Conn) error {
-			_, s, err := c.Get(n.full)
+			d, s, err := c.Get(n.full)
 			if err == nil {
-				st = s
+				got, st = d, s
 			}
 			return err
 		})
@@ -210,7 +211,7 @@ func (n *persistent) deleteOwn(ctx context.Context, czxid int64) error {
 			return nil
 		case err != nil:
 			return err
-		case czxid != 0 && st.Czxid != czxid:
+		case czxid != 0 && st.Czxid != czxid, czxid == 0 && !bytes.Equal(got, held):
 			return nil // someone else's node now
 		}
 		err = n.zs.RetryAcrossSessions(ctx, func(c *zk.Conn) error { return c.Delete(n.full, st.Version) })
@@ -342,7 +343,10 @@ func (n *persistent) establish(ep *zksession.Epoch) error {
 // create creates the node with data. Its result is recorded here, under
 // n.mu, not only by the caller: a create that lands after Close (whose Retry
 // gave up on it) deletes its node, and one that landed before is known to
-// Close even if the caller never saw its answer.
+// Close even if the caller never saw its answer. A create that failed with
+// a connection error may have been applied all the same (its answer was
+// lost): it counts as created, so that a Close before the next look finds
+// the node by its data and deletes it.
 func (n *persistent) create(c *zk.Conn, ep *zksession.Epoch, data []byte) error {
 	n.mu.Lock()
 	if n.closed {
@@ -351,8 +355,8 @@ func (n *persistent) create(c *zk.Conn, ep *zksession.Epoch, data []byte) error 
 	}
 	n.mu.Unlock()
 	_, err := c.Create(n.full, data, 0, n.zs.ACL())
-	if err != nil {
-		return err
+	if err != nil && !zksession.IsConnectionError(err) {
+		return err // the server's answer: nothing created
 	}
 	n.mu.Lock()
 	late := n.closed
@@ -363,7 +367,7 @@ func (n *persistent) create(c *zk.Conn, ep *zksession.Epoch, data []byte) error 
 	if late {
 		n.zs.GuaranteedDeleteIfData(ep, n.full, data)
 	}
-	return nil
+	return err
 }
 
 // takeOver adopts the node there, writing our data to it unless it holds
