@@ -228,10 +228,7 @@ func (n *persistent) deleteOwn(ctx context.Context, czxid int64, held []byte) er
 // refuses it for good.
 func (n *persistent) run() {
 	defer n.wg.Done()
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval = 100 * time.Millisecond
-	bo.MaxInterval = 5 * time.Second
-	bo.MaxElapsedTime = 0
+	bo := retryBackOff()
 	for n.ctx.Err() == nil {
 		ep, err := n.zs.WaitConnected(n.ctx)
 		if err != nil {
@@ -264,6 +261,17 @@ func (n *persistent) run() {
 			return
 		}
 	}
+}
+
+// retryBackOff is the keeper's pause after a failed round: from 100 ms,
+// backing off to 5 s, never giving up.
+func retryBackOff() *backoff.ExponentialBackOff {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = 100 * time.Millisecond
+	bo.MaxInterval = 5 * time.Second
+	bo.MaxElapsedTime = 0
+	bo.Reset() // the constructor took its default first interval (500 ms)
+	return bo
 }
 
 func (n *persistent) stop(err error) {
