@@ -46,3 +46,24 @@ func TestLostCreateThenClose(t *testing.T) {
 	zktest.Eventually(t, wait, func() bool { _, ok := exists(t, raw, full); return !ok },
 		"the node of the create whose answer was lost deleted")
 }
+
+// TestCloseAfterSessionClosed: a Registration closed after its session
+// leaves a Static node on the server (nothing can delete it any more), as
+// Close says, and returns at once.
+func TestCloseAfterSessionClosed(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	raw := ns.Conn(t)
+	s := sessiontest.Connect(t, ns)
+	r := register(t, s, discovery.Instance{Name: "svc", ID: "stays", Type: discovery.Static})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r.Close()
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Close after the session's took %v", d)
+	}
+	if _, ok := exists(t, raw, ns.Path("services/svc/stays")); !ok {
+		t.Fatal("the Static node is gone, though its session was closed before the Registration")
+	}
+}

@@ -250,6 +250,8 @@ func (r *Registration) Update(ctx context.Context, inst Instance) error {
 // seconds at most, then in the session's background queue), and returns
 // after every goroutine it started has exited. It deletes only the node it
 // created or wrote: a node that another session has since created under the
-// same name is left alone. Calls waiting in Wait or Update return
-// session.ErrClosed. Idempotent; returns nil.
+// same name is left alone. A Static or Permanent node outlives a
+// Registration closed after its session: with no session left to delete it,
+// it stays on the server (close the Registration first). Calls waiting in
+// Wait or Update return session.ErrClosed. Idempotent; returns nil.
 func (r *Registration) Close() error { return r.node.Close() }
