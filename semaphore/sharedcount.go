@@ -280,10 +280,11 @@ func (c *SharedCount) Set(ctx context.Context, n int) (CountValue, error) {
 // value and false. ctx bounds it; while the connection is down TrySet waits
 // for it, and a write whose answer was lost is sent again (it is
 // conditional: it applies at most once). After an attempt whose answer was
-// lost, a count equal to n one version on may be this write or another
-// client's: TrySet then returns that value, false and an error matching
-// recipes.ErrUnknownOutcome (wrapping the connection error) rather than
-// guess. When ctx ends (or Close comes) after a write was sent and before its
+// lost, the retry's refusal does not say whether the lost attempt applied
+// (another client may have written after it): unless the node holds another
+// count at the one version this write could have made, TrySet returns the
+// current value, false and an error matching recipes.ErrUnknownOutcome
+// (wrapping the connection error) rather than guess. When ctx ends (or Close comes) after a write was sent and before its
 // answer came, the error matches recipes.ErrUnknownOutcome as well as ctx's
 // error (session.ErrClosed); when nothing was sent, only ctx's error
 // (session.ErrClosed).
@@ -311,10 +312,11 @@ func (c *SharedCount) TrySet(ctx context.Context, prev CountValue, n int) (Count
 		if rerr != nil {
 			return CountValue{}, false, c.result(ctx, rerr)
 		}
-		if w.Unknown() && errors.Is(err, zk.ErrBadVersion) && cur.Version == prev.Version+1 && cur.Count == n {
-			// The count is what we asked for, one version on: written by an
-			// attempt whose answer was lost, or by another client that
-			// wrote the same count. Nothing tells the two apart.
+		if w.Unknown() && !(errors.Is(err, zk.ErrBadVersion) && cur.Version == prev.Version+1 && cur.Count != n) {
+			// An attempt whose answer was lost may have applied, and what
+			// came after may have overwritten or deleted it. Only another
+			// count at the one version our write could have made proves
+			// that it did not.
 			return cur, false, c.errf(fmt.Errorf("%w: an attempt whose answer was lost may have written it: %w", recipes.ErrUnknownOutcome, w.Lost()))
 		}
 		return cur, false, nil
