@@ -35,12 +35,14 @@ var (
 	// guarded write (Commit), a counter's changes (recipes/counter: its
 	// ErrUnknownOutcome is this same value), a node's or a member's SetData
 	// (recipes/group), a barrier's Set and Remove, a shared count's Set and
-	// TrySet (semaphore). A write that was never sent (the connection was
+	// TrySet (semaphore), a service registration's Update
+	// (recipes/discovery). A write that was never sent (the connection was
 	// down and ctx ended while the call waited for it, or the session was
 	// closed) does not match it: it fails with ctx's error,
 	// session.ErrClosed, or what ended the wait (recipes.ErrNotHeld for a
-	// lease that ended). Match this name: errors.Is(err,
-	// recipes.ErrUnknownOutcome).
+	// lease that ended). A group node's SetData and a registration's Update
+	// keep their data and write it once the connection is back, whatever
+	// ctx did. Match this name: errors.Is(err, recipes.ErrUnknownOutcome).
 	ErrUnknownOutcome = zksession.ErrUnknownOutcome
 	// ErrNotOwner is returned when a reentrant lease is released from a
 	// goroutine other than the one that acquired it; nothing is released.
