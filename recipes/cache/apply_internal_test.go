@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"math/rand"
 	"strings"
 	"testing"
 
@@ -10,7 +11,7 @@ import (
 
 // testCore returns a core of shape sh on /n with no session: merge alone.
 func testCore(sh shape) *core {
-	return &core{path: "/n", shape: sh, root: &tnode{Node: Node{Path: "/n"}}, skipped: map[string]error{}, q: newQueue(true)}
+	return &core{path: "/n", shape: sh, root: &tnode{path: "/n"}, skipped: map[string]error{}, q: newQueue(true)}
 }
 
 // queued returns the events queued so far as "Type path data" strings.
@@ -49,7 +50,7 @@ func TestApply(t *testing.T) {
 	for _, tc := range cases {
 		c := testCore(shape{rootData: true})
 		for _, f := range tc.reads {
-			c.merge(nil, f)
+			c.merge(c.root, f)
 		}
 		var got []EventType
 		for _, ev := range c.q.q {
@@ -93,9 +94,9 @@ func tree(specs ...string) *fetched {
 // with other children; a deleted root takes the whole tree, children first.
 func TestMergeTreeOrder(t *testing.T) {
 	c := testCore(shape{rootData: true, maxDepth: 10})
-	c.merge(nil, tree("=r@1", "/a=a@2", "/a/x=ax@3", "/a/x/y=axy@4", "/b=b@5"))
-	c.merge(nil, tree("=r@1", "/a=a2@9", "/a/z=az@10", "/b=b@5", "/c=c@11"))
-	c.merge(nil, &fetched{state: gone})
+	c.merge(c.root, tree("=r@1", "/a=a@2", "/a/x=ax@3", "/a/x/y=axy@4", "/b=b@5"))
+	c.merge(c.root, tree("=r@1", "/a=a2@9", "/a/z=az@10", "/b=b@5", "/c=c@11"))
+	c.merge(c.root, &fetched{state: gone})
 	want := []string{
 		"Added /n r", "Added /n/a a", "Added /n/a/x ax", "Added /n/a/x/y axy", "Added /n/b b",
 		"Removed /n/a/x/y axy", "Removed /n/a/x ax", "Removed /n/a a", "Added /n/a a2", "Added /n/a/z az", "Added /n/c c",
@@ -106,5 +107,49 @@ func TestMergeTreeOrder(t *testing.T) {
 	}
 	if _, ok := c.get(""); ok {
 		t.Fatal("the root is held after its delete")
+	}
+}
+
+// A node's children stay sorted by name through puts, replacements and
+// removals in any order, and child finds each one (the copy keeps them in a
+// sorted slice, not a map).
+func TestChildrenSorted(t *testing.T) {
+	p := &tnode{path: "/n"}
+	model := map[string]*tnode{}
+	rng := rand.New(rand.NewSource(1))
+	for i := 0; i < 2000; i++ {
+		name := fmt.Sprintf("k%d", rng.Intn(64))
+		old, _ := p.child(name)
+		if old != model[name] {
+			t.Fatalf("child(%s) = %v, want %v", name, old, model[name])
+		}
+		switch rng.Intn(3) {
+		case 0: // put, or replace
+			k := &tnode{path: "/n/" + name}
+			p.put(old, k)
+			model[name] = k
+		case 1:
+			p.put(old, nil)
+			delete(model, name)
+		case 2:
+			var a, b []*tnode
+			for _, k := range p.children() {
+				if rng.Intn(2) == 0 {
+					a = append(a, k)
+				} else {
+					b = append(b, k)
+				}
+			}
+			p.setChildren(mergeByName(p, a, b))
+		}
+		kids := p.children()
+		if len(kids) != len(model) {
+			t.Fatalf("step %d: %d children, want %d", i, len(kids), len(model))
+		}
+		for j, k := range kids {
+			if model[p.nameOf(k)] != k || j > 0 && p.nameOf(kids[j-1]) >= p.nameOf(k) {
+				t.Fatalf("step %d: children out of order or unknown at %d: %s", i, j, p.nameOf(k))
+			}
+		}
 	}
 }

@@ -64,15 +64,6 @@ type wkey struct {
 	kind wkind
 }
 
-// tnode is a node of the copy. Only the root's tnode may be out of the copy
-// (in false): it anchors the tree while the root is missing, skipped or not
-// cached (a ChildrenCache's parent).
-type tnode struct {
-	Node
-	in   bool
-	kids map[string]*tnode // by name; keys share the children's Path
-}
-
 // core is every cache: a tree of nodes below a root, of a shape. One
 // goroutine (run) reads and applies every change, so the events of a node
 // are pushed in the order of its reads. Reads of different nodes of one
@@ -94,7 +85,8 @@ type core struct {
 	init chan struct{} // closed after the first load
 
 	mu      sync.RWMutex
-	root    *tnode
+	root    *tnode           // the root's anchor (see tnode)
+	rootIn  bool             // the root is in the copy
 	skipped map[string]error // by rel: nodes left out because ZooKeeper refused their read
 
 	// Owned by run (held and rootListed written under mu too).
@@ -149,7 +141,7 @@ func newCore(sess any, p string, kind string, opts []Option) (*core, error) {
 		ctx:     ctx,
 		cancel:  cancel,
 		init:    make(chan struct{}),
-		root:    &tnode{Node: Node{Path: p}},
+		root:    &tnode{path: p},
 		skipped: make(map[string]error),
 		exists:  make(map[string]struct{}),
 		dirty:   make(map[wkey]struct{}),
@@ -585,32 +577,6 @@ func (c *core) readAll(ep *zksession.Epoch, fs []*fetched) error {
 	return ferr
 }
 
-// find returns the tnode at rel in the copy (the root's anchor for ""),
-// and its parent; nil when it is not in the copy (tn) or has no parent in
-// the copy (parent).
-func (c *core) find(rel string) (tn, parent *tnode) {
-	tn = c.root
-	for rel != "" {
-		if tn == c.root && !c.anchored() {
-			return nil, nil
-		}
-		name, rest := rel[1:], ""
-		if i := strings.IndexByte(name, '/'); i >= 0 {
-			name, rest = name[:i], name[i:]
-		}
-		parent, tn = tn, tn.kids[name]
-		if tn == nil {
-			return nil, parent
-		}
-		rel = rest
-	}
-	return tn, parent
-}
-
-// anchored reports whether the root can have children in the copy: it is
-// in the copy, or it is a ChildrenCache's parent (never in the copy).
-func (c *core) anchored() bool { return c.root.in || !c.shape.rootData }
-
 // refetch reads the subtree at rel whole and brings the copy to it. rel is
 // the root, or a node whose parent is in the copy.
 func (c *core) refetch(ep *zksession.Epoch, rel string) error {
@@ -636,7 +602,12 @@ func (c *core) refetch(ep *zksession.Epoch, rel string) error {
 	skips := make(map[string]error)
 	collectSkips(f, skips)
 	c.mu.Lock()
-	c.merge(parent, f)
+	if parent == nil {
+		c.merge(c.root, f)
+	} else {
+		old, _ := parent.child(rel[strings.LastIndexByte(rel, '/')+1:])
+		parent.put(old, c.merge(old, f))
+	}
 	c.replaceSkips(rel, skips)
 	c.mu.Unlock()
 	return c.armSkipped(ep, skips)
@@ -678,7 +649,7 @@ func (c *core) prune(f *fetched) {
 // still the incarnation held. When not, it marks the node's children to be
 // listed again: that list finds it replaced and reads it whole.
 func (c *core) sameParent(ep *zksession.Epoch, prel string, parent *tnode) (bool, error) {
-	if !parent.in {
+	if !c.inCopy(parent) {
 		return true, nil // a ChildrenCache's parent: not an incarnation in the copy
 	}
 	var czxid int64
@@ -696,7 +667,7 @@ func (c *core) sameParent(ep *zksession.Epoch, prel string, parent *tnode) (bool
 		return false, nil
 	case err != nil:
 		return false, err
-	case czxid != parent.Stat.Czxid:
+	case czxid != parent.st.czxid:
 		c.mark(prel, childKind)
 		return false, nil
 	}
@@ -726,115 +697,6 @@ func collectSkips(f *fetched, into map[string]error) {
 	}
 }
 
-// merge brings the copy at f.rel (a child of parent, or the root) to what
-// f read, pushing the events that lead there: parents added before their
-// children, children removed before their parents. c.mu held.
-func (c *core) merge(parent *tnode, f *fetched) {
-	isRoot := f.rel == ""
-	name := f.rel[strings.LastIndexByte(f.rel, '/')+1:]
-	var old *tnode
-	if isRoot {
-		old = c.root
-	} else if t := parent.kids[name]; t != nil {
-		old = t
-	}
-	if isRoot {
-		c.absent = f.state == gone
-		c.rootListed = !c.shape.rootData && f.listed
-	}
-	if f.state != got {
-		c.removeAt(parent, old)
-		return
-	}
-	tn := old
-	if c.shape.hasData(f.depth) {
-		switch {
-		case old == nil || !old.in:
-			tn = c.add(parent, old, f.n)
-		case f.n.Stat.Czxid > old.Stat.Czxid:
-			// Another incarnation: the old one and its subtree went.
-			c.removeAt(parent, old)
-			tn = c.add(parent, old, f.n)
-		case f.n.Stat.Czxid < old.Stat.Czxid:
-			return // older than the copy: ignore it
-		case f.n.Stat.Mzxid > old.Stat.Mzxid:
-			tn.Node = f.n
-			c.q.push(Event{Type: Updated, Node: f.n})
-		}
-	}
-	if !f.listed {
-		return
-	}
-	// The union of the children held and read, by name: each one's events
-	// in turn.
-	byName := make(map[string]*fetched, len(f.kids))
-	names := make([]string, 0, len(f.kids)+len(tn.kids))
-	for _, k := range f.kids {
-		name := k.rel[len(f.rel)+1:]
-		byName[name] = k
-		names = append(names, name)
-	}
-	for name := range tn.kids {
-		if byName[name] == nil {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if k := byName[name]; k != nil {
-			c.merge(tn, k)
-		} else {
-			c.removeAt(tn, tn.kids[name])
-		}
-	}
-}
-
-// add puts n in the copy as the child of parent (or as the root, whose
-// anchor old is reused) and pushes Added. c.mu held.
-func (c *core) add(parent, old *tnode, n Node) *tnode {
-	c.q.push(Event{Type: Added, Node: n})
-	c.held += c.watchesAt(depth(n.Path[len(c.path):]))
-	if parent == nil {
-		old.Node, old.in = n, true
-		return old
-	}
-	tn := &tnode{Node: n, in: true}
-	if parent.kids == nil {
-		parent.kids = make(map[string]*tnode)
-	}
-	parent.kids[n.Path[strings.LastIndexByte(n.Path, '/')+1:]] = tn
-	return tn
-}
-
-// removeAt removes tn (a child of parent, or the root's anchor when parent
-// is nil) and its subtree from the copy, children first, pushing Removed for
-// each. tn may be nil. c.mu held.
-func (c *core) removeAt(parent, tn *tnode) {
-	if tn == nil {
-		return
-	}
-	names := make([]string, 0, len(tn.kids))
-	for name := range tn.kids {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		c.removeAt(tn, tn.kids[name])
-	}
-	tn.kids = nil
-	if !tn.in {
-		return
-	}
-	c.q.push(Event{Type: Removed, Node: tn.Node})
-	c.held -= c.watchesAt(depth(tn.Path[len(c.path):]))
-	if parent == nil {
-		tn.in = false
-		tn.Node = Node{Path: c.path}
-		return
-	}
-	delete(parent.kids, tn.Path[strings.LastIndexByte(tn.Path, '/')+1:])
-}
-
 // reread reads the node at rel again after its data (or exists) watch
 // fired.
 func (c *core) reread(ep *zksession.Epoch, rel string, done map[string]bool) error {
@@ -845,7 +707,7 @@ func (c *core) reread(ep *zksession.Epoch, rel string, done map[string]bool) err
 	c.mu.RLock()
 	_, skipped := c.skipped[rel]
 	c.mu.RUnlock()
-	if tn == nil || !tn.in || skipped {
+	if tn == nil || !c.inCopy(tn) || skipped {
 		if rel != "" && !skipped {
 			return nil // not in the copy: its parent's listing says if it is back
 		}
@@ -856,7 +718,7 @@ func (c *core) reread(ep *zksession.Epoch, rel string, done map[string]bool) err
 	if err := c.read(ep, f); err != nil {
 		return err
 	}
-	if f.state == got && f.n.Stat.Czxid > tn.Stat.Czxid {
+	if f.state == got && f.n.Stat.Czxid > tn.st.czxid {
 		// Another incarnation: its children are new too.
 		done[rel] = true
 		return c.refetch(ep, rel)
@@ -868,9 +730,9 @@ func (c *core) reread(ep *zksession.Epoch, rel string, done map[string]bool) err
 			c.absent = f.state == gone
 		}
 		c.removeAt(parent, tn)
-	case f.n.Stat.Czxid == tn.Stat.Czxid:
-		if f.n.Stat.Mzxid > tn.Stat.Mzxid {
-			tn.Node = f.n
+	case f.n.Stat.Czxid == tn.st.czxid:
+		if f.n.Stat.Mzxid > tn.st.mzxid {
+			tn.set(&f.n)
 			c.q.push(Event{Type: Updated, Node: f.n})
 		}
 	}
@@ -906,7 +768,7 @@ func (c *core) relist(ep *zksession.Epoch, rel string, done map[string]bool) err
 		names, czxid, pzxid = n, st.Czxid, st.Pzxid
 		return nil
 	})
-	if err == nil && tn.in && czxid != tn.Stat.Czxid {
+	if err == nil && c.inCopy(tn) && czxid != tn.st.czxid {
 		// Another incarnation than the copy's (the old one's delete not
 		// read yet, its watch's event lost with a connection): its children
 		// are not those of the node held. Read it whole.
@@ -938,36 +800,31 @@ func (c *core) relist(ep *zksession.Epoch, rel string, done map[string]bool) err
 		return err
 	}
 	sort.Strings(names)
-	now := make(map[string]bool, len(names))
-	for _, name := range names {
-		now[name] = true
-	}
 	c.mu.Lock()
-	var gone []string
-	for name := range tn.kids {
-		if !now[name] {
-			gone = append(gone, name)
-		}
-	}
-	sort.Strings(gone)
-	for _, name := range gone {
-		c.removeAt(tn, tn.kids[name])
-	}
+	// The children held and listed, both sorted by name: those gone are
+	// removed, in order, the new ones read below, in one pass.
+	held := tn.children()
+	kept := make([]*tnode, 0, len(held))
 	var add []*fetched
-	for _, name := range names {
-		krel := rel + "/" + name
-		if _, had := tn.kids[name]; had {
-			continue
+	for i, j := 0, 0; i < len(names) || j < len(held); {
+		switch {
+		case j == len(held) || i < len(names) && names[i] < tn.nameOf(held[j]):
+			krel := rel + "/" + names[i]
+			if _, skipped := c.skipped[krel]; !skipped { // else its exists watch says when to read it again
+				add = append(add, &fetched{rel: krel, depth: depth(krel)})
+			}
+			i++
+		case i == len(names) || names[i] > tn.nameOf(held[j]):
+			c.remove(held[j])
+			c.clearSkipsUnder(rel + "/" + tn.nameOf(held[j]))
+			j++
+		default:
+			kept = append(kept, held[j])
+			i, j = i+1, j+1
 		}
-		if _, skipped := c.skipped[krel]; skipped {
-			continue // its exists watch says when to read it again
-		}
-		add = append(add, &fetched{rel: krel, depth: depth(krel)})
 	}
-	c.clearSkipsGone(rel, now)
-	for _, name := range gone {
-		c.clearSkipsUnder(rel + "/" + name)
-	}
+	tn.setChildren(kept)
+	c.clearSkipsGone(rel, names)
 	c.mu.Unlock()
 	if len(add) == 0 {
 		return nil
@@ -982,9 +839,12 @@ func (c *core) relist(ep *zksession.Epoch, rel string, done map[string]bool) err
 	add = listed.kids
 	all := make(map[string]error)
 	c.mu.Lock()
+	var added []*tnode // sorted by name, as add is
 	for _, f := range add {
 		done[f.rel] = true
-		c.merge(tn, f)
+		if k := c.merge(nil, f); k != nil {
+			added = append(added, k)
+		}
 		skips := make(map[string]error)
 		collectSkips(f, skips)
 		c.replaceSkips(f.rel, skips)
@@ -992,6 +852,7 @@ func (c *core) relist(ep *zksession.Epoch, rel string, done map[string]bool) err
 			all[r] = err
 		}
 	}
+	tn.setChildren(mergeByName(tn, tn.children(), added))
 	c.mu.Unlock()
 	return c.armSkipped(ep, all)
 }
@@ -1027,15 +888,15 @@ func (c *core) clearSkipsUnder(rel string) {
 	}
 }
 
-// clearSkipsGone forgets the skipped children of rel that are not in now,
-// and their subtrees. c.mu held.
-func (c *core) clearSkipsGone(rel string, now map[string]bool) {
+// clearSkipsGone forgets the skipped children of rel that are not in now
+// (sorted), and their subtrees. c.mu held.
+func (c *core) clearSkipsGone(rel string, now []string) {
 	for r := range c.skipped {
 		if r == rel || !under(r, rel) {
 			continue
 		}
 		name, _, _ := strings.Cut(r[len(rel)+1:], "/")
-		if !now[name] {
+		if i := sort.SearchStrings(now, name); i == len(now) || now[i] != name {
 			delete(c.skipped, r)
 		}
 	}
@@ -1089,35 +950,6 @@ func (c *core) armSkipped(ep *zksession.Epoch, skips map[string]error) error {
 		}
 	}
 	return nil
-}
-
-// get returns the node at rel from the copy.
-func (c *core) get(rel string) (Node, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	tn, _ := c.find(rel)
-	if tn == nil || !tn.in {
-		return Node{}, false
-	}
-	return tn.Node, true
-}
-
-// children returns the children of the node at rel in the copy, sorted by
-// name; false when the node is not in the copy (for a ChildrenCache's
-// parent, never false).
-func (c *core) children(rel string) ([]Node, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	tn, _ := c.find(rel)
-	if tn == nil || !tn.in && !(tn == c.root && !c.shape.rootData) {
-		return nil, false
-	}
-	out := make([]Node, 0, len(tn.kids))
-	for _, k := range tn.kids {
-		out = append(out, k.Node)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, true
 }
 
 // skips returns the skipped nodes by path (as the cache was given it),
