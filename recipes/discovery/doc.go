@@ -42,8 +42,9 @@
 // its type, as Curator's unregisterService. A Cache follows a
 // cache.ChildrenCache of <base>/<name> and parses each child: one that is not
 // an instance is left out and logged. A Provider filters the cache's copy at
-// every Pick (enabled, not down: Curator's DownInstancePolicy) and applies
-// its Strategy, so it never hands out an instance the cache has removed.
+// every Pick (in service: enabled, and a Spring status of UP or none; not
+// down: Curator's DownInstancePolicy) and applies its Strategy, so it never
+// hands out an instance the cache has removed.
 //
 // # Loss
 //

@@ -106,7 +106,7 @@ func WithEvents(on bool) Option {
 }
 
 // Strategy says how a Provider picks among the instances it may pick (those
-// of its cache, sorted by node name, that are enabled and not down).
+// of its cache, sorted by node name, that are in service and not down).
 type Strategy int
 
 const (

@@ -12,11 +12,11 @@ import (
 )
 
 // Provider picks an instance of a service from a Cache (Curator's
-// ServiceProvider): by its Strategy, among the cached instances that are
-// enabled and not down (see WithDownPolicy). It reads the cache's copy at
-// every Pick, so it never hands out an instance the cache has seen removed
-// (or that has not been loaded yet: Pick before the cache's first load finds
-// none). It starts no goroutine and needs no Close. It is safe for
+// ServiceProvider): by its Strategy, among the cached instances that are in
+// service (Instance.InService) and not down (see WithDownPolicy). It reads
+// the cache's copy at every Pick, so it never hands out an instance the
+// cache has seen removed (or that has not been loaded yet: Pick before the
+// cache's first load finds none). It starts no goroutine and needs no Close. It is safe for
 // concurrent use.
 type Provider struct {
 	c        *Cache
@@ -85,7 +85,7 @@ func (p *Provider) Pick() (Instance, error) {
 	now := p.now()
 	p.purgeLocked(now)
 	ok := func(e *entry) bool {
-		if e.inst.Disabled {
+		if !e.inst.InService() {
 			return false
 		}
 		d := p.down[keyOf(e.inst)]

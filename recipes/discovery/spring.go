@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // SpringClass is the Java class that Spring Cloud Zookeeper's payload names
@@ -83,4 +84,29 @@ func ParseSpring(payload json.RawMessage) (SpringInstance, error) {
 	}
 	s.Metadata = w.Metadata
 	return s, nil
+}
+
+// SpringStatusKey is the metadata key under which Spring Cloud Zookeeper
+// keeps an instance's status ("UP", "OUT_OF_SERVICE", ...), set through its
+// service-registry endpoint.
+const SpringStatusKey = "instance_status"
+
+// InService reports whether the instance may be handed out: it is not
+// Disabled and, when its payload is Spring Cloud Zookeeper's, its status
+// (metadata SpringStatusKey) is "UP" or unset, as Spring's own clients take
+// it. A Provider picks, and the gRPC resolver gives, only instances in
+// service.
+func (in Instance) InService() bool {
+	if in.Disabled {
+		return false
+	}
+	if len(in.Payload) == 0 || !bytes.Contains(in.Payload, []byte(SpringStatusKey)) {
+		return true // no status: nothing to parse
+	}
+	sp, err := ParseSpring(in.Payload)
+	if err != nil {
+		return true // not Spring's payload
+	}
+	st, ok := sp.Metadata[SpringStatusKey]
+	return !ok || st == "" || strings.EqualFold(st, "UP")
 }

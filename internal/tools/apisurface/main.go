@@ -39,7 +39,7 @@ var recipePackages = []struct {
 	{"recipes/counter", 25},
 	{"recipes/cache", 51},
 	{"recipes/group", 30},
-	{"recipes/discovery", 62},
+	{"recipes/discovery", 64},
 }
 
 func main() {

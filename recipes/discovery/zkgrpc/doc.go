@@ -22,7 +22,8 @@
 // Each resolver follows a discovery.Cache of its service and, at every
 // change, gives the client the instances' addresses, Address:Port (or
 // Address:SSLPort, with WithSSLPort), one endpoint per address in the order
-// of the instances' node names. Disabled instances are left out, as are
+// of the instances' node names. Instances not in service (Disabled, or
+// a Spring status other than UP: discovery.Instance.InService) are left out, as are
 // instances without an address or the port asked for, and any instance
 // whose address an earlier one already gave. A change that leaves the
 // addresses and the instances' data as they were gives the client nothing.

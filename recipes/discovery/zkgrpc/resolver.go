@@ -124,7 +124,7 @@ func (r *zkResolver) update() {
 }
 
 // endpoints turns instances into endpoints: one per address, in the cache's
-// order (by node name), leaving out the disabled instances, those without
+// order (by node name), leaving out the instances not in service, those without
 // an address or the port asked for, and later instances of an address
 // already given.
 func (r *zkResolver) endpoints(insts []discovery.Instance) []resolver.Endpoint {
@@ -137,8 +137,8 @@ func (r *zkResolver) endpoints(insts []discovery.Instance) []resolver.Endpoint {
 		}
 		why := ""
 		switch {
-		case in.Disabled:
-			why = "disabled"
+		case !in.InService():
+			why = "not in service"
 		case in.Address == "":
 			why = "no address"
 		case port <= 0 || port > 65535:

@@ -30,8 +30,9 @@ func spring(svc string, md map[string]string) json.RawMessage {
 	return discovery.SpringInstance{ID: svc + "-1", Name: svc, Metadata: md}.Payload()
 }
 
-// TestWhichInstances: disabled instances, instances without the port asked
-// for and a second instance of an address are left out; the TLS port is
+// TestWhichInstances: disabled instances, a Spring instance out of service,
+// instances without the port asked for and a second instance of an address
+// are left out; the TLS port is
 // given when asked for; an instance enabled later is added.
 func TestWhichInstances(t *testing.T) {
 	ns := zktest.NewNamespace(t)
@@ -45,6 +46,8 @@ func TestWhichInstances(t *testing.T) {
 	register(t, sess, in("e", 1001, 0, false))                              // a's address: left out
 	register(t, sess, in("f", 0, 2006, false))                              // TLS only
 	register(t, sess, discovery.Instance{Name: "svc", ID: "g", Port: 1007}) // no address
+	register(t, sess, discovery.Instance{Name: "svc", ID: "h", Address: "127.0.0.1", Port: 1008,
+		Payload: spring("svc", map[string]string{discovery.SpringStatusKey: "OUT_OF_SERVICE"})}) // out of service
 
 	_, plain := build(t, newBuilder(t, sess), target("svc"))
 	st := plain.waitState(t, "the plain ports", func(resolver.State) bool { return true })
