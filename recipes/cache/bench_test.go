@@ -29,18 +29,23 @@ const (
 // below a root) with this package and with Curator 5.4's TreeCache
 // (internal/testkit/curatortest's CuratorTreeCache, in its own JVM) on the
 // same server and data, and prints both side by side: memory per node (Go:
-// heap and goroutine stacks in use after a GC, before the start and after
-// the load; Java: used heap after System.gc(), the same two moments), the
-// watches the client holds, the time to the first load (the constructor or
-// start to Initialized), and the time from a SetData on a random
-// grandchild to the cache's Updated event (median and worst of
-// benchChanges, one at a time, the Java side timed by its listener's
-// wall clock). Run it alone: go test -run '^$' -bench TreeVsCurator
-// -benchtime 1x ./recipes/cache/.
+// heap and goroutine stacks in use after a GC, before the start and once
+// the load's events are received, as Curator's listener has received them
+// by its INITIALIZED; Java: used heap after System.gc(), the same two
+// moments), the watches the client counts (Go: the session's Watches, for
+// watches that the server alone holds; go-zookeeper's own registrations
+// and the server's data watches for the session, wchc, are printed below),
+// the time to the first load (the constructor or start to the Initialized
+// event received), and the time from a SetData on a random grandchild to
+// the cache's Updated event (median and worst of benchChanges, one at a
+// time, the Java side timed by its listener's wall clock). The server
+// has served a read of every node before either side loads. Run it alone:
+// go test -run '^$' -bench TreeVsCurator -benchtime 1x ./recipes/cache/.
 func BenchmarkTreeVsCurator(b *testing.B) {
 	ns, raw := zktestNS(b)
 	root := ns.Path("tree")
 	makeTree(b, raw, root)
+	warmUp(b, raw, root)
 	nodes := 1 + benchFan + benchFan*benchFan
 	ctx := context.Background()
 	java := curatortest.StartTreeCache(b, ns.Servers(), root, curatortest.WithSessionTimeout(30*time.Second))
@@ -57,22 +62,27 @@ func BenchmarkTreeVsCurator(b *testing.B) {
 			b.Fatal(err)
 		}
 		updated := make(chan string, benchChanges)
+		initialized := make(chan time.Time, 1)
 		drained := make(chan struct{})
 		go func() { // keeps no event: the memory measured is the cache's
 			defer close(drained)
 			for ev := range c.Events() {
-				if ev.Type == cache.Updated {
+				switch ev.Type {
+				case cache.Updated:
 					updated <- ev.Node.Path
+				case cache.Initialized:
+					initialized <- time.Now()
 				}
 			}
 		}()
-		sessiontest.Recv(b, c.Initialized(), 5*time.Minute, "Initialized")
-		goLoad := time.Since(start)
+		goLoad := sessiontest.Recv(b, initialized, 5*time.Minute, "Initialized").Sub(start)
 		after := heapInUse()
 		if n := len(cachedTree(c, "/tree")); n != nodes {
 			b.Fatalf("Go cache holds %d nodes, want %d", n, nodes)
 		}
-		goWatches := sessiontest.Core(s).WatchCount()
+		goWatches := s.Watches()
+		goRegistrations := sessiontest.Core(s).WatchCount()
+		serverWatches := len(sessiontest.Watches(b, ns.Server.Addr(), s.SessionID()))
 		goChange := changes(b, rng, raw, root, func(p string, set func()) time.Duration {
 			t0 := time.Now()
 			set()
@@ -121,7 +131,8 @@ func BenchmarkTreeVsCurator(b *testing.B) {
 		fmt.Fprintf(os.Stdout, "%-34s %16v %16v\n", "first load", goLoad.Round(time.Millisecond), load.Took.Round(time.Millisecond))
 		fmt.Fprintf(os.Stdout, "%-34s %16v %16v\n", "SetData to event, median", goChange[len(goChange)/2].Round(10*time.Microsecond), javaChange[len(javaChange)/2].Round(10*time.Microsecond))
 		fmt.Fprintf(os.Stdout, "%-34s %16v %16v\n", "SetData to event, worst", goChange[len(goChange)-1].Round(10*time.Microsecond), javaChange[len(javaChange)-1].Round(10*time.Microsecond))
-		fmt.Fprintf(os.Stdout, "(Go goroutines now: %d)\n", runtime.NumGoroutine())
+		fmt.Fprintf(os.Stdout, "(Go: %d registrations in go-zookeeper, %d data watches on the server (wchc), goroutines now: %d)\n",
+			goRegistrations, serverWatches, runtime.NumGoroutine())
 		b.ReportMetric(goPer, "B/node")
 		b.ReportMetric(javaPer, "curator-B/node")
 		b.ReportMetric(goLoad.Seconds(), "load-s")
@@ -145,6 +156,45 @@ func changes(b *testing.B, rng *rand.Rand, raw *zk.Conn, root string, timed func
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// warmUp reads every node of the tree at root once (its data and its
+// children, as a load does, without watches), 64 reads at a time, so that
+// neither side's first load is the one that warms the server up.
+func warmUp(b *testing.B, raw *zk.Conn, root string) {
+	paths := []string{root}
+	for i := 0; i < benchFan; i++ {
+		p := fmt.Sprintf("%s/p%02d", root, i)
+		paths = append(paths, p)
+		for j := 0; j < benchFan; j++ {
+			paths = append(paths, fmt.Sprintf("%s/c%02d", p, j))
+		}
+	}
+	work := make(chan string)
+	errs := make(chan error, 64)
+	for i := 0; i < 64; i++ {
+		go func() {
+			var err error
+			for p := range work {
+				if err == nil {
+					_, _, err = raw.Get(p)
+				}
+				if err == nil {
+					_, _, err = raw.Children(p)
+				}
+			}
+			errs <- err
+		}()
+	}
+	for _, p := range paths {
+		work <- p
+	}
+	close(work)
+	for i := 0; i < 64; i++ {
+		if err := <-errs; err != nil {
+			b.Fatalf("warm-up: %v", err)
+		}
+	}
 }
 
 // makeTree creates root with benchFan children of benchFan children each,

@@ -90,7 +90,7 @@ type core struct {
 	skipped map[string]error // by rel: nodes left out because ZooKeeper refused their read
 
 	// Owned by run (held and rootListed written under mu too).
-	exists     map[string]struct{} // exists watches of skipped nodes (a refused read sets no watch), by rel, this epoch
+	exists     map[string]struct{} // exists watches of skipped nodes (a refused read sets no watch), by rel, since the last reload
 	absent     bool                // the root (or a ChildrenCache's parent) was missing at the last read
 	held       int                 // the data and child watches of the nodes in the copy
 	rootListed bool                // a ChildrenCache's parent holds a child watch
@@ -908,10 +908,10 @@ func under(r, rel string) bool {
 }
 
 // armSkipped sets an exists watch on each skipped node that has none of
-// the cache's this epoch, so that its next write (an ACL fixed, then the
-// data written) or its delete reads it again. ZooKeeper does not check
-// exists against the ACL. Like the data and child watches, only the server
-// holds it.
+// the cache's since the last reload, so that its next write (an ACL fixed,
+// then the data written) or its delete reads it again. ZooKeeper does not
+// check exists against the ACL. Like the data and child watches, only the
+// server holds it.
 func (c *core) armSkipped(ep *zksession.Epoch, skips map[string]error) error {
 	rels := make([]string, 0, len(skips))
 	for r := range skips {
