@@ -171,6 +171,7 @@ func (c *core) close() error {
 
 func (c *core) run() {
 	defer c.q.finish()
+	defer c.sub.Cancel() // also when the session closes: it counts no watch of a cache stopped
 	var (
 		ep     *zksession.Epoch
 		full   = true // reload everything: first load, a transition, after an error, a poll
