@@ -9,7 +9,13 @@ package goid
 import (
 	"math"
 	"runtime"
+	"sync"
 )
+
+// bufs holds the buffers runtime.Stack writes the header into. A buffer
+// passed to runtime.Stack escapes to the heap, so one on ID's stack would be
+// allocated at every call; reentrant locks call ID several times a cycle.
+var bufs = sync.Pool{New: func() any { return new([64]byte) }}
 
 // ID returns the id of the calling goroutine. Ids are unique among live
 // goroutines, never reused within a process, and never 0. It returns 0 only
@@ -17,9 +23,11 @@ import (
 // rule out for the supported Go versions; callers must refuse to key
 // anything by 0 (every goroutine would share it).
 func ID() uint64 {
-	var buf [64]byte
+	buf := bufs.Get().(*[64]byte)
 	n := runtime.Stack(buf[:], false)
-	return parse(buf[:n])
+	id := parse(buf[:n])
+	bufs.Put(buf)
+	return id
 }
 
 // parse reads the decimal id in "goroutine <id> [...": it returns 0 unless b

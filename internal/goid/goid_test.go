@@ -69,3 +69,13 @@ func BenchmarkID(b *testing.B) {
 		ID()
 	}
 }
+
+func TestIDDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop buffers")
+	}
+	ID() // fill the pool
+	if n := testing.AllocsPerRun(100, func() { ID() }); n != 0 {
+		t.Fatalf("ID allocates %v times a call, want 0", n)
+	}
+}
