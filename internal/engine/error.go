@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"strconv"
 	"strings"
 
@@ -35,11 +34,34 @@ func NewError(recipe, path string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var e *Error
-	if errors.As(err, &e) && e.Recipe == recipe && e.Path == path {
+	if e := asError(err); e != nil && e.Recipe == recipe && e.Path == path {
 		return err
 	}
 	return &Error{Recipe: recipe, Path: path, Err: err}
+}
+
+// asError is errors.As for an *Error without its allocation (errors.As
+// needs the target's address, which escapes): the first *Error in err's
+// tree, depth first, or nil. No error of this module has an As method.
+func asError(err error) *Error {
+	for err != nil {
+		switch x := err.(type) {
+		case *Error:
+			return x
+		case interface{ Unwrap() error }:
+			err = x.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, inner := range x.Unwrap() {
+				if e := asError(inner); e != nil {
+					return e
+				}
+			}
+			return nil
+		default:
+			return nil
+		}
+	}
+	return nil
 }
 
 // Within returns err without its own *Error of recipe at path, for a reason
