@@ -73,14 +73,15 @@ type attempt struct {
 	data  []byte
 	user  context.Context
 
-	uuid  string
-	ep    *zksession.Epoch
-	lctx  context.Context // lease context captured before the deciding read
-	node  string          // full path of our node once known
-	name  string          // its name
-	seq   int64
-	czxid int64  // 0 until known
-	fixed string // full path of the fixed node (fixed-node locks only)
+	uuid   string
+	prefix string // ProtectedPrefix(uuid), built once (see protectedPrefix)
+	ep     *zksession.Epoch
+	lctx   context.Context // lease context captured before the deciding read
+	node   string          // full path of our node once known
+	name   string          // its name
+	seq    int64
+	czxid  int64  // 0 until known
+	fixed  string // full path of the fixed node (fixed-node locks only)
 
 	self *zksession.Watch // data watch on our own node, if armed
 	kids []string         // snapshot to decide on, nil to read again
@@ -112,7 +113,8 @@ type specWatch struct {
 
 func (a *attempt) run() (*Lease, error) {
 	e := a.e
-	a.uuid = NewUUID()
+	a.prefix = newProtectedPrefix()
+	a.uuid = a.prefix[len(protectedMarker) : len(a.prefix)-1]
 	if err := a.connect(); err != nil {
 		return nil, a.fail(err)
 	}

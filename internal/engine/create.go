@@ -197,7 +197,7 @@ type created struct {
 // raced with the create's reply is gone when Close returns.
 func (a *attempt) create(base string) (string, int64, error) {
 	e := a.e
-	ep, prefix := a.ep, ProtectedPrefix(a.uuid)
+	ep, prefix := a.ep, a.protectedPrefix()
 	settled := make(chan struct{})
 	r, err := zksession.Call(a.ctx, e.zs, func(c *zk.Conn) (created, error) {
 		p, z, err := a.createOn(c, base)
@@ -258,7 +258,7 @@ func (a *attempt) answeredOnOurSession() bool {
 // owned by another session is deleted. It reports whether we now have a node.
 func (a *attempt) findGhost() (bool, error) {
 	e := a.e
-	prefix := ProtectedPrefix(a.uuid)
+	prefix := a.protectedPrefix()
 	var kids []string
 	err := e.zs.Retry(a.ctx, a.ep, func(c *zk.Conn) error {
 		var err error

@@ -29,6 +29,23 @@ func ProtectedPrefix(uuid string) string {
 // dashed form Curator uses in protected names, e.g.
 // "0f8fad5b-d9cb-469f-a165-70867728950e". It reads crypto/rand.
 func NewUUID() string {
+	var out [uuidLen]byte
+	putUUID(out[:])
+	return string(out[:])
+}
+
+// newProtectedPrefix returns ProtectedPrefix(NewUUID()), built in one
+// string.
+func newProtectedPrefix() string {
+	var out [len(protectedMarker) + uuidLen + 1]byte
+	copy(out[:], protectedMarker)
+	putUUID(out[len(protectedMarker):])
+	out[len(out)-1] = '-'
+	return string(out[:])
+}
+
+// putUUID writes a random UUID (see NewUUID) to out[:uuidLen].
+func putUUID(out []byte) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		// crypto/rand.Read does not fail on supported platforms (Go 1.24
@@ -37,7 +54,6 @@ func NewUUID() string {
 	}
 	b[6] = (b[6] & 0x0f) | 0x40 // version 4
 	b[8] = (b[8] & 0x3f) | 0x80 // RFC 4122 variant
-	var out [uuidLen]byte
 	hex.Encode(out[0:8], b[0:4])
 	out[8] = '-'
 	hex.Encode(out[9:13], b[4:6])
@@ -47,7 +63,6 @@ func NewUUID() string {
 	hex.Encode(out[19:23], b[8:10])
 	out[23] = '-'
 	hex.Encode(out[24:36], b[10:16])
-	return string(out[:])
 }
 
 // isUUID reports whether s has the 36-character dashed hexadecimal form.

@@ -279,3 +279,24 @@ func TestSortPrefixInto(t *testing.T) {
 		}
 	}
 }
+
+// TestNewProtectedPrefix: newProtectedPrefix is ProtectedPrefix of a new
+// version 4 UUID, and an attempt's protectedPrefix follows its UUID.
+func TestNewProtectedPrefix(t *testing.T) {
+	p := newProtectedPrefix()
+	u := p[len(protectedMarker) : len(p)-1]
+	if !uuidRE.MatchString(u) || p != ProtectedPrefix(u) {
+		t.Fatalf("newProtectedPrefix() = %q", p)
+	}
+	if q := newProtectedPrefix(); q == p {
+		t.Fatalf("two prefixes are both %q", p)
+	}
+	a := &attempt{prefix: p, uuid: u}
+	if got := a.protectedPrefix(); got != p {
+		t.Fatalf("protectedPrefix = %q, want %q", got, p)
+	}
+	a.uuid = NewUUID()
+	if got := a.protectedPrefix(); got != ProtectedPrefix(a.uuid) {
+		t.Fatalf("protectedPrefix after a new UUID = %q, want %q", got, ProtectedPrefix(a.uuid))
+	}
+}

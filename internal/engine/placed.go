@@ -48,7 +48,19 @@ func anchorSeq(d *Driver) (string, error) {
 // sequence to it, except for a placed node, whose name is complete.
 func (a *attempt) nodeBase() string {
 	seq, _ := anchorSeq(a.d) // checked by checkDriver
-	return a.e.path + "/" + ProtectedPrefix(a.uuid) + a.d.Marker + seq
+	return a.e.path + "/" + a.protectedPrefix() + a.d.Marker + seq
+}
+
+// protectedPrefix returns ProtectedPrefix(a.uuid), built at most once for
+// a UUID: run builds it with the UUID, other attempts (fixed, counted) set
+// only the UUID. Called on the attempt's goroutine only.
+func (a *attempt) protectedPrefix() string {
+	p := a.prefix
+	if len(p) != len(protectedMarker)+len(a.uuid)+1 || p[len(protectedMarker):len(p)-1] != a.uuid {
+		p = ProtectedPrefix(a.uuid)
+		a.prefix = p
+	}
+	return p
 }
 
 // createOn sends our node's create on c: EPHEMERAL_SEQUENTIAL for a queued
