@@ -7,17 +7,31 @@ import (
 	"testing"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/eventqueue"
 )
 
 // testCore returns a core of shape sh on /n with no session: merge alone.
 func testCore(sh shape) *core {
-	return &core{path: "/n", shape: sh, root: &tnode{path: "/n"}, skipped: map[string]error{}, q: newQueue(true)}
+	return &core{path: "/n", shape: sh, root: &tnode{path: "/n"}, skipped: map[string]error{}, q: eventqueue.New[Event](true)}
 }
 
-// queued returns the events queued so far as "Type path data" strings.
+// drain returns the events queued so far, closing the queue: call it once.
+func drain(c *core) []Event {
+	c.q.Finish()
+	go c.q.Pump()
+	var evs []Event
+	for ev := range c.q.Out() {
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+// queued returns the events queued so far as "Type path data" strings,
+// closing the queue: call it once.
 func queued(c *core) []string {
 	var out []string
-	for _, ev := range c.q.q {
+	for _, ev := range drain(c) {
 		out = append(out, strings.TrimSpace(fmt.Sprintf("%v %s %s", ev.Type, ev.Node.Path, ev.Node.Data)))
 	}
 	return out
@@ -53,7 +67,7 @@ func TestApply(t *testing.T) {
 			c.merge(c.root, f)
 		}
 		var got []EventType
-		for _, ev := range c.q.q {
+		for _, ev := range drain(c) {
 			got = append(got, ev.Type)
 		}
 		if fmt.Sprint(got) != fmt.Sprint(tc.want) {

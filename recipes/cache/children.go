@@ -50,7 +50,7 @@ func (c *ChildrenCache) List() []Node {
 // closed after Close, or after the session is closed and the last event was
 // received. With WithEvents(false) it delivers nothing and is closed the
 // same way.
-func (c *ChildrenCache) Events() <-chan Event { return c.c.q.out }
+func (c *ChildrenCache) Events() <-chan Event { return c.c.q.Out() }
 
 // Initialized returns a channel that is closed once the first load is done.
 // It is never closed if the cache is closed first.

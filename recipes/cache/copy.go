@@ -170,7 +170,7 @@ func (c *core) merge(old *tnode, f *fetched) *tnode {
 			return old // older than the copy: ignore it
 		case f.n.Stat.Mzxid > old.st.mzxid:
 			tn.set(&f.n)
-			c.q.push(Event{Type: Updated, Node: f.n})
+			c.q.Push(Event{Type: Updated, Node: f.n})
 		}
 	}
 	if !f.listed {
@@ -207,7 +207,7 @@ func (c *core) merge(old *tnode, f *fetched) *tnode {
 // add makes a node of what f read (the root's anchor when old is it) and
 // pushes Added. The caller puts it in its parent's children. c.mu held.
 func (c *core) add(old *tnode, f *fetched) *tnode {
-	c.q.push(Event{Type: Added, Node: f.n})
+	c.q.Push(Event{Type: Added, Node: f.n})
 	c.held += c.watchesAt(f.depth)
 	if old == c.root {
 		c.root.set(&f.n)
@@ -231,7 +231,7 @@ func (c *core) remove(tn *tnode) {
 	if !c.inCopy(tn) {
 		return
 	}
-	c.q.push(Event{Type: Removed, Node: tn.node()})
+	c.q.Push(Event{Type: Removed, Node: tn.node()})
 	c.held -= c.watchesAt(depth(tn.path[len(c.path):]))
 	if tn == c.root {
 		c.rootIn = false

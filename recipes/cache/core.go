@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/eventqueue"
 	"github.com/zkrecipes/zkrecipes/internal/zksession"
 )
 
@@ -75,7 +76,7 @@ type core struct {
 	shape shape
 	zs    *zksession.Session
 	lg    *zap.Logger
-	q     *queue
+	q     *eventqueue.Queue[Event]
 
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -137,7 +138,7 @@ func newCore(sess any, p string, kind string, opts []Option) (*core, error) {
 		shape:   sh,
 		zs:      zs,
 		lg:      lg.With(zap.String("path", full)),
-		q:       newQueue(cfg.events),
+		q:       eventqueue.New[Event](cfg.events),
 		ctx:     ctx,
 		cancel:  cancel,
 		init:    make(chan struct{}),
@@ -150,7 +151,7 @@ func newCore(sess any, p string, kind string, opts []Option) (*core, error) {
 	// Subscribed before run starts, so no watch's event is missed.
 	c.sub = zs.SubscribeTree(full, c)
 	c.wg.Add(2)
-	go func() { defer c.wg.Done(); c.q.pump() }()
+	go func() { defer c.wg.Done(); c.q.Pump() }()
 	go func() { defer c.wg.Done(); c.run() }()
 	return c, nil
 }
@@ -163,14 +164,14 @@ func (c *core) close() error {
 	c.closeOnce.Do(func() {
 		c.cancel()
 		c.sub.Cancel()
-		close(c.q.stop)
+		c.q.Stop()
 		c.wg.Wait()
 	})
 	return nil
 }
 
 func (c *core) run() {
-	defer c.q.finish()
+	defer c.q.Finish()
 	defer c.sub.Cancel() // also when the session closes: it counts no watch of a cache stopped
 	var (
 		ep     *zksession.Epoch
@@ -220,7 +221,7 @@ func (c *core) run() {
 		fail = 0
 		if first {
 			first = false
-			c.q.push(Event{Type: Initialized})
+			c.q.Push(Event{Type: Initialized})
 			close(c.init)
 		}
 		var pollC <-chan time.Time
@@ -734,7 +735,7 @@ func (c *core) reread(ep *zksession.Epoch, rel string, done map[string]bool) err
 	case f.n.Stat.Czxid == tn.st.czxid:
 		if f.n.Stat.Mzxid > tn.st.mzxid {
 			tn.set(&f.n)
-			c.q.push(Event{Type: Updated, Node: f.n})
+			c.q.Push(Event{Type: Updated, Node: f.n})
 		}
 	}
 	var skips map[string]error

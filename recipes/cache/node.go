@@ -31,7 +31,7 @@ func (n *NodeCache) Get() (Node, bool) { return n.c.get("") }
 // after the first load's event (if the node existed). It is closed after
 // Close, or after the session is closed and the last event was received.
 // With WithEvents(false) it delivers nothing and is closed the same way.
-func (n *NodeCache) Events() <-chan Event { return n.c.q.out }
+func (n *NodeCache) Events() <-chan Event { return n.c.q.Out() }
 
 // Initialized returns a channel that is closed once the first load is done.
 // It is never closed if the cache is closed first.

@@ -52,7 +52,7 @@ func (t *TreeCache) Children(path string) ([]Node, bool) {
 // load. It is closed after Close, or after the session is closed and the
 // last event was received. With WithEvents(false) it delivers nothing and is
 // closed the same way.
-func (t *TreeCache) Events() <-chan Event { return t.c.q.out }
+func (t *TreeCache) Events() <-chan Event { return t.c.q.Out() }
 
 // Initialized returns a channel that is closed once the first load is done.
 // It is never closed if the cache is closed first.

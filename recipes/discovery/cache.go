@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/eventqueue"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
 	"github.com/zkrecipes/zkrecipes/session"
 )
@@ -31,7 +32,7 @@ type Cache struct {
 	path string // base/name, as given
 	cc   *cache.ChildrenCache
 	lg   *zap.Logger
-	q    *queue
+	q    *eventqueue.Queue[Event]
 	init chan struct{}
 	wg   sync.WaitGroup
 
@@ -80,12 +81,12 @@ func NewCache(sess *session.Session, base, name string, opts ...Option) (*Cache,
 		path:   p,
 		cc:     cc,
 		lg:     lg.With(zap.String("path", p)),
-		q:      newQueue(cfg.events),
+		q:      eventqueue.New[Event](cfg.events),
 		init:   make(chan struct{}),
 		byNode: make(map[string]Instance),
 	}
 	c.wg.Add(2)
-	go func() { defer c.wg.Done(); c.q.pump() }()
+	go func() { defer c.wg.Done(); c.q.Pump() }()
 	go func() { defer c.wg.Done(); c.run() }()
 	return c, nil
 }
@@ -105,16 +106,16 @@ func (c *Cache) run() {
 		c.mu.Lock()
 		c.stopped = true
 		c.mu.Unlock()
-		c.q.finish()
+		c.q.Finish()
 	}()
 	for ev := range c.cc.Events() {
 		switch ev.Type {
 		case cache.Initialized:
 			close(c.init)
-			c.q.push(Event{Type: cache.Initialized})
+			c.q.Push(Event{Type: cache.Initialized})
 		case cache.Removed:
 			if old, ok := c.remove(ev.Node.Name()); ok {
-				c.q.push(Event{Type: cache.Removed, Instance: old})
+				c.q.Push(Event{Type: cache.Removed, Instance: old})
 			}
 		case cache.Added, cache.Updated:
 			name := ev.Node.Name()
@@ -122,7 +123,7 @@ func (c *Cache) run() {
 			if err := in.UnmarshalJSON(ev.Node.Data); err != nil {
 				c.lg.Warn("a node that is not an instance: left out", zap.String("node", name), zap.Error(err))
 				if old, ok := c.remove(name); ok {
-					c.q.push(Event{Type: cache.Removed, Instance: old})
+					c.q.Push(Event{Type: cache.Removed, Instance: old})
 				}
 				continue
 			}
@@ -135,7 +136,7 @@ func (c *Cache) run() {
 			if had {
 				t = cache.Updated
 			}
-			c.q.push(Event{Type: t, Instance: in})
+			c.q.Push(Event{Type: t, Instance: in})
 		}
 	}
 }
@@ -191,7 +192,7 @@ func (c *Cache) Instances() []Instance {
 // of the first load. It is closed after Close, or after the session is
 // closed and the last event was received. With WithEvents(false) it
 // delivers nothing and is closed the same way.
-func (c *Cache) Events() <-chan Event { return c.q.out }
+func (c *Cache) Events() <-chan Event { return c.q.Out() }
 
 // Initialized returns a channel that is closed once the first load is done.
 // It is never closed if the cache is closed first.
@@ -203,7 +204,7 @@ func (c *Cache) Initialized() <-chan struct{} { return c.init }
 func (c *Cache) Close() error {
 	c.closeOnce.Do(func() {
 		c.cc.Close()
-		close(c.q.stop)
+		c.q.Stop()
 		c.wg.Wait()
 	})
 	return nil

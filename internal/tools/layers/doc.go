@@ -1,7 +1,8 @@
 // Package layers holds the test that keeps the module's import graph
 // pointing one way. From the bottom up:
 //
-//	internal/goid, internal/participant   runtime helpers
+//	internal/goid, internal/participant,  runtime helpers; the caches' event queue
+//	internal/eventqueue
 //	internal/zksession                     the session's implementation
 //	session                                the public session
 //	recipes                                the vocabulary every recipe shares

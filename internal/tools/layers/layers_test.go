@@ -20,7 +20,7 @@ type layer struct {
 // module), and false for a package missing from the table.
 func layerOf(p string) (layer, bool) {
 	switch p {
-	case "internal/goid", "internal/participant":
+	case "internal/goid", "internal/participant", "internal/eventqueue":
 		return layer{0, false}, true
 	case "internal/zksession":
 		return layer{1, false}, true
