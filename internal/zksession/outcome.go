@@ -163,7 +163,8 @@ func (w *Write) Result(err error) error {
 // was handed on.
 func (w *Write) note(s *Session, err error, sent uint64) {
 	if w != nil && s.answerLost(err, sent) {
-		w.lost.CompareAndSwap(nil, &err)
+		lost := err // a copy: &err would put err on the heap at every call
+		w.lost.CompareAndSwap(nil, &lost)
 	}
 }
 
