@@ -119,9 +119,9 @@ func TestSkipsUnreadableChild(t *testing.T) {
 			// No read of b between two writes of a: nothing retries it.
 			base := reads(tap)
 			mustSet(t, owner, dir+"/a", "a1")
-			r.waitFor(t, wait, "a1", func(evs []cache.Event) bool { return hasData(evs, "/dir/a", "a1") })
+			r.WaitFor(t, wait, "a1", func(evs []cache.Event) bool { return hasData(evs, "/dir/a", "a1") })
 			mustSet(t, owner, dir+"/a", "a2")
-			r.waitFor(t, wait, "a2", func(evs []cache.Event) bool { return hasData(evs, "/dir/a", "a2") })
+			r.WaitFor(t, wait, "a2", func(evs []cache.Event) bool { return hasData(evs, "/dir/a", "a2") })
 			waitReads(t, tap, base, [2]int64{0, 2}, "two reads of a, none of b")
 
 			// A reconnect reads b again, finds the same refusal, and says
@@ -129,14 +129,14 @@ func TestSkipsUnreadableChild(t *testing.T) {
 			proxy.Cut()
 			rec.Wait(t, wait, session.Reconnected)
 			mustSet(t, owner, dir+"/a", "a3")
-			r.waitFor(t, convergeBound, "a3", func(evs []cache.Event) bool { return hasData(evs, "/dir/a", "a3") })
+			r.WaitFor(t, convergeBound, "a3", func(evs []cache.Event) bool { return hasData(evs, "/dir/a", "a3") })
 			checkSkipped(t, skipped(), "/dir/b")
 			if w := skipWarnings(logs); len(w) != 1 || w["/dir/b"] != 1 {
 				t.Fatalf("skip warnings %v, want one for /dir/b", w)
 			}
 
 			openUp(t, owner, dir+"/b", "b1")
-			evs = r.waitFor(t, wait, "b's Added", func(evs []cache.Event) bool { return hasData(evs, "/dir/b", "b1") })
+			evs = r.WaitFor(t, wait, "b's Added", func(evs []cache.Event) bool { return hasData(evs, "/dir/b", "b1") })
 			if kind == "tree" {
 				// Its child is still refused: b is in, b/deep is skipped now.
 				checkSkipped(t, skipped(), "/dir/b/deep")
@@ -170,7 +170,7 @@ func TestNodeCacheSkipsUnreadable(t *testing.T) {
 	}
 	checkSkipped(t, c.Skipped(), "/n")
 	openUp(t, owner, full, "v1")
-	evs := r.waitFor(t, wait, "Added", func(evs []cache.Event) bool { return hasData(evs, "/n", "v1") })
+	evs := r.WaitFor(t, wait, "Added", func(evs []cache.Event) bool { return hasData(evs, "/n", "v1") })
 	checkEvents(t, evs, []expect{{cache.Initialized, "", ""}, {cache.Added, "/n", "v1"}})
 	checkSkipped(t, c.Skipped())
 	if n, ok := c.Get(); !ok || string(n.Data) != "v1" {

@@ -50,19 +50,19 @@ func TestNodeCacheFollowsNode(t *testing.T) {
 	}
 	full := ns.Path("flag")
 	st1 := mustCreate(t, raw, full, "a")
-	r.waitFor(t, wait, "Added", func(evs []cache.Event) bool { return len(evs) >= 2 })
+	r.WaitFor(t, wait, "Added", func(evs []cache.Event) bool { return len(evs) >= 2 })
 	if n, ok := c.Get(); !ok || string(n.Data) != "a" || n.Stat.Czxid != st1.Czxid || n.Path != "/flag" {
 		t.Fatalf("Get after the create = %+v, %v", n, ok)
 	}
 	mustSet(t, raw, full, "b")
-	r.waitFor(t, wait, "Updated", func(evs []cache.Event) bool { return len(evs) >= 3 })
+	r.WaitFor(t, wait, "Updated", func(evs []cache.Event) bool { return len(evs) >= 3 })
 	mustDelete(t, raw, full)
-	r.waitFor(t, wait, "Removed", func(evs []cache.Event) bool { return len(evs) >= 4 })
+	r.WaitFor(t, wait, "Removed", func(evs []cache.Event) bool { return len(evs) >= 4 })
 	if _, ok := c.Get(); ok {
 		t.Fatal("Get found the deleted node")
 	}
 	st2 := mustCreate(t, raw, full, "c")
-	evs := r.waitFor(t, wait, "Added again", func(evs []cache.Event) bool { return len(evs) >= 5 })
+	evs := r.WaitFor(t, wait, "Added again", func(evs []cache.Event) bool { return len(evs) >= 5 })
 	checkEvents(t, evs, []expect{
 		{cache.Initialized, "", ""},
 		{cache.Added, "/flag", "a"},
@@ -96,11 +96,11 @@ func TestChildrenCacheFollowsChildren(t *testing.T) {
 		t.Fatalf("after the load: %s", d)
 	}
 	mustCreate(t, raw, dir+"/c", "c0")
-	r.waitFor(t, wait, "Added c", func(evs []cache.Event) bool { return len(evs) >= 4 })
+	r.WaitFor(t, wait, "Added c", func(evs []cache.Event) bool { return len(evs) >= 4 })
 	mustSet(t, raw, dir+"/a", "a1")
-	r.waitFor(t, wait, "Updated a", func(evs []cache.Event) bool { return len(evs) >= 5 })
+	r.WaitFor(t, wait, "Updated a", func(evs []cache.Event) bool { return len(evs) >= 5 })
 	mustDelete(t, raw, dir+"/b")
-	evs := r.waitFor(t, wait, "Removed b", func(evs []cache.Event) bool { return len(evs) >= 6 })
+	evs := r.WaitFor(t, wait, "Removed b", func(evs []cache.Event) bool { return len(evs) >= 6 })
 	checkEvents(t, evs, []expect{
 		{cache.Added, "/dir/a", "a0"},
 		{cache.Added, "/dir/b", "b0"},
@@ -141,10 +141,10 @@ func TestChildrenCacheMissingParent(t *testing.T) {
 	}
 	mustCreate(t, raw, dir, "")
 	mustCreate(t, raw, dir+"/x", "x0")
-	r.waitFor(t, wait, "Added x", func(evs []cache.Event) bool { return len(evs) >= 2 })
+	r.WaitFor(t, wait, "Added x", func(evs []cache.Event) bool { return len(evs) >= 2 })
 	mustDelete(t, raw, dir+"/x")
 	mustDelete(t, raw, dir)
-	evs := r.waitFor(t, wait, "Removed x", func(evs []cache.Event) bool { return len(evs) >= 3 })
+	evs := r.WaitFor(t, wait, "Removed x", func(evs []cache.Event) bool { return len(evs) >= 3 })
 	checkEvents(t, evs, []expect{
 		{cache.Initialized, "", ""},
 		{cache.Added, "/dir/x", "x0"},
@@ -171,7 +171,7 @@ func TestRecreatedWhileAway(t *testing.T) {
 	st := mustCreate(t, raw, full, "same")
 	proxy.Refuse(false)
 	rec.Wait(t, wait, session.Reconnected)
-	evs := r.waitFor(t, convergeBound, "Removed and Added", func(evs []cache.Event) bool { return len(evs) >= 4 })
+	evs := r.WaitFor(t, convergeBound, "Removed and Added", func(evs []cache.Event) bool { return len(evs) >= 4 })
 	checkEvents(t, evs, []expect{
 		{cache.Added, "/flag", "same"},
 		{cache.Initialized, "", ""},

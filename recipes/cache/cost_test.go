@@ -44,10 +44,10 @@ func TestCosts(t *testing.T) {
 	r.waitInit(t)
 	base = waitReads(t, tap, base, [2]int64{1, 3}, "the first load: 1 list, 3 reads")
 	mustSet(t, raw, dir+"/a", "a1")
-	r.waitFor(t, wait, "a's update", func(evs []cache.Event) bool { return hasData(evs, "/dir/a", "a1") })
+	r.WaitFor(t, wait, "a's update", func(evs []cache.Event) bool { return hasData(evs, "/dir/a", "a1") })
 	base = waitReads(t, tap, base, [2]int64{0, 1}, "a write: 1 read")
 	mustCreate(t, raw, dir+"/d", "d")
-	r.waitFor(t, wait, "d's Added", func(evs []cache.Event) bool { return hasData(evs, "/dir/d", "d") })
+	r.WaitFor(t, wait, "d's Added", func(evs []cache.Event) bool { return hasData(evs, "/dir/d", "d") })
 	base = waitReads(t, tap, base, [2]int64{1, 1}, "a new child: 1 list, 1 read")
 	proxy.Cut()
 	rec.Wait(t, wait, session.Reconnected)
@@ -73,7 +73,7 @@ func TestUnreadEventsDoNotStall(t *testing.T) {
 	}
 	// The events are all there, in order, for a reader that comes late.
 	r := record(c.Events())
-	evs := r.waitFor(t, wait, "the last write's event", func(evs []cache.Event) bool { return hasData(evs, "/n", "v50") })
+	evs := r.WaitFor(t, wait, "the last write's event", func(evs []cache.Event) bool { return hasData(evs, "/n", "v50") })
 	if _, err := replay(evs); err != nil {
 		t.Fatal(err)
 	}

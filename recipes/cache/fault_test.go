@@ -12,7 +12,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
 	"github.com/zkrecipes/zkrecipes/session"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // After a reconnect to the same session, and after a new session (the old
@@ -60,9 +59,9 @@ func TestReconnectReportsExactlyWhatChanged(t *testing.T) {
 			if got := s.SessionID() != sid; got != newSession {
 				t.Fatalf("new session id after the reconnect: %v, want %v", got, newSession)
 			}
-			evs := r.waitFor(t, convergeBound, "the changes", func(evs []cache.Event) bool { return hasData(evs[mark:], "/dir/e", "e0") })
+			evs := r.WaitFor(t, convergeBound, "the changes", func(evs []cache.Event) bool { return hasData(evs[mark:], "/dir/e", "e0") })
 			mustCreate(t, raw, dir+"/z", "sentinel")
-			evs = r.waitFor(t, wait, "the sentinel", func(evs []cache.Event) bool { return hasData(evs[mark:], "/dir/z", "sentinel") })
+			evs = r.WaitFor(t, wait, "the sentinel", func(evs []cache.Event) bool { return hasData(evs[mark:], "/dir/z", "sentinel") })
 			checkEvents(t, evs[mark:], []expect{
 				{cache.Updated, "/dir/a", "a1"},
 				{cache.Removed, "/dir/b", "b0"},
@@ -81,66 +80,37 @@ func TestReconnectReportsExactlyWhatChanged(t *testing.T) {
 	}
 }
 
-// writer changes the children of dir and the node flag (server paths) on a
-// raw connection, at random, until stop: creates, writes, deletes, and
-// deletes followed at once by a create. It counts its operations; an error
-// other than a node that is (not) there is reported by done.
-type writer struct {
-	stop chan struct{}
-	done chan error
-	ops  int
-}
-
-func startWriter(raw *zk.Conn, dir, flag string, seed int64) *writer {
-	w := &writer{stop: make(chan struct{}), done: make(chan error, 1)}
+// startChildrenWriter changes the children of dir and the node flag
+// (server paths) on a raw connection, at random, until halted: creates,
+// writes, deletes, and deletes followed at once by a create.
+func startChildrenWriter(raw *zk.Conn, dir, flag string, seed int64) *writer {
 	rng := rand.New(rand.NewSource(seed))
 	acl := zk.WorldACL(zk.PermAll)
-	go func() {
-		var err error
-		defer func() { w.done <- err }()
-		for n := 0; ; n++ {
-			select {
-			case <-w.stop:
-				return
-			default:
-			}
-			p := fmt.Sprintf("%s/k%d", dir, rng.Intn(6))
-			if rng.Intn(4) == 0 {
-				p = flag
-			}
-			data := []byte(fmt.Sprintf("v%d", n))
-			var e error
-			switch op := rng.Intn(10); {
-			case op < 5:
-				_, e = raw.Set(p, data, -1)
-				if errors.Is(e, zk.ErrNoNode) {
-					_, e = raw.Create(p, data, 0, acl)
-				}
-			case op < 8:
-				e = raw.Delete(p, -1)
-			default:
-				if e = raw.Delete(p, -1); e == nil || errors.Is(e, zk.ErrNoNode) {
-					_, e = raw.Create(p, data, 0, acl)
-				}
-			}
-			if e != nil && !errors.Is(e, zk.ErrNoNode) && !errors.Is(e, zk.ErrNodeExists) {
-				err = e
-				return
-			}
-			w.ops++
+	return startWriter(func(n int) error {
+		p := fmt.Sprintf("%s/k%d", dir, rng.Intn(6))
+		if rng.Intn(4) == 0 {
+			p = flag
 		}
-	}()
-	return w
-}
-
-// halt stops the writer and returns its error and operation count.
-func (w *writer) halt(t *testing.T) int {
-	t.Helper()
-	close(w.stop)
-	if err := sessiontest.Recv(t, w.done, wait, "the writer's end"); err != nil {
-		t.Fatalf("writer: %v", err)
-	}
-	return w.ops
+		data := []byte(fmt.Sprintf("v%d", n))
+		var e error
+		switch op := rng.Intn(10); {
+		case op < 5:
+			_, e = raw.Set(p, data, -1)
+			if errors.Is(e, zk.ErrNoNode) {
+				_, e = raw.Create(p, data, 0, acl)
+			}
+		case op < 8:
+			e = raw.Delete(p, -1)
+		default:
+			if e = raw.Delete(p, -1); e == nil || errors.Is(e, zk.ErrNoNode) {
+				_, e = raw.Create(p, data, 0, acl)
+			}
+		}
+		if e != nil && !errors.Is(e, zk.ErrNoNode) && !errors.Is(e, zk.ErrNodeExists) {
+			return e
+		}
+		return nil
+	})
 }
 
 // Under each fault, while a writer changes the children and the node, a
@@ -151,79 +121,41 @@ func (w *writer) halt(t *testing.T) int {
 // incarnation with a later write, every Removed of the node held, one
 // Initialized) and give the cache's copy.
 func TestConvergesUnderFaults(t *testing.T) {
-	faults := []struct {
-		name string
-		want session.State // the state the fault must have caused
-		opts []session.Option
-		do   func(t *testing.T, s *session.Session, p *zktest.Proxy, tap *zktest.Tap, rec *sessiontest.Recorder, ns *zktest.Namespace)
-	}{
-		{"cut", session.Suspended, []session.Option{longSession},
-			func(t *testing.T, s *session.Session, p *zktest.Proxy, tap *zktest.Tap, rec *sessiontest.Recorder, ns *zktest.Namespace) {
-				p.Cut()
-				rec.Wait(t, wait, session.Suspended)
-			}},
-		{"partition shorter than the timeout", session.Suspended, []session.Option{session.WithSessionTimeout(6 * time.Second)},
-			func(t *testing.T, s *session.Session, p *zktest.Proxy, tap *zktest.Tap, rec *sessiontest.Recorder, ns *zktest.Namespace) {
-				p.Partition()
-				rec.Wait(t, wait, session.Suspended)
-				p.Heal()
-			}},
-		{"partition past the timeout", session.Lost, nil,
-			func(t *testing.T, s *session.Session, p *zktest.Proxy, tap *zktest.Tap, rec *sessiontest.Recorder, ns *zktest.Namespace) {
-				p.Partition()
-				rec.Wait(t, wait, session.Lost)
-				p.Heal()
-			}},
-		{"expiry", session.Lost, []session.Option{longSession},
-			func(t *testing.T, s *session.Session, p *zktest.Proxy, tap *zktest.Tap, rec *sessiontest.Recorder, ns *zktest.Namespace) {
-				sessiontest.Expire(t, s, tap, ns.Servers()...)
-				p.Cut()
-				rec.Wait(t, wait, session.Lost)
-			}},
-	}
-	for i, f := range faults {
+	for i, f := range convergeFaults {
 		t.Run(f.name, func(t *testing.T) {
 			ns, raw := zktestNS(t)
 			dir, flag := ns.Path("dir"), ns.Path("flag")
 			mustCreate(t, raw, dir, "")
 			mustCreate(t, raw, dir+"/k0", "x")
-			s, proxy, tap := sessiontest.ConnectProxyTap(t, ns, f.opts...)
-			rec := sessiontest.Record(t, s)
-			cc := newChildren(t, s, "/dir")
-			nc := newNode(t, s, "/flag")
-			rc, rn := record(cc.Events()), record(nc.Events())
-			rc.waitInit(t)
-			rn.waitInit(t)
 			seed := time.Now().UnixNano() + int64(i)
-			w := startWriter(ns.Conn(t), dir, flag, seed)
-			// The caches follow the writer before the fault, and again after
-			// it, before the writer stops.
-			following := func(when string) {
-				t.Helper()
-				nc, nn := len(rc.events()), len(rn.events())
-				rc.waitFor(t, convergeBound, "children events "+when, func(evs []cache.Event) bool { return len(evs) >= nc+20 })
-				rn.waitFor(t, convergeBound, "node events "+when, func(evs []cache.Event) bool { return len(evs) >= nn+5 })
-			}
-			following("before the fault")
-			f.do(t, s, proxy, tap, rec, ns)
-			rec.Wait(t, wait, session.Reconnected)
-			following("after the reconnect")
-			ops := w.halt(t)
-			stopped := time.Now()
-			var took time.Duration
-			zktest.Eventually(t, convergeBound, func() bool {
-				if sameAs(cc.List(), rawChildren(t, raw, dir, "/dir")) != "" || sameAs(nodeList(nc), rawOne(t, raw, flag, "/flag")) != "" {
-					return false
+			var cc *cache.ChildrenCache
+			var nc *cache.NodeCache
+			var rc, rn *recorder
+			run := convergeThrough(t, ns, f, func(s *session.Session) (*writer, func(string), func() bool) {
+				cc = newChildren(t, s, "/dir")
+				nc = newNode(t, s, "/flag")
+				rc, rn = record(cc.Events()), record(nc.Events())
+				rc.waitInit(t)
+				rn.waitInit(t)
+				w := startChildrenWriter(ns.Conn(t), dir, flag, seed)
+				// The caches follow the writer before the fault, and again
+				// after it, before the writer stops.
+				following := func(when string) {
+					t.Helper()
+					nc, nn := len(rc.Events()), len(rn.Events())
+					rc.WaitFor(t, convergeBound, "children events "+when, func(evs []cache.Event) bool { return len(evs) >= nc+20 })
+					rn.WaitFor(t, convergeBound, "node events "+when, func(evs []cache.Event) bool { return len(evs) >= nn+5 })
 				}
-				took = time.Since(stopped)
-				return true
-			}, "the caches to match the server")
+				return w, following, func() bool {
+					return sameAs(cc.List(), rawChildren(t, raw, dir, "/dir")) == "" && sameAs(nodeList(nc), rawOne(t, raw, flag, "/flag")) == ""
+				}
+			})
 			for _, c := range []struct {
 				name   string
 				r      *recorder
 				cached []cache.Node
 			}{{"children", rc, cc.List()}, {"node", rn, nodeList(nc)}} {
-				evs := c.r.events()
+				evs := c.r.Events()
 				cp, err := replay(evs)
 				if err != nil {
 					t.Fatalf("%s cache (seed %d): %v\nevents %s", c.name, seed, err, fmtEvents(evs))
@@ -232,16 +164,8 @@ func TestConvergesUnderFaults(t *testing.T) {
 					t.Fatalf("%s cache: the replayed events differ from the copy: %s", c.name, d)
 				}
 			}
-			states := rec.States()
-			seen := false
-			for _, st := range states {
-				seen = seen || st == f.want
-			}
-			if !seen {
-				t.Fatalf("states %v: the fault did not cause %v", states, f.want)
-			}
 			t.Logf("seed %d: %d writes; states %v; converged %v after the writer stopped; %d + %d events",
-				seed, ops, states, took.Round(time.Millisecond), len(rc.events()), len(rn.events()))
+				seed, run.ops, run.rec.States(), run.took.Round(time.Millisecond), len(rc.Events()), len(rn.Events()))
 		})
 	}
 }

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
 	"github.com/zkrecipes/zkrecipes/session"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -52,63 +52,18 @@ func newChildren(t testing.TB, s *session.Session, p string, opts ...cache.Optio
 
 // recorder collects a cache's events until its channel closes.
 type recorder struct {
-	mu     sync.Mutex
-	evs    []cache.Event
-	more   chan struct{} // closed and replaced at each event
-	closed chan struct{} // the channel was closed
+	*sessiontest.EventLog[cache.Event]
 }
 
 func record(ch <-chan cache.Event) *recorder {
-	r := &recorder{more: make(chan struct{}), closed: make(chan struct{})}
-	go func() {
-		defer close(r.closed)
-		for ev := range ch {
-			r.mu.Lock()
-			r.evs = append(r.evs, ev)
-			close(r.more)
-			r.more = make(chan struct{})
-			r.mu.Unlock()
-		}
-	}()
-	return r
-}
-
-func (r *recorder) events() []cache.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]cache.Event(nil), r.evs...)
-}
-
-// waitFor waits until cond holds for the events recorded so far.
-func (r *recorder) waitFor(t testing.TB, d time.Duration, what string, cond func([]cache.Event) bool) []cache.Event {
-	t.Helper()
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	for {
-		r.mu.Lock()
-		evs := append([]cache.Event(nil), r.evs...)
-		more := r.more
-		r.mu.Unlock()
-		if cond(evs) {
-			return evs
-		}
-		select {
-		case <-more:
-		case <-r.closed:
-			if !cond(r.events()) {
-				t.Fatalf("events closed before %s; got %s", what, fmtEvents(evs))
-			}
-		case <-deadline.C:
-			t.Fatalf("no %s within %v; got %s", what, d, fmtEvents(evs))
-		}
-	}
+	return &recorder{sessiontest.LogEvents(ch, func(ev cache.Event) cache.Event { return ev }, fmtEvents)}
 }
 
 // waitClosed waits for the events channel to be closed.
 func (r *recorder) waitClosed(t testing.TB, d time.Duration) {
 	t.Helper()
 	select {
-	case <-r.closed:
+	case <-r.Closed():
 	case <-time.After(d):
 		t.Fatalf("Events not closed within %v", d)
 	}
@@ -117,7 +72,7 @@ func (r *recorder) waitClosed(t testing.TB, d time.Duration) {
 // waitInit waits for an Initialized event.
 func (r *recorder) waitInit(t testing.TB) []cache.Event {
 	t.Helper()
-	return r.waitFor(t, wait, "Initialized", func(evs []cache.Event) bool {
+	return r.WaitFor(t, wait, "Initialized", func(evs []cache.Event) bool {
 		return countType(evs, cache.Initialized) > 0
 	})
 }
@@ -372,4 +327,144 @@ func cachedTree(c *cache.TreeCache, p string) []cache.Node {
 		out = append(out, cachedTree(c, k.Path)...)
 	}
 	return out
+}
+
+// fault is one fault a cache must converge through: do causes it on the
+// session s (behind the proxy p) and returns once rec has seen it; want is
+// the state the fault must cause; opts are the session's options.
+type fault struct {
+	name string
+	want session.State
+	opts []session.Option
+	do   func(t *testing.T, s *session.Session, p *zktest.Proxy, tap *zktest.Tap, rec *sessiontest.Recorder, ns *zktest.Namespace)
+}
+
+// convergeFaults are the faults of the convergence tests.
+var convergeFaults = []fault{
+	{"cut", session.Suspended, []session.Option{longSession},
+		func(t *testing.T, s *session.Session, p *zktest.Proxy, tap *zktest.Tap, rec *sessiontest.Recorder, ns *zktest.Namespace) {
+			p.Cut()
+			rec.Wait(t, wait, session.Suspended)
+		}},
+	{"partition shorter than the timeout", session.Suspended, []session.Option{session.WithSessionTimeout(6 * time.Second)},
+		func(t *testing.T, s *session.Session, p *zktest.Proxy, tap *zktest.Tap, rec *sessiontest.Recorder, ns *zktest.Namespace) {
+			p.Partition()
+			rec.Wait(t, wait, session.Suspended)
+			p.Heal()
+		}},
+	{"partition past the timeout", session.Lost, nil,
+		func(t *testing.T, s *session.Session, p *zktest.Proxy, tap *zktest.Tap, rec *sessiontest.Recorder, ns *zktest.Namespace) {
+			p.Partition()
+			rec.Wait(t, wait, session.Lost)
+			p.Heal()
+		}},
+	{"expiry", session.Lost, []session.Option{longSession},
+		func(t *testing.T, s *session.Session, p *zktest.Proxy, tap *zktest.Tap, rec *sessiontest.Recorder, ns *zktest.Namespace) {
+			sessiontest.Expire(t, s, tap, ns.Servers()...)
+			p.Cut()
+			rec.Wait(t, wait, session.Lost)
+		}},
+}
+
+// faultsNamed returns the convergeFaults of the given names, in order.
+func faultsNamed(names ...string) []fault {
+	var out []fault
+	for _, name := range names {
+		for _, f := range convergeFaults {
+			if f.name == name {
+				out = append(out, f)
+			}
+		}
+	}
+	if len(out) != len(names) {
+		panic(fmt.Sprintf("faultsNamed(%q): %d found", names, len(out)))
+	}
+	return out
+}
+
+// writer calls step (with a running count n) on its own goroutine until
+// halt: each call makes one random change on the server through a raw
+// connection and returns an error other than the races the writer expects
+// (a node that is, or is not, there), which ends the writer. It counts its
+// steps.
+type writer struct {
+	stop chan struct{}
+	done chan error
+	ops  int
+}
+
+func startWriter(step func(n int) error) *writer {
+	w := &writer{stop: make(chan struct{}), done: make(chan error, 1)}
+	go func() {
+		var err error
+		defer func() { w.done <- err }()
+		for n := 0; ; n++ {
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+			if err = step(n); err != nil {
+				return
+			}
+			w.ops++
+		}
+	}()
+	return w
+}
+
+// halt stops the writer, fails the test on its error and returns its step
+// count.
+func (w *writer) halt(t *testing.T) int {
+	t.Helper()
+	close(w.stop)
+	if err := sessiontest.Recv(t, w.done, wait, "the writer's end"); err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+	return w.ops
+}
+
+// faultRun is what convergeThrough saw: the session, its states, the
+// writer's step count and how long after the writer's stop the caches
+// matched the server.
+type faultRun struct {
+	s    *session.Session
+	rec  *sessiontest.Recorder
+	ops  int
+	took time.Duration
+}
+
+// convergeThrough connects a session behind a proxy with f's options and
+// calls start on it, which starts caches and a writer and returns the
+// writer, follow (which waits until the caches follow the writer) and
+// match (whether the caches match the server). It waits for follow before
+// f and again after the reconnect that follows f, stops the writer, waits
+// convergeBound for match, and checks that f caused f.want.
+func convergeThrough(t *testing.T, ns *zktest.Namespace, f fault, start func(s *session.Session) (w *writer, follow func(when string), match func() bool)) faultRun {
+	t.Helper()
+	s, proxy, tap := sessiontest.ConnectProxyTap(t, ns, f.opts...)
+	rec := sessiontest.Record(t, s)
+	w, follow, match := start(s)
+	follow("before the fault")
+	f.do(t, s, proxy, tap, rec, ns)
+	rec.Wait(t, wait, session.Reconnected)
+	follow("after the reconnect")
+	run := faultRun{s: s, rec: rec, ops: w.halt(t)}
+	stopped := time.Now()
+	zktest.Eventually(t, convergeBound, func() bool {
+		if !match() {
+			return false
+		}
+		run.took = time.Since(stopped)
+		return true
+	}, "the caches to match the server")
+	states := rec.States()
+	seen := false
+	for _, st := range states {
+		seen = seen || st == f.want
+	}
+	if !seen {
+		t.Fatalf("states %v: the fault did not cause %v", states, f.want)
+	}
+	return run
 }

@@ -94,7 +94,7 @@ func TestCloseWhileLoading(t *testing.T) {
 	rc.waitClosed(t, wait)
 	rn.waitClosed(t, wait)
 	rt.waitClosed(t, wait)
-	if n := len(rc.events()) + len(rn.events()) + len(rt.events()); n != 0 {
+	if n := len(rc.Events()) + len(rn.Events()) + len(rt.Events()); n != 0 {
 		t.Fatalf("%d events from caches that never loaded", n)
 	}
 	select {
@@ -125,7 +125,7 @@ func TestSessionCloseStopsCache(t *testing.T) {
 	r.waitInit(t)
 	s.Close()
 	r.waitClosed(t, wait)
-	if evs := r.events(); len(evs) != 2 || evs[0].Type != cache.Added || evs[1].Type != cache.Initialized {
+	if evs := r.Events(); len(evs) != 2 || evs[0].Type != cache.Added || evs[1].Type != cache.Initialized {
 		t.Fatalf("events %s, want Added, Initialized", fmtEvents(evs))
 	}
 	if n, ok := c.Get(); !ok || string(n.Data) != "v" {
@@ -150,7 +150,7 @@ func TestWithoutEvents(t *testing.T) {
 	}, "Get follows the write")
 	c.Close()
 	r.waitClosed(t, wait)
-	if evs := r.events(); len(evs) != 0 {
+	if evs := r.Events(); len(evs) != 0 {
 		t.Fatalf("events %s with WithEvents(false)", fmtEvents(evs))
 	}
 }
@@ -187,21 +187,21 @@ func TestOneWatchPerNode(t *testing.T) {
 		mustSet(t, raw, dir, "d"+string(rune('1'+i)))
 	}
 	// Writes faster than the cache reads are coalesced: wait for the last.
-	r1.waitFor(t, wait, "the last write of a", func(evs []cache.Event) bool { return hasData(evs, "/dir/a", "a3") })
-	rn.waitFor(t, wait, "the last write of dir", func(evs []cache.Event) bool { return hasData(evs, "/dir", "d3") })
+	r1.WaitFor(t, wait, "the last write of a", func(evs []cache.Event) bool { return hasData(evs, "/dir/a", "a3") })
+	rn.WaitFor(t, wait, "the last write of dir", func(evs []cache.Event) bool { return hasData(evs, "/dir", "d3") })
 	checkServerWatches(t, ns, s, "after writes", 9, nodes...)
 	proxy.Cut()
 	rec.Wait(t, wait, session.Reconnected)
 	mustSet(t, raw, dir+"/b", "b1") // a change after the reconnect, to know the reload is done
-	r2.waitFor(t, convergeBound, "b's update", func(evs []cache.Event) bool { return hasData(evs, "/dir/b", "b1") })
+	r2.WaitFor(t, convergeBound, "b's update", func(evs []cache.Event) bool { return hasData(evs, "/dir/b", "b1") })
 	noSetWatches(t, tap)
 	checkServerWatches(t, ns, s, "after a reconnect", 9, nodes...)
 	mustCreate(t, raw, dir+"/d", "d")
 	mustSet(t, raw, dir, "d4")
 	for _, r := range []*recorder{r1, r2} {
-		r.waitFor(t, wait, "d's Added after the reconnect", func(evs []cache.Event) bool { return hasData(evs, "/dir/d", "d") })
+		r.WaitFor(t, wait, "d's Added after the reconnect", func(evs []cache.Event) bool { return hasData(evs, "/dir/d", "d") })
 	}
-	rn.waitFor(t, wait, "dir's write after the reconnect", func(evs []cache.Event) bool { return hasData(evs, "/dir", "d4") })
+	rn.WaitFor(t, wait, "dir's write after the reconnect", func(evs []cache.Event) bool { return hasData(evs, "/dir", "d4") })
 	checkServerWatches(t, ns, s, "after a new child", 11, append(nodes, dir+"/d")...)
 }
 

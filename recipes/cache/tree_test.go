@@ -44,13 +44,13 @@ func TestTreeFollowsTree(t *testing.T) {
 	// A subtree created at once (its nodes may be read in one listing).
 	mustCreate(t, raw, root+"/b/y", "by")
 	mustCreate(t, raw, root+"/b/y/z", "byz")
-	r.waitFor(t, wait, "b/y/z", func(evs []cache.Event) bool { return hasData(evs, "/t/b/y/z", "byz") })
+	r.WaitFor(t, wait, "b/y/z", func(evs []cache.Event) bool { return hasData(evs, "/t/b/y/z", "byz") })
 	mustSet(t, raw, root+"/a/x", "ax1")
-	r.waitFor(t, wait, "a/x's write", func(evs []cache.Event) bool { return hasData(evs, "/t/a/x", "ax1") })
+	r.WaitFor(t, wait, "a/x's write", func(evs []cache.Event) bool { return hasData(evs, "/t/a/x", "ax1") })
 	mustDelete(t, raw, root+"/b/y/z")
 	mustDelete(t, raw, root+"/b/y")
 	mustDelete(t, raw, root+"/b")
-	evs = r.waitFor(t, wait, "b's Removed", func(evs []cache.Event) bool {
+	evs = r.WaitFor(t, wait, "b's Removed", func(evs []cache.Event) bool {
 		return len(evs) > 0 && evs[len(evs)-1].Type == cache.Removed && evs[len(evs)-1].Node.Path == "/t/b"
 	})
 	checkEvents(t, evs[mark:], []expect{
@@ -107,9 +107,9 @@ func TestTreeMaxDepth(t *testing.T) {
 	mustCreate(t, raw, root+"/b", "b")
 	mustCreate(t, raw, root+"/a/y", "ay") // below the maximum: no event, no watch fires
 	mustSet(t, raw, root, "r1")
-	evs := r1.waitFor(t, wait, "the root's write", func(evs []cache.Event) bool { return hasData(evs, "/t", "r1") })
-	r0.waitFor(t, wait, "the root's write", func(evs []cache.Event) bool { return hasData(evs, "/t", "r1") })
-	for _, ev := range append(evs, r0.events()...) {
+	evs := r1.WaitFor(t, wait, "the root's write", func(evs []cache.Event) bool { return hasData(evs, "/t", "r1") })
+	r0.WaitFor(t, wait, "the root's write", func(evs []cache.Event) bool { return hasData(evs, "/t", "r1") })
+	for _, ev := range append(evs, r0.Events()...) {
 		if strings.Count(ev.Node.Path, "/") > 2 {
 			t.Fatalf("event below the maximum depth: %s", fmtEvents(evs))
 		}
@@ -141,15 +141,15 @@ func TestTreeRootLater(t *testing.T) {
 	}
 	mustCreate(t, raw, root, "r")
 	mustCreate(t, raw, root+"/a", "a")
-	r.waitFor(t, wait, "a", func(evs []cache.Event) bool { return hasData(evs, "/t/a", "a") })
+	r.WaitFor(t, wait, "a", func(evs []cache.Event) bool { return hasData(evs, "/t/a", "a") })
 	mustDelete(t, raw, root+"/a")
 	mustDelete(t, raw, root)
-	r.waitFor(t, wait, "the root's Removed", func(evs []cache.Event) bool { return countType(evs, cache.Removed) == 2 })
+	r.WaitFor(t, wait, "the root's Removed", func(evs []cache.Event) bool { return countType(evs, cache.Removed) == 2 })
 	if _, ok := c.Get("/t"); ok {
 		t.Fatal("Get found the deleted root")
 	}
 	mustCreate(t, raw, root, "r2")
-	evs := r.waitFor(t, wait, "the root again", func(evs []cache.Event) bool { return hasData(evs, "/t", "r2") })
+	evs := r.WaitFor(t, wait, "the root again", func(evs []cache.Event) bool { return hasData(evs, "/t", "r2") })
 	checkEvents(t, evs, []expect{
 		{cache.Initialized, "", ""},
 		{cache.Added, "/t", "r"},
@@ -243,9 +243,9 @@ func TestTreeReconnectReportsExactlyWhatChanged(t *testing.T) {
 				rec.Wait(t, wait, session.Lost)
 			}
 			rec.Wait(t, wait, session.Reconnected)
-			r.waitFor(t, convergeBound, "the changes", func(evs []cache.Event) bool { return hasPath(evs[mark:], "/t/e/f") })
+			r.WaitFor(t, convergeBound, "the changes", func(evs []cache.Event) bool { return hasPath(evs[mark:], "/t/e/f") })
 			mustCreate(t, raw, root+"/z", "sentinel")
-			evs := r.waitFor(t, wait, "the sentinel", func(evs []cache.Event) bool { return hasData(evs[mark:], "/t/z", "sentinel") })
+			evs := r.WaitFor(t, wait, "the sentinel", func(evs []cache.Event) bool { return hasData(evs[mark:], "/t/z", "sentinel") })
 			checkEvents(t, evs[mark:], []expect{
 				{cache.Updated, "/t/a/x", "1"},
 				{cache.Removed, "/t/b/y/z", "0"},
@@ -277,66 +277,40 @@ func hasPath(evs []cache.Event, p string) bool {
 	return false
 }
 
-// treeWriter changes the tree below root (a server path) at random until
-// stop: creates (of nodes whose parent may be missing), writes, deletes (of
-// nodes that may have children), and deletes followed at once by a create.
-type treeWriter struct {
-	stop chan struct{}
-	done chan error
-	ops  int
-}
-
-func startTreeWriter(raw *zk.Conn, root string, seed int64) *treeWriter {
-	w := &treeWriter{stop: make(chan struct{}), done: make(chan error, 1)}
+// startTreeWriter changes the tree below root (a server path) at random
+// until halted: creates (of nodes whose parent may be missing), writes,
+// deletes (of nodes that may have children), and deletes followed at once
+// by a create.
+func startTreeWriter(raw *zk.Conn, root string, seed int64) *writer {
 	rng := rand.New(rand.NewSource(seed))
 	acl := zk.WorldACL(zk.PermAll)
-	go func() {
-		var err error
-		defer func() { w.done <- err }()
-		for n := 0; ; n++ {
-			select {
-			case <-w.stop:
-				return
-			default:
-			}
-			p := root
-			for d := rng.Intn(3) + 1; d > 0; d-- {
-				p += fmt.Sprintf("/k%d", rng.Intn(3))
-			}
-			data := []byte(fmt.Sprintf("v%d", n))
-			var e error
-			switch op := rng.Intn(10); {
-			case op < 4:
-				_, e = raw.Set(p, data, -1)
-				if errors.Is(e, zk.ErrNoNode) {
-					_, e = raw.Create(p, data, 0, acl)
-				}
-			case op < 7:
-				_, e = raw.Create(p, data, 0, acl)
-			case op < 9:
-				e = raw.Delete(p, -1)
-			default:
-				if e = raw.Delete(p, -1); e == nil {
-					_, e = raw.Create(p, data, 0, acl)
-				}
-			}
-			if e != nil && !errors.Is(e, zk.ErrNoNode) && !errors.Is(e, zk.ErrNodeExists) && !errors.Is(e, zk.ErrNotEmpty) {
-				err = e
-				return
-			}
-			w.ops++
+	return startWriter(func(n int) error {
+		p := root
+		for d := rng.Intn(3) + 1; d > 0; d-- {
+			p += fmt.Sprintf("/k%d", rng.Intn(3))
 		}
-	}()
-	return w
-}
-
-func (w *treeWriter) halt(t *testing.T) int {
-	t.Helper()
-	close(w.stop)
-	if err := sessiontest.Recv(t, w.done, wait, "the writer's end"); err != nil {
-		t.Fatalf("writer: %v", err)
-	}
-	return w.ops
+		data := []byte(fmt.Sprintf("v%d", n))
+		var e error
+		switch op := rng.Intn(10); {
+		case op < 4:
+			_, e = raw.Set(p, data, -1)
+			if errors.Is(e, zk.ErrNoNode) {
+				_, e = raw.Create(p, data, 0, acl)
+			}
+		case op < 7:
+			_, e = raw.Create(p, data, 0, acl)
+		case op < 9:
+			e = raw.Delete(p, -1)
+		default:
+			if e = raw.Delete(p, -1); e == nil {
+				_, e = raw.Create(p, data, 0, acl)
+			}
+		}
+		if e != nil && !errors.Is(e, zk.ErrNoNode) && !errors.Is(e, zk.ErrNodeExists) && !errors.Is(e, zk.ErrNotEmpty) {
+			return e
+		}
+		return nil
+	})
 }
 
 // Under each fault, while a writer changes a tree three levels deep, a
@@ -347,62 +321,29 @@ func (w *treeWriter) halt(t *testing.T) int {
 // holds a data watch on each node of the copy and on no other node for the
 // session (one per node and kind, whoever set it), and go-zookeeper none.
 func TestTreeConvergesUnderFaults(t *testing.T) {
-	faults := []struct {
-		name string
-		want session.State
-		opts []session.Option
-		do   func(t *testing.T, s *session.Session, p *zktest.Proxy, tap *zktest.Tap, rec *sessiontest.Recorder, ns *zktest.Namespace)
-	}{
-		{"cut", session.Suspended, []session.Option{longSession},
-			func(t *testing.T, s *session.Session, p *zktest.Proxy, tap *zktest.Tap, rec *sessiontest.Recorder, ns *zktest.Namespace) {
-				p.Cut()
-				rec.Wait(t, wait, session.Suspended)
-			}},
-		{"partition past the timeout", session.Lost, nil,
-			func(t *testing.T, s *session.Session, p *zktest.Proxy, tap *zktest.Tap, rec *sessiontest.Recorder, ns *zktest.Namespace) {
-				p.Partition()
-				rec.Wait(t, wait, session.Lost)
-				p.Heal()
-			}},
-		{"expiry", session.Lost, []session.Option{longSession},
-			func(t *testing.T, s *session.Session, p *zktest.Proxy, tap *zktest.Tap, rec *sessiontest.Recorder, ns *zktest.Namespace) {
-				sessiontest.Expire(t, s, tap, ns.Servers()...)
-				p.Cut()
-				rec.Wait(t, wait, session.Lost)
-			}},
-	}
-	for i, f := range faults {
+	for i, f := range faultsNamed("cut", "partition past the timeout", "expiry") {
 		t.Run(f.name, func(t *testing.T) {
 			ns, raw := zktestNS(t)
 			root := ns.Path("t")
 			mustCreate(t, raw, root, "")
-			s, proxy, tap := sessiontest.ConnectProxyTap(t, ns, f.opts...)
-			rec := sessiontest.Record(t, s)
-			c := newTree(t, s, "/t")
-			r := record(c.Events())
-			r.waitInit(t)
 			seed := time.Now().UnixNano() + int64(i)
-			w := startTreeWriter(ns.Conn(t), root, seed)
-			following := func(when string) {
-				t.Helper()
-				n := len(r.events())
-				r.waitFor(t, convergeBound, "events "+when, func(evs []cache.Event) bool { return len(evs) >= n+20 })
-			}
-			following("before the fault")
-			f.do(t, s, proxy, tap, rec, ns)
-			rec.Wait(t, wait, session.Reconnected)
-			following("after the reconnect")
-			ops := w.halt(t)
-			stopped := time.Now()
-			var took time.Duration
-			zktest.Eventually(t, convergeBound, func() bool {
-				if sameAs(cachedTree(c, "/t"), rawTree(t, raw, root, "/t", -1)) != "" {
-					return false
+			var c *cache.TreeCache
+			var r *recorder
+			run := convergeThrough(t, ns, f, func(s *session.Session) (*writer, func(string), func() bool) {
+				c = newTree(t, s, "/t")
+				r = record(c.Events())
+				r.waitInit(t)
+				w := startTreeWriter(ns.Conn(t), root, seed)
+				following := func(when string) {
+					t.Helper()
+					n := len(r.Events())
+					r.WaitFor(t, convergeBound, "events "+when, func(evs []cache.Event) bool { return len(evs) >= n+20 })
 				}
-				took = time.Since(stopped)
-				return true
-			}, "the cache to match the server")
-			evs := r.events()
+				return w, following, func() bool {
+					return sameAs(cachedTree(c, "/t"), rawTree(t, raw, root, "/t", -1)) == ""
+				}
+			})
+			evs := r.Events()
 			cp, err := replay(evs)
 			if err != nil {
 				t.Fatalf("seed %d: %v\nevents %s", seed, err, fmtEvents(evs))
@@ -415,14 +356,14 @@ func TestTreeConvergesUnderFaults(t *testing.T) {
 			}
 			// A write after the writer stopped, to know every watch is set.
 			mustSet(t, raw, root, "last")
-			r.waitFor(t, wait, "the last write", func(evs []cache.Event) bool { return hasData(evs, "/t", "last") })
+			r.WaitFor(t, wait, "the last write", func(evs []cache.Event) bool { return hasData(evs, "/t", "last") })
 			var paths []string
 			for _, n := range cachedTree(c, "/t") {
 				paths = append(paths, root+n.Path[len("/t"):])
 			}
-			checkServerWatches(t, ns, s, "at the end", 2*len(paths), paths...)
+			checkServerWatches(t, ns, run.s, "at the end", 2*len(paths), paths...)
 			t.Logf("seed %d: %d writes; states %v; converged %v after the writer stopped; %d events, %d nodes",
-				seed, ops, rec.States(), took.Round(time.Millisecond), len(evs), len(cp))
+				seed, run.ops, run.rec.States(), run.took.Round(time.Millisecond), len(evs), len(cp))
 		})
 	}
 }
@@ -490,7 +431,7 @@ func TestTreeOneWatchPerNode(t *testing.T) {
 	mustCreate(t, raw, root+"/c/d", "0")
 	mustDelete(t, raw, root+"/b")
 	for _, r := range []*recorder{r1, r2} {
-		r.waitFor(t, wait, "the changes", func(evs []cache.Event) bool {
+		r.WaitFor(t, wait, "the changes", func(evs []cache.Event) bool {
 			return hasData(evs, "/t/a/x", "1") && hasPath(evs, "/t/c/d") && countType(evs, cache.Removed) == 1
 		})
 	}
@@ -498,7 +439,7 @@ func TestTreeOneWatchPerNode(t *testing.T) {
 	proxy.Cut()
 	rec.Wait(t, wait, session.Reconnected)
 	mustSet(t, raw, root+"/a", "1") // a change after the reconnect, to know the reload is done
-	r2.waitFor(t, convergeBound, "a's write", func(evs []cache.Event) bool { return hasData(evs, "/t/a", "1") })
+	r2.WaitFor(t, convergeBound, "a's write", func(evs []cache.Event) bool { return hasData(evs, "/t/a", "1") })
 	noSetWatches(t, tap)
 	check("after a reconnect", "", "/a", "/a/x", "/c", "/c/d")
 	mustSet(t, raw, root+"/a/x", "2")
@@ -506,7 +447,7 @@ func TestTreeOneWatchPerNode(t *testing.T) {
 		mustCreate(t, raw, root+p, "new")
 	}
 	for _, r := range []*recorder{r1, r2} {
-		r.waitFor(t, wait, "the changes after the reconnect", func(evs []cache.Event) bool {
+		r.WaitFor(t, wait, "the changes after the reconnect", func(evs []cache.Event) bool {
 			return hasData(evs, "/t/a/x", "2") && hasPath(evs, "/t/e") && hasPath(evs, "/t/a/y") && hasPath(evs, "/t/c/d/z")
 		})
 	}
@@ -605,7 +546,7 @@ func TestTreeParentReplacedDuringRead(t *testing.T) {
 			})
 			tc.trigger(raw, root)
 			sessiontest.Recv(t, replaced, wait, "the held read")
-			r.waitFor(t, wait, "the new node and its children", func(evs []cache.Event) bool {
+			r.WaitFor(t, wait, "the new node and its children", func(evs []cache.Event) bool {
 				for _, w := range tc.want {
 					if !hasData(evs, w.path, w.data) {
 						return false
@@ -616,7 +557,7 @@ func TestTreeParentReplacedDuringRead(t *testing.T) {
 			zktest.Eventually(t, wait, func() bool {
 				return sameAs(cachedTree(c, "/t"), rawTree(t, raw, root, "/t", -1)) == ""
 			}, "the cache to match the server")
-			evs := r.events()
+			evs := r.Events()
 			if _, err := replay(evs); err != nil {
 				t.Fatalf("%v\nevents %s", err, fmtEvents(evs))
 			}

@@ -74,9 +74,9 @@ func TestCacheSkipsBadData(t *testing.T) {
 		t.Fatalf("Instances: %v %v", idsOf(list), err)
 	}
 	mustSet(t, raw, dir+"/garbage", instanceJSON(t, "svc", "fixed", 2))
-	rec.waitFor(t, wait, "Added", func(evs []recorded) bool { return countType(evs, cache.Added) == 2 })
+	rec.WaitFor(t, wait, "Added", func(evs []recorded) bool { return countType(evs, cache.Added) == 2 })
 	mustSet(t, raw, dir+"/good", []byte("{broken"))
-	evs = rec.waitFor(t, wait, "Removed", func(evs []recorded) bool { return countType(evs, cache.Removed) == 1 })
+	evs = rec.WaitFor(t, wait, "Removed", func(evs []recorded) bool { return countType(evs, cache.Removed) == 1 })
 	if last := evs[len(evs)-1]; last.Instance.ID != "good" {
 		t.Fatalf("Removed %q, want good", last.Instance.ID)
 	}
@@ -248,7 +248,7 @@ func TestCachesConverge(t *testing.T) {
 		for i, w := range ws {
 			zktest.Eventually(t, convergeBound, func() bool { return sameInstances(w.c.Instances(), server) == "" },
 				"%s: cache %d matches the server: %s", round, i, sameInstances(w.c.Instances(), server))
-			evs := w.rec.events()
+			evs := w.rec.Events()
 			var got []discovery.Instance
 			for _, in := range replayInstances(t, evs) {
 				got = append(got, in)

@@ -37,7 +37,7 @@ func TestCosts(t *testing.T) {
 	in := regs[0].Instance()
 	in.Port = 9
 	waitFor(t, "Update", func(ctx context.Context) error { return regs[0].Update(ctx, in) })
-	rec.waitFor(t, wait, "Updated", func(evs []recorded) bool { return countType(evs, cache.Updated) == 1 })
+	rec.WaitFor(t, wait, "Updated", func(evs []recorded) bool { return countType(evs, cache.Updated) == 1 })
 	zktest.Eventually(t, wait, func() bool {
 		r := tap.Requests()
 		return r[zktest.OpGetData]-after[zktest.OpGetData] == 1 && r[zktest.OpGetChildren2] == after[zktest.OpGetChildren2]
@@ -91,7 +91,7 @@ func TestProviderWhileDisconnected(t *testing.T) {
 	other := sessiontest.Connect(t, ns)
 	register(t, other, discovery.Instance{Name: "svc", ID: "a"})
 	gone := register(t, other, discovery.Instance{Name: "svc", ID: "b"})
-	rec.waitFor(t, wait, "2 Added", func(evs []recorded) bool { return countType(evs, cache.Added) == 2 })
+	rec.WaitFor(t, wait, "2 Added", func(evs []recorded) bool { return countType(evs, cache.Added) == 2 })
 	pr := newProvider(t, c)
 	p.Partition() // the cache hears nothing from now on
 	gone.Close()
@@ -103,7 +103,7 @@ func TestProviderWhileDisconnected(t *testing.T) {
 		t.Fatalf("Pick while cut off: %v", err)
 	}
 	p.Heal()
-	rec.waitFor(t, convergeBound, "b Removed", func(evs []recorded) bool { return countType(evs, cache.Removed) == 1 })
+	rec.WaitFor(t, convergeBound, "b Removed", func(evs []recorded) bool { return countType(evs, cache.Removed) == 1 })
 	for i := 0; i < 4; i++ {
 		in, err := pr.Pick()
 		if err != nil || in.ID != "a" {

@@ -8,12 +8,12 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
 	"github.com/zkrecipes/zkrecipes/recipes/discovery"
 	"github.com/zkrecipes/zkrecipes/session"
@@ -82,12 +82,10 @@ func waitInit(t testing.TB, c *discovery.Cache) {
 	}
 }
 
-// recorder collects a cache's events until its channel closes.
+// recorder collects a cache's events, each with its time of arrival,
+// until its channel closes.
 type recorder struct {
-	mu     sync.Mutex
-	evs    []recorded
-	more   chan struct{}
-	closed chan struct{}
+	*sessiontest.EventLog[recorded]
 }
 
 type recorded struct {
@@ -96,54 +94,12 @@ type recorded struct {
 }
 
 func record(ch <-chan discovery.Event) *recorder {
-	r := &recorder{more: make(chan struct{}), closed: make(chan struct{})}
-	go func() {
-		defer close(r.closed)
-		for ev := range ch {
-			r.mu.Lock()
-			r.evs = append(r.evs, recorded{ev, time.Now()})
-			close(r.more)
-			r.more = make(chan struct{})
-			r.mu.Unlock()
-		}
-	}()
-	return r
-}
-
-func (r *recorder) events() []recorded {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]recorded(nil), r.evs...)
-}
-
-// waitFor waits until cond holds for the events so far, and returns them.
-func (r *recorder) waitFor(t testing.TB, d time.Duration, what string, cond func([]recorded) bool) []recorded {
-	t.Helper()
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	for {
-		r.mu.Lock()
-		evs := append([]recorded(nil), r.evs...)
-		more := r.more
-		r.mu.Unlock()
-		if cond(evs) {
-			return evs
-		}
-		select {
-		case <-more:
-		case <-r.closed:
-			if !cond(r.events()) {
-				t.Fatalf("%s: events closed first; got %s", what, fmtEvents(evs))
-			}
-		case <-deadline.C:
-			t.Fatalf("%s: not within %v; got %s", what, d, fmtEvents(evs))
-		}
-	}
+	return &recorder{sessiontest.LogEvents(ch, func(ev discovery.Event) recorded { return recorded{ev, time.Now()} }, fmtEvents)}
 }
 
 func (r *recorder) waitInit(t testing.TB) []recorded {
 	t.Helper()
-	return r.waitFor(t, wait, "Initialized", func(evs []recorded) bool {
+	return r.WaitFor(t, wait, "Initialized", func(evs []recorded) bool {
 		return countType(evs, cache.Initialized) > 0
 	})
 }
@@ -265,4 +221,31 @@ func exists(t testing.TB, raw *zk.Conn, p string) (*zk.Stat, bool) {
 		t.Fatalf("exists %s: %v", p, err)
 	}
 	return st, ok
+}
+
+// registerBehind registers inst on s while holder, another session's
+// instance of the same id with Port 1, holds its node at full (a server
+// path): Wait does not return within 300 ms and the node is not written
+// while holder is there (holderIs names it in a failure); once holder
+// closes, Wait returns. The registration is closed in t.Cleanup.
+func registerBehind(t *testing.T, raw *zk.Conn, s *session.Session, inst discovery.Instance, holder *discovery.Registration, holderIs, full string) *discovery.Registration {
+	t.Helper()
+	r, err := discovery.Register(s, base, inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	ctx, cancel := context.WithTimeout(ctxT(t), 300*time.Millisecond)
+	defer cancel()
+	if err := r.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait while %s holds the id: %v", holderIs, err)
+	}
+	d, _, _ := raw.Get(full)
+	var in discovery.Instance
+	if json.Unmarshal(d, &in) != nil || in.Port != 1 {
+		t.Fatalf("the other session's node was written: %s", d)
+	}
+	holder.Close()
+	waitFor(t, "Wait", r.Wait)
+	return r
 }

@@ -227,7 +227,7 @@ func TestGoFindsCuratorInstances(t *testing.T) {
 	if err := j.Update(ctx, "j1", 7100); err != nil {
 		t.Fatal(err)
 	}
-	rec.waitFor(t, wait, "Updated j1", func(evs []recorded) bool {
+	rec.WaitFor(t, wait, "Updated j1", func(evs []recorded) bool {
 		for _, ev := range evs {
 			if ev.Type == cache.Updated && ev.Instance.ID == "j1" && ev.Instance.Port == 7100 {
 				return true

@@ -154,7 +154,7 @@ func TestProviderNeverHandsOutRemoved(t *testing.T) {
 	for i := 0; i < n; i++ {
 		regs = append(regs, register(t, s, discovery.Instance{Name: "svc", ID: fmt.Sprintf("i%02d", i)}))
 	}
-	rec.waitFor(t, wait, "all Added", func(evs []recorded) bool { return countType(evs, cache.Added) == n })
+	rec.WaitFor(t, wait, "all Added", func(evs []recorded) bool { return countType(evs, cache.Added) == n })
 	p := newProvider(t, c)
 	type pick struct {
 		start time.Time
@@ -187,12 +187,12 @@ func TestProviderNeverHandsOutRemoved(t *testing.T) {
 	}
 	for i, r := range regs {
 		r.Close()
-		rec.waitFor(t, wait, "Removed", func(evs []recorded) bool { return countType(evs, cache.Removed) == i+1 })
+		rec.WaitFor(t, wait, "Removed", func(evs []recorded) bool { return countType(evs, cache.Removed) == i+1 })
 	}
 	close(stop)
 	wg.Wait()
 	removed := map[string]time.Time{}
-	for _, ev := range rec.events() {
+	for _, ev := range rec.Events() {
 		if ev.Type == cache.Removed {
 			removed[ev.Instance.ID] = ev.at
 		}

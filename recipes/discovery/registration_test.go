@@ -150,13 +150,13 @@ func TestSeveralSessions(t *testing.T) {
 	if err != nil || len(list) != 4 {
 		t.Fatalf("Instances: %d %v", len(list), err)
 	}
-	rec.waitFor(t, wait, "4 Added", func(evs []recorded) bool { return countType(evs, cache.Added) == 4 })
+	rec.WaitFor(t, wait, "4 Added", func(evs []recorded) bool { return countType(evs, cache.Added) == 4 })
 	if got := len(c.Instances()); got != 4 {
 		t.Fatalf("cache holds %d", got)
 	}
 	for i, r := range regs {
 		r.Close()
-		rec.waitFor(t, wait, "Removed", func(evs []recorded) bool { return countType(evs, cache.Removed) == i+1 })
+		rec.WaitFor(t, wait, "Removed", func(evs []recorded) bool { return countType(evs, cache.Removed) == i+1 })
 	}
 	if got := len(c.Instances()); got != 0 {
 		t.Fatalf("cache holds %d after every Close", got)
@@ -175,7 +175,7 @@ func TestUpdate(t *testing.T) {
 			c := newCache(t, sessiontest.Connect(t, ns), "svc")
 			rec := record(c.Events())
 			r := register(t, s, discovery.Instance{Name: "svc", ID: "a", Port: 1, Type: typ})
-			rec.waitFor(t, wait, "Added", func(evs []recorded) bool { return countType(evs, cache.Added) == 1 })
+			rec.WaitFor(t, wait, "Added", func(evs []recorded) bool { return countType(evs, cache.Added) == 1 })
 			in := r.Instance()
 			up := in
 			up.RegistrationTime = time.Time{}
@@ -190,7 +190,7 @@ func TestUpdate(t *testing.T) {
 				!got.RegistrationTime.Equal(in.RegistrationTime) {
 				t.Fatalf("after Update the node holds %s", d)
 			}
-			evs := rec.waitFor(t, wait, "Updated", func(evs []recorded) bool { return countType(evs, cache.Updated) == 1 })
+			evs := rec.WaitFor(t, wait, "Updated", func(evs []recorded) bool { return countType(evs, cache.Updated) == 1 })
 			if last := evs[len(evs)-1]; last.Type != cache.Updated || last.Instance.Port != 2 {
 				t.Fatalf("events %s", fmtEvents(evs))
 			}
@@ -259,7 +259,7 @@ func TestShortPartitionNoEvents(t *testing.T) {
 	c := newCache(t, sessiontest.Connect(t, ns), "svc")
 	rec := record(c.Events())
 	r := register(t, s, discovery.Instance{Name: "svc", ID: "a", Port: 1})
-	evs := rec.waitFor(t, wait, "Added", func(evs []recorded) bool { return countType(evs, cache.Added) == 1 })
+	evs := rec.WaitFor(t, wait, "Added", func(evs []recorded) bool { return countType(evs, cache.Added) == 1 })
 	mark := len(evs)
 	st, _ := exists(t, raw, ns.Path("services/svc/a"))
 	states := sessiontest.Record(t, s)
@@ -273,7 +273,7 @@ func TestShortPartitionNoEvents(t *testing.T) {
 	up := r.Instance()
 	up.Port = 2
 	waitFor(t, "Update", func(ctx context.Context) error { return r.Update(ctx, up) })
-	evs = rec.waitFor(t, wait, "Updated", func(evs []recorded) bool { return countType(evs[mark:], cache.Updated) == 1 })
+	evs = rec.WaitFor(t, wait, "Updated", func(evs []recorded) bool { return countType(evs[mark:], cache.Updated) == 1 })
 	if got := evs[mark:]; len(got) != 1 {
 		t.Fatalf("events at the watcher since the partition: %s; want one Updated", fmtEvents(got))
 	}
@@ -350,23 +350,7 @@ func TestWaitsOutAnotherSessionsNode(t *testing.T) {
 	s := sessiontest.Connect(t, ns)
 	other := sessiontest.Connect(t, ns)
 	first := register(t, other, discovery.Instance{Name: "svc", ID: "dup", Port: 1})
-	r, err := discovery.Register(s, base, discovery.Instance{Name: "svc", ID: "dup", Port: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	ctx, cancel := context.WithTimeout(ctxT(t), 300*time.Millisecond)
-	defer cancel()
-	if err := r.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Wait while another session holds the id: %v", err)
-	}
-	d, _, _ := raw.Get(ns.Path("services/svc/dup"))
-	var in discovery.Instance
-	if json.Unmarshal(d, &in) != nil || in.Port != 1 {
-		t.Fatalf("the other session's node was written: %s", d)
-	}
-	first.Close()
-	waitFor(t, "Wait", r.Wait)
+	registerBehind(t, raw, s, discovery.Instance{Name: "svc", ID: "dup", Port: 2}, first, "another session", ns.Path("services/svc/dup"))
 	_, st, err := raw.Get(ns.Path("services/svc/dup"))
 	if err != nil || st.EphemeralOwner != s.SessionID() {
 		t.Fatalf("after the other left: %v %v", st, err)
@@ -437,7 +421,7 @@ func TestSessionClosed(t *testing.T) {
 	}
 	s.Close()
 	select {
-	case <-rec.closed:
+	case <-rec.Closed():
 	case <-time.After(wait):
 		t.Fatal("Events not closed after the session closed")
 	}
@@ -480,24 +464,9 @@ func TestStaticWaitsOutEphemeral(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	raw := ns.Conn(t)
 	dyn := register(t, sessiontest.Connect(t, ns), discovery.Instance{Name: "svc", ID: "x", Port: 1})
-	r, err := discovery.Register(sessiontest.Connect(t, ns), base, discovery.Instance{Name: "svc", ID: "x", Port: 2, Type: discovery.Static})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	ctx, cancel := context.WithTimeout(ctxT(t), 300*time.Millisecond)
-	defer cancel()
-	if err := r.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Wait while a Dynamic instance holds the id: %v", err)
-	}
-	d, _, _ := raw.Get(ns.Path("services/svc/x"))
-	var in discovery.Instance
-	if json.Unmarshal(d, &in) != nil || in.Port != 1 {
-		t.Fatalf("the other session's node was written: %s", d)
-	}
-	dyn.Close()
-	waitFor(t, "Wait", r.Wait)
+	registerBehind(t, raw, sessiontest.Connect(t, ns), discovery.Instance{Name: "svc", ID: "x", Port: 2, Type: discovery.Static}, dyn, "a Dynamic instance", ns.Path("services/svc/x"))
 	d, st, err := raw.Get(ns.Path("services/svc/x"))
+	var in discovery.Instance
 	if err != nil || st.EphemeralOwner != 0 || json.Unmarshal(d, &in) != nil || in.Port != 2 {
 		t.Fatalf("after the Dynamic instance left: %s %+v %v", d, st, err)
 	}
