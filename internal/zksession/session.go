@@ -749,8 +749,11 @@ func (s *Session) Conn() *zk.Conn { return s.conn }
 // Logger returns the Session's logger; recipes add their own name and fields.
 func (s *Session) Logger() *zap.Logger { return s.lg }
 
-// ACL returns the ACL for nodes that recipes create (a copy).
-func (s *Session) ACL() []zk.ACL { return append([]zk.ACL(nil), s.cfg.acl...) }
+// ACL returns the ACL for nodes that recipes create: the Session's own
+// slice, not a copy (a create per acquire would copy it), for go-zookeeper's
+// create requests, which only read it. Callers must not modify its
+// elements; its capacity is its length, so an append copies.
+func (s *Session) ACL() []zk.ACL { return s.cfg.acl[:len(s.cfg.acl):len(s.cfg.acl)] }
 
 // Policy returns the loss policy.
 func (s *Session) Policy() LossPolicy { return s.cfg.policy }
