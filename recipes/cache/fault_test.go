@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/testkit/sessiontest"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
 	"github.com/zkrecipes/zkrecipes/session"
 )
@@ -33,35 +32,18 @@ func TestReconnectReportsExactlyWhatChanged(t *testing.T) {
 			for _, k := range []string{"a", "b", "c", "d"} {
 				mustCreate(t, raw, dir+"/"+k, k+"0")
 			}
-			s, proxy, tap := sessiontest.ConnectProxyTap(t, ns, longSession)
-			rec := sessiontest.Record(t, s)
-			c := newChildren(t, s, "/dir")
-			r := record(c.Events())
-			mark := len(r.waitInit(t))
-			sid := s.SessionID()
-
-			proxy.Refuse(true)
-			proxy.Cut()
-			rec.Wait(t, wait, session.Suspended)
-			if newSession {
-				sessiontest.Expire(t, s, tap, ns.Servers()...)
-			}
-			mustSet(t, raw, dir+"/a", "a1")
-			mustDelete(t, raw, dir+"/b")
-			mustDelete(t, raw, dir+"/c")
-			mustCreate(t, raw, dir+"/c", "c0")
-			mustCreate(t, raw, dir+"/e", "e0")
-			proxy.Refuse(false)
-			if newSession {
-				rec.Wait(t, wait, session.Lost)
-			}
-			rec.Wait(t, wait, session.Reconnected)
-			if got := s.SessionID() != sid; got != newSession {
-				t.Fatalf("new session id after the reconnect: %v, want %v", got, newSession)
-			}
-			evs := r.WaitFor(t, convergeBound, "the changes", func(evs []cache.Event) bool { return hasData(evs[mark:], "/dir/e", "e0") })
-			mustCreate(t, raw, dir+"/z", "sentinel")
-			evs = r.WaitFor(t, wait, "the sentinel", func(evs []cache.Event) bool { return hasData(evs[mark:], "/dir/z", "sentinel") })
+			var c *cache.ChildrenCache
+			r, mark := changeWhileAway(t, ns, newSession, func(s *session.Session) *recorder {
+				c = newChildren(t, s, "/dir")
+				return record(c.Events())
+			}, func() {
+				mustSet(t, raw, dir+"/a", "a1")
+				mustDelete(t, raw, dir+"/b")
+				mustDelete(t, raw, dir+"/c")
+				mustCreate(t, raw, dir+"/c", "c0")
+				mustCreate(t, raw, dir+"/e", "e0")
+			})
+			evs := upToSentinel(t, raw, r, mark, func(evs []cache.Event) bool { return hasData(evs, "/dir/e", "e0") }, dir+"/z", "/dir/z")
 			checkEvents(t, evs[mark:], []expect{
 				{cache.Updated, "/dir/a", "a1"},
 				{cache.Removed, "/dir/b", "b0"},

@@ -468,3 +468,45 @@ func convergeThrough(t *testing.T, ns *zktest.Namespace, f fault, start func(s *
 	}
 	return run
 }
+
+// changeWhileAway connects a session behind a proxy and lets start begin a
+// cache on it (start returns the cache's recorder). Once the cache is
+// initialized it keeps the session from the server (expired there first if
+// newSession) while change writes on the server through a raw connection,
+// then lets it back and waits for Reconnected, checking that the session
+// ID changed exactly when newSession. It returns the recorder and the
+// number of events it held before the change.
+func changeWhileAway(t *testing.T, ns *zktest.Namespace, newSession bool, start func(s *session.Session) *recorder, change func()) (*recorder, int) {
+	t.Helper()
+	s, proxy, tap := sessiontest.ConnectProxyTap(t, ns, longSession)
+	rec := sessiontest.Record(t, s)
+	r := start(s)
+	mark := len(r.waitInit(t))
+	sid := s.SessionID()
+	proxy.Refuse(true)
+	proxy.Cut()
+	rec.Wait(t, wait, session.Suspended)
+	if newSession {
+		sessiontest.Expire(t, s, tap, ns.Servers()...)
+	}
+	change()
+	proxy.Refuse(false)
+	if newSession {
+		rec.Wait(t, wait, session.Lost)
+	}
+	rec.Wait(t, wait, session.Reconnected)
+	if got := s.SessionID() != sid; got != newSession {
+		t.Fatalf("new session id after the reconnect: %v, want %v", got, newSession)
+	}
+	return r, mark
+}
+
+// upToSentinel waits (convergeBound) until the events since mark hold the
+// change's last event (last), then creates a sentinel node at full (p in
+// the cache) and waits for its Added; it returns the events so far.
+func upToSentinel(t *testing.T, raw *zk.Conn, r *recorder, mark int, last func([]cache.Event) bool, full, p string) []cache.Event {
+	t.Helper()
+	r.WaitFor(t, convergeBound, "the changes", func(evs []cache.Event) bool { return last(evs[mark:]) })
+	mustCreate(t, raw, full, "sentinel")
+	return r.WaitFor(t, wait, "the sentinel", func(evs []cache.Event) bool { return hasData(evs[mark:], p, "sentinel") })
+}

@@ -218,34 +218,22 @@ func TestTreeReconnectReportsExactlyWhatChanged(t *testing.T) {
 			for _, p := range []string{"", "/a", "/a/x", "/b", "/b/y", "/b/y/z", "/c", "/c/old", "/d"} {
 				mustCreate(t, raw, root+p, "0")
 			}
-			s, proxy, tap := sessiontest.ConnectProxyTap(t, ns, longSession)
-			rec := sessiontest.Record(t, s)
-			c := newTree(t, s, "/t")
-			r := record(c.Events())
-			mark := len(r.waitInit(t))
-			proxy.Refuse(true)
-			proxy.Cut()
-			rec.Wait(t, wait, session.Suspended)
-			if newSession {
-				sessiontest.Expire(t, s, tap, ns.Servers()...)
-			}
-			mustSet(t, raw, root+"/a/x", "1")
-			mustDelete(t, raw, root+"/b/y/z")
-			mustDelete(t, raw, root+"/b/y")
-			mustDelete(t, raw, root+"/c/old")
-			mustDelete(t, raw, root+"/c")
-			mustCreate(t, raw, root+"/c", "0")
-			mustCreate(t, raw, root+"/c/new", "0")
-			mustCreate(t, raw, root+"/e", "0")
-			mustCreate(t, raw, root+"/e/f", "0")
-			proxy.Refuse(false)
-			if newSession {
-				rec.Wait(t, wait, session.Lost)
-			}
-			rec.Wait(t, wait, session.Reconnected)
-			r.WaitFor(t, convergeBound, "the changes", func(evs []cache.Event) bool { return hasPath(evs[mark:], "/t/e/f") })
-			mustCreate(t, raw, root+"/z", "sentinel")
-			evs := r.WaitFor(t, wait, "the sentinel", func(evs []cache.Event) bool { return hasData(evs[mark:], "/t/z", "sentinel") })
+			var c *cache.TreeCache
+			r, mark := changeWhileAway(t, ns, newSession, func(s *session.Session) *recorder {
+				c = newTree(t, s, "/t")
+				return record(c.Events())
+			}, func() {
+				mustSet(t, raw, root+"/a/x", "1")
+				mustDelete(t, raw, root+"/b/y/z")
+				mustDelete(t, raw, root+"/b/y")
+				mustDelete(t, raw, root+"/c/old")
+				mustDelete(t, raw, root+"/c")
+				mustCreate(t, raw, root+"/c", "0")
+				mustCreate(t, raw, root+"/c/new", "0")
+				mustCreate(t, raw, root+"/e", "0")
+				mustCreate(t, raw, root+"/e/f", "0")
+			})
+			evs := upToSentinel(t, raw, r, mark, func(evs []cache.Event) bool { return hasPath(evs, "/t/e/f") }, root+"/z", "/t/z")
 			checkEvents(t, evs[mark:], []expect{
 				{cache.Updated, "/t/a/x", "1"},
 				{cache.Removed, "/t/b/y/z", "0"},
