@@ -6,7 +6,8 @@
 //	internal/zksession                     the session's implementation
 //	session                                the public session
 //	recipes                                the vocabulary every recipe shares
-//	internal/engine                        the engine behind the recipes
+//	internal/engine, internal/keeper       the engine behind the recipes; what the
+//	                                       keepers of a node that stays share
 //	mutex, rwlock, semaphore, leader,      the recipes (never each other)
 //	recipes/cache
 //	zktest, recipes/discovery              real ZooKeeper for tests and demos; service

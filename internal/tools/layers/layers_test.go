@@ -28,7 +28,7 @@ func layerOf(p string) (layer, bool) {
 		return layer{2, false}, true
 	case "recipes":
 		return layer{3, false}, true
-	case "internal/engine":
+	case "internal/engine", "internal/keeper":
 		return layer{4, false}, true
 	case "mutex", "rwlock", "semaphore", "leader", "recipes/barrier", "recipes/counter", "recipes/cache", "recipes/group":
 		return layer{5, false}, true
