@@ -14,8 +14,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/keeper"
 	"github.com/zkrecipes/zkrecipes/internal/zksession"
-	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/session"
 )
 
@@ -44,7 +44,7 @@ type persistent struct {
 	ep      *zksession.Epoch
 	err     error // why it stopped before Close
 	closed  bool
-	changed chan struct{}
+	changes keeper.Changes
 
 	kick chan struct{}
 
@@ -59,38 +59,20 @@ func newPersistent(zs *zksession.Session, p, full string, data []byte, lg *zap.L
 	n := &persistent{
 		zs: zs, path: p, full: full, dir: path.Dir(full), lg: lg,
 		data: data, gen: 1,
-		changed: make(chan struct{}),
-		kick:    make(chan struct{}, 1),
-		ctx:     ctx, cancel: cancel,
+		kick: make(chan struct{}, 1),
+		ctx:  ctx, cancel: cancel,
 	}
+	n.changes = keeper.NewChanges(&n.mu)
 	n.wg.Add(1)
 	go n.run()
 	return n
 }
 
-func (n *persistent) broadcastLocked() {
-	close(n.changed)
-	n.changed = make(chan struct{})
-}
+func (n *persistent) broadcastLocked() { n.changes.BroadcastLocked() }
 
 func (n *persistent) waitUntil(ctx context.Context, cond func() (bool, error)) error {
-	for {
-		n.mu.Lock()
-		ok, err := cond()
-		ch := n.changed
-		n.mu.Unlock()
-		switch {
-		case err != nil:
-			return err
-		case ok:
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	err, _ := n.changes.Until(ctx, cond)
+	return err
 }
 
 func (n *persistent) stoppedLocked() error {
@@ -135,30 +117,13 @@ func (n *persistent) SetData(ctx context.Context, data []byte) error {
 	n.gen++
 	gen := n.gen
 	n.mu.Unlock()
-	select {
-	case n.kick <- struct{}{}:
-	default:
-	}
-	held := func() (bool, error) {
+	keeper.Kick(n.kick)
+	return n.changes.UntilHeld(ctx, n.zs, sent, func() (bool, error) {
 		if n.exists && n.written >= gen {
 			return true, nil
 		}
 		return false, n.stoppedLocked()
-	}
-	err := n.waitUntil(ctx, held)
-	if err == nil || ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
-		return err
-	}
-	n.mu.Lock()
-	ok, _ := held()
-	n.mu.Unlock()
-	switch {
-	case ok: // written as ctx ended
-		return nil
-	case n.zs.WritesSent() != sent:
-		return fmt.Errorf("%w: a write went out, and the node holding the data is not confirmed: %w", recipes.ErrUnknownOutcome, ctx.Err())
-	}
-	return err
+	})
 }
 
 // Close stops keeping the node and deletes it: the node of the czxid this
@@ -228,50 +193,13 @@ func (n *persistent) deleteOwn(ctx context.Context, czxid int64, held []byte) er
 // refuses it for good.
 func (n *persistent) run() {
 	defer n.wg.Done()
-	bo := retryBackOff()
-	for n.ctx.Err() == nil {
-		ep, err := n.zs.WaitConnected(n.ctx)
-		if err != nil {
-			if n.ctx.Err() == nil {
-				n.stop(err)
-			}
-			return
-		}
-		err = n.establish(ep)
-		if err == nil {
-			bo.Reset()
-			err = n.keep(ep)
-		}
-		switch {
-		case n.ctx.Err() != nil:
-			return
-		case err == nil, ep.Err() != nil:
-			continue
-		case errors.Is(err, session.ErrClosed) || zksession.Permanent(err):
-			n.stop(err)
-			return
-		}
-		d := bo.NextBackOff()
-		n.lg.Debug("node not established; trying again", zap.Error(err), zap.Duration("backoff", d))
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-n.ctx.Done():
-			t.Stop()
-			return
-		}
-	}
+	keeper.Loop{Establish: n.establish, Keep: n.keep, Stop: n.stop, BackOff: retryBackOff(), Log: n.lg}.Run(n.ctx, n.zs)
 }
 
 // retryBackOff is the keeper's pause after a failed round: from 100 ms,
 // backing off to 5 s, never giving up.
 func retryBackOff() *backoff.ExponentialBackOff {
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval = 100 * time.Millisecond
-	bo.MaxInterval = 5 * time.Second
-	bo.MaxElapsedTime = 0
-	bo.Reset() // the constructor took its default first interval (500 ms)
-	return bo
+	return keeper.NewBackOff(100*time.Millisecond, 5*time.Second)
 }
 
 func (n *persistent) stop(err error) {
@@ -323,14 +251,7 @@ func (n *persistent) establish(ep *zksession.Epoch) error {
 		err := n.zs.Retry(n.ctx, ep, func(c *zk.Conn) error { return n.create(c, ep, data) })
 		switch {
 		case err == nil:
-			var st *zk.Stat
-			err = n.zs.Retry(n.ctx, ep, func(c *zk.Conn) error {
-				_, s, err := c.Get(n.full)
-				if err == nil {
-					st = s
-				}
-				return err
-			})
+			_, st, err := keeper.Get(n.ctx, n.zs, ep, n.full)
 			if err != nil {
 				return err // the next round finds the node
 			}
@@ -381,15 +302,7 @@ func (n *persistent) create(c *zk.Conn, ep *zksession.Epoch, data []byte) error 
 // takeOver adopts the node there, writing our data to it unless it holds
 // it.
 func (n *persistent) takeOver(ep *zksession.Epoch, data []byte, gen uint64) error {
-	var got []byte
-	var st *zk.Stat
-	err := n.zs.Retry(n.ctx, ep, func(c *zk.Conn) error {
-		d, s, err := c.Get(n.full)
-		if err == nil {
-			got, st = d, s
-		}
-		return err
-	})
+	got, st, err := keeper.Get(n.ctx, n.zs, ep, n.full)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return nil // gone meanwhile: create it in the next round
@@ -408,15 +321,7 @@ func (n *persistent) takeOver(ep *zksession.Epoch, data []byte, gen uint64) erro
 // instance with this id) that holds the name changes or goes: its data is
 // not ours to write. It returns nil to look again.
 func (n *persistent) waitOut(ep *zksession.Epoch) error {
-	var st *zk.Stat
-	var w *zksession.Watch
-	err := n.zs.Retry(n.ctx, ep, func(*zk.Conn) error {
-		_, s, ww, err := n.zs.GetW(n.full)
-		if err == nil {
-			st, w = s, ww
-		}
-		return err
-	})
+	_, st, w, err := keeper.GetW(n.ctx, n.zs, ep, n.full)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return nil
@@ -427,56 +332,25 @@ func (n *persistent) waitOut(ep *zksession.Epoch) error {
 	}
 	n.lg.Info("the name is another session's ephemeral node: waiting for it to go",
 		zap.String("owner", fmt.Sprintf("0x%x", st.EphemeralOwner)))
-	select {
-	case ev, ok := <-w.Events():
-		w.Event(ev, ok)
-		return nil
-	case <-ep.Lost():
-		return ep.Err()
-	case <-n.ctx.Done():
-		return context.Cause(n.ctx)
-	}
+	return keeper.AwaitChange(n.ctx, ep, w)
 }
 
 // write sets data of generation gen on the node, conditional on version; a
 // version that moved is read again while the node is the same (czxid).
 func (n *persistent) write(ep *zksession.Epoch, czxid int64, version int32, data []byte, gen uint64) error {
-	for {
-		var st *zk.Stat
-		err := n.zs.Retry(n.ctx, ep, func(c *zk.Conn) error {
-			s, err := c.Set(n.full, data, version)
-			if err == nil {
-				st = s
-			}
-			return err
-		})
-		if errors.Is(err, zk.ErrBadVersion) {
-			err = n.zs.Retry(n.ctx, ep, func(c *zk.Conn) error {
-				_, s, err := c.Get(n.full)
-				if err == nil {
-					st = s
-				}
-				return err
-			})
-			if err == nil && st.Czxid == czxid {
-				version = st.Version
-				continue
-			}
-			if err == nil {
-				n.clear("replaced by another node")
-				return nil
-			}
-		}
-		switch {
-		case err == nil:
-			n.set(ep, st, data, gen)
-			return nil
-		case errors.Is(err, zk.ErrNoNode):
-			n.clear("deleted")
-			return nil
-		}
-		return err
+	st, replaced, err := keeper.SetVersioned(n.ctx, n.zs, ep, n.full, czxid, version, data)
+	switch {
+	case replaced:
+		n.clear("replaced by another node")
+		return nil
+	case err == nil:
+		n.set(ep, st, data, gen)
+		return nil
+	case errors.Is(err, zk.ErrNoNode):
+		n.clear("deleted")
+		return nil
 	}
+	return err
 }
 
 // keep watches the node, writes new data to it, and returns when it is gone
@@ -496,16 +370,7 @@ func (n *persistent) keep(ep *zksession.Epoch) error {
 			continue
 		}
 		changed := n.zs.Changed()
-		var got []byte
-		var st *zk.Stat
-		var w *zksession.Watch
-		err := n.zs.Retry(n.ctx, ep, func(*zk.Conn) error {
-			d, s, ww, err := n.zs.GetW(n.full)
-			if err == nil {
-				got, st, w = d, s, ww
-			}
-			return err
-		})
+		got, st, w, err := keeper.GetW(n.ctx, n.zs, ep, n.full)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			n.clear("deleted")

@@ -24,9 +24,9 @@ const maxData = 512 << 10
 // deletion that takes longer goes on in the session's background queue.
 const cleanupTimeout = 5 * time.Second
 
-// keeper keeps the node of a Registration: a group.Node for the ephemeral
-// types, a persistent for the others.
-type keeper interface {
+// nodeKeeper keeps the node of a Registration: a group.Node for the
+// ephemeral types, a persistent for the others.
+type nodeKeeper interface {
 	Wait(ctx context.Context) error
 	SetData(ctx context.Context, data []byte) error
 	Path() string
@@ -43,7 +43,7 @@ type keeper interface {
 // A Registration is safe for concurrent use.
 type Registration struct {
 	path string // the instance's path as given: base/name/id
-	node keeper
+	node nodeKeeper
 
 	mu   sync.Mutex
 	inst Instance

@@ -10,11 +10,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/keeper"
 	"github.com/zkrecipes/zkrecipes/internal/zksession"
 	"github.com/zkrecipes/zkrecipes/session"
 )
@@ -334,17 +334,6 @@ func (m *Member) publish(view map[string][]byte, self int64) {
 // created: its creation, which creates the path, wakes it at once.
 const missingPoll = 500 * time.Millisecond
 
-// newBackOff returns an exponential backoff from first to most, never
-// giving up.
-func newBackOff(first, most time.Duration) *backoff.ExponentialBackOff {
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval = first
-	bo.MaxInterval = most
-	bo.MaxElapsedTime = 0
-	bo.Reset() // the constructor took its default first interval (500 ms)
-	return bo
-}
-
 // watch reads the group whenever it changes, until Close: the children of
 // the group path with a child watch, and each child's data with a data watch
 // (watches shared with the session's other users of the same nodes). A
@@ -360,11 +349,11 @@ func (m *Member) watch() {
 			m.zs.CancelNode(s, m.dir+"/"+k)
 		}
 	}()
-	bo := newBackOff(50*time.Millisecond, time.Second) // after a failed read
-	missing := newBackOff(missingPoll, 2*missingPoll)  // while the group path is missing
-	var view map[string][]byte                         // as last read
-	var self int64                                     // this member's czxid as last read
-	var cw *zksession.Watch                            // the child watch of that read
+	bo := keeper.NewBackOff(50*time.Millisecond, time.Second) // after a failed read
+	missing := keeper.NewBackOff(missingPoll, 2*missingPoll)  // while the group path is missing
+	var view map[string][]byte                                // as last read
+	var self int64                                            // this member's czxid as last read
+	var cw *zksession.Watch                                   // the child watch of that read
 	for m.ctx.Err() == nil {
 		ep, err := m.zs.WaitConnected(m.ctx)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/keeper"
 	"github.com/zkrecipes/zkrecipes/internal/zksession"
 	"github.com/zkrecipes/zkrecipes/session"
 )
@@ -93,8 +94,8 @@ type Node struct {
 	version int32  // the node's data version as last seen
 	written uint64 // the generation of the data the node holds
 	ep      *zksession.Epoch
-	err     error         // why the Node stopped before Close
-	changed chan struct{} // closed and replaced at every change of the above
+	err     error          // why the Node stopped before Close
+	changes keeper.Changes // wakes waiters at every change of the above
 
 	kick chan struct{} // SetData wakes the goroutine (capacity 1)
 
@@ -144,20 +145,20 @@ func newNode(sess *session.Session, p string, mode Mode, data []byte, opts []Opt
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	n := &Node{
-		zs:      zs,
-		path:    p,
-		full:    full,
-		dir:     path.Dir(full),
-		base:    path.Base(full),
-		mode:    mode,
-		lg:      lg.Named("group").With(zap.String("path", full)),
-		data:    bytes.Clone(data),
-		gen:     1,
-		changed: make(chan struct{}),
-		kick:    make(chan struct{}, 1),
-		ctx:     ctx,
-		cancel:  cancel,
+		zs:     zs,
+		path:   p,
+		full:   full,
+		dir:    path.Dir(full),
+		base:   path.Base(full),
+		mode:   mode,
+		lg:     lg.Named("group").With(zap.String("path", full)),
+		data:   bytes.Clone(data),
+		gen:    1,
+		kick:   make(chan struct{}, 1),
+		ctx:    ctx,
+		cancel: cancel,
 	}
+	n.changes = keeper.NewChanges(&n.mu)
 	if mode != Ephemeral {
 		n.prefix = engine.ProtectedPrefix(engine.NewUUID())
 	}
@@ -207,23 +208,11 @@ func (n *Node) Wait(ctx context.Context) error {
 // waitUntil waits until cond, called with n.mu held at every change of the
 // Node, returns true or an error, or until ctx ends.
 func (n *Node) waitUntil(ctx context.Context, cond func() (bool, error)) error {
-	for {
-		n.mu.Lock()
-		ok, err := cond()
-		ch := n.changed
-		n.mu.Unlock()
-		switch {
-		case err != nil:
-			return err
-		case ok:
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return n.errf(ctx.Err())
-		}
+	err, ctxEnded := n.changes.Until(ctx, cond)
+	if ctxEnded {
+		return n.errf(err)
 	}
+	return err
 }
 
 // stoppedLocked returns the error that ends a wait: not started, closed or
@@ -303,30 +292,15 @@ func (n *Node) SetData(ctx context.Context, data []byte) error {
 		return nil
 	}
 	n.mu.Unlock()
-	select {
-	case n.kick <- struct{}{}:
-	default:
-	}
-	held := func() (bool, error) {
+	keeper.Kick(n.kick)
+	// stoppedLocked's errors are wrapped already; ctx's and an unknown
+	// outcome are wrapped here.
+	return n.errf(n.changes.UntilHeld(ctx, n.zs, sent, func() (bool, error) {
 		if n.node != "" && n.written >= gen {
 			return true, nil
 		}
 		return false, n.stoppedLocked()
-	}
-	err := n.waitUntil(ctx, held)
-	if err == nil || ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
-		return err
-	}
-	n.mu.Lock()
-	ok, _ := held()
-	n.mu.Unlock()
-	switch {
-	case ok: // written as ctx ended
-		return nil
-	case n.zs.WritesSent() != sent:
-		return n.errf(fmt.Errorf("%w: a write went out, and the node holding the data is not confirmed: %w", engine.ErrUnknownOutcome, ctx.Err()))
-	}
-	return err
+	}))
 }
 
 // Close stops keeping the node and deletes it, and returns after the Node's
@@ -377,16 +351,13 @@ func (n *Node) placed() (int64, <-chan struct{}) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.node == "" {
-		return 0, n.changed
+		return 0, n.changes.ChanLocked()
 	}
-	return n.czxid, n.changed
+	return n.czxid, n.changes.ChanLocked()
 }
 
 // broadcastLocked wakes every waiter. n.mu held.
-func (n *Node) broadcastLocked() {
-	close(n.changed)
-	n.changed = make(chan struct{})
-}
+func (n *Node) broadcastLocked() { n.changes.BroadcastLocked() }
 
 // errRetryNow makes run establish the node again at once.
 var errRetryNow = errors.New("create again")
@@ -395,39 +366,14 @@ var errRetryNow = errors.New("create again")
 // it for good.
 func (n *Node) run() {
 	defer n.wg.Done()
-	bo := newBackOff(100*time.Millisecond, 5*time.Second)
-	for n.ctx.Err() == nil {
-		ep, err := n.zs.WaitConnected(n.ctx)
-		if err != nil {
-			if n.ctx.Err() == nil {
-				n.stop(err) // the session was closed
-			}
-			return
-		}
-		err = n.establish(ep)
-		if err == nil {
-			bo.Reset()
-			err = n.keep(ep)
-		}
-		switch {
-		case n.ctx.Err() != nil:
-			return
-		case err == nil, errors.Is(err, errRetryNow), ep.Err() != nil:
-			continue
-		case errors.Is(err, session.ErrClosed) || zksession.Permanent(err):
-			n.stop(err)
-			return
-		}
-		d := bo.NextBackOff()
-		n.lg.Debug("node not established; trying again", zap.Error(err), zap.Duration("backoff", d))
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-n.ctx.Done():
-			t.Stop()
-			return
-		}
-	}
+	keeper.Loop{
+		Establish: n.establish,
+		Keep:      n.keep,
+		Again:     func(err error) bool { return errors.Is(err, errRetryNow) },
+		Stop:      n.stop,
+		BackOff:   keeper.NewBackOff(100*time.Millisecond, 5*time.Second),
+		Log:       n.lg,
+	}.Run(n.ctx, n.zs)
 }
 
 // stop records why the Node stopped before Close.
@@ -543,15 +489,7 @@ func (n *Node) adopt(ep *zksession.Epoch, data []byte, gen uint64) (bool, error)
 			continue
 		}
 		p := path.Join(n.dir, k)
-		var got []byte
-		var st *zk.Stat
-		err := n.zs.Retry(n.ctx, ep, func(c *zk.Conn) error {
-			d, s, err := c.Get(p)
-			if err == nil {
-				got, st = d, s
-			}
-			return err
-		})
+		got, st, err := keeper.Get(n.ctx, n.zs, ep, p)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			continue
@@ -575,16 +513,7 @@ func (n *Node) adopt(ep *zksession.Epoch, data []byte, gen uint64) (bool, error)
 // existing handles a create of the fixed name that found the node there:
 // ours (owned by ep's session) is adopted; another session's is waited out.
 func (n *Node) existing(ep *zksession.Epoch, name string, data []byte, gen uint64) error {
-	var got []byte
-	var st *zk.Stat
-	var w *zksession.Watch
-	err := n.zs.Retry(n.ctx, ep, func(*zk.Conn) error {
-		d, s, ww, err := n.zs.GetW(name)
-		if err == nil {
-			got, st, w = d, s, ww
-		}
-		return err
-	})
+	got, st, w, err := keeper.GetW(n.ctx, n.zs, ep, name)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return errRetryNow
@@ -599,15 +528,10 @@ func (n *Node) existing(ep *zksession.Epoch, name string, data []byte, gen uint6
 	// not ours to write; wait until it changes or goes, then look again.
 	n.lg.Info("the node exists under another session: waiting for it to go",
 		zap.String("owner", fmt.Sprintf("0x%x", st.EphemeralOwner)))
-	select {
-	case ev, ok := <-w.Events():
-		w.Event(ev, ok)
-		return errRetryNow
-	case <-ep.Lost():
-		return ep.Err()
-	case <-n.ctx.Done():
-		return context.Cause(n.ctx)
+	if err := keeper.AwaitChange(n.ctx, ep, w); err != nil {
+		return err
 	}
+	return errRetryNow
 }
 
 // keep watches our node, writes new data to it, and returns when it is gone
@@ -627,15 +551,7 @@ func (n *Node) keep(ep *zksession.Epoch) error {
 			continue
 		}
 		changed := n.zs.Changed()
-		var st *zk.Stat
-		var w *zksession.Watch
-		err := n.zs.Retry(n.ctx, ep, func(*zk.Conn) error {
-			_, s, ww, err := n.zs.GetW(node)
-			if err == nil {
-				st, w = s, ww
-			}
-			return err
-		})
+		_, st, w, err := keeper.GetW(n.ctx, n.zs, ep, node)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			n.clearNode("deleted")
@@ -675,49 +591,26 @@ func (n *Node) keep(ep *zksession.Epoch) error {
 // version; a version that moved is read again, as long as the node is still
 // ours (the same czxid).
 func (n *Node) write(ep *zksession.Epoch, node string, czxid int64, version int32, data []byte, gen uint64) error {
-	for {
-		var st *zk.Stat
-		err := n.zs.Retry(n.ctx, ep, func(c *zk.Conn) error {
-			s, err := c.Set(node, zksession.NodeData(data), version)
-			if err == nil {
-				st = s
-			}
-			return err
-		})
-		if errors.Is(err, zk.ErrBadVersion) {
-			err = n.zs.Retry(n.ctx, ep, func(c *zk.Conn) error {
-				_, s, err := c.Get(node)
-				if err == nil {
-					st = s
-				}
-				return err
-			})
-			if err == nil && st.Czxid == czxid {
-				version = st.Version
-				continue
-			}
-			if err == nil {
-				n.clearNode("replaced by another session's node")
-				return nil
-			}
+	st, replaced, err := keeper.SetVersioned(n.ctx, n.zs, ep, node, czxid, version, zksession.NodeData(data))
+	switch {
+	case replaced:
+		n.clearNode("replaced by another session's node")
+		return nil
+	case err == nil:
+		n.mu.Lock()
+		if n.node == node {
+			n.version = st.Version
+			n.written = max(n.written, gen)
+			n.broadcastLocked()
 		}
-		switch {
-		case err == nil:
-			n.mu.Lock()
-			if n.node == node {
-				n.version = st.Version
-				n.written = max(n.written, gen)
-				n.broadcastLocked()
-			}
-			n.mu.Unlock()
-			return nil
-		case errors.Is(err, zk.ErrNoNode):
-			n.clearNode("deleted")
-			return nil
-		case ep.Err() != nil:
-			n.clearNode("session lost")
-			return ep.Err()
-		}
-		return err
+		n.mu.Unlock()
+		return nil
+	case errors.Is(err, zk.ErrNoNode):
+		n.clearNode("deleted")
+		return nil
+	case ep.Err() != nil:
+		n.clearNode("session lost")
+		return ep.Err()
 	}
+	return err
 }
