@@ -28,6 +28,11 @@ type pending[T any] struct {
 	v         T
 	err       error
 	ready     chan struct{} // closed when done is set
+
+	// What run does, on a worker; cleared once it has run.
+	s    *Session
+	op   func(*zk.Conn) (T, error)
+	late func(T, error)
 }
 
 // call runs op once on the connection and returns its result, or returns
@@ -87,23 +92,29 @@ func start[T any](s *Session, op func(*zk.Conn) (T, error), late func(T, error))
 	}
 	s.wg.Add(1)
 	s.mu.Unlock()
-	p := &pending[T]{ready: make(chan struct{})}
-	s.runJob(func() {
-		defer s.wg.Done()
-		v, err := op(s.conn)
-		p.mu.Lock()
-		if p.abandoned {
-			p.mu.Unlock()
-			if late != nil {
-				late(v, err)
-			}
-			return
-		}
-		p.v, p.err, p.done = v, err, true
-		p.mu.Unlock()
-		close(p.ready)
-	})
+	p := &pending[T]{ready: make(chan struct{}), s: s, op: op, late: late}
+	s.runJob(p)
 	return p, nil
+}
+
+// run runs the request on a worker (see start) and keeps nothing of op and
+// late afterwards: a caller may hold p long after.
+func (p *pending[T]) run() {
+	s, op, late := p.s, p.op, p.late
+	p.s, p.op, p.late = nil, nil, nil
+	defer s.wg.Done()
+	v, err := op(s.conn)
+	p.mu.Lock()
+	if p.abandoned {
+		p.mu.Unlock()
+		if late != nil {
+			late(v, err)
+		}
+		return
+	}
+	p.v, p.err, p.done = v, err, true
+	p.mu.Unlock()
+	close(p.ready)
 }
 
 // abandon hands the result, when it comes, to the late function; if it has

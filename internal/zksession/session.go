@@ -87,7 +87,7 @@ type Session struct {
 
 	closeOnce sync.Once
 	wg        sync.WaitGroup // state goroutine, requests of call and CreateEphemeral workers
-	jobs      chan func()    // unbuffered: hands a request to a parked worker (workers.go)
+	jobs      chan job       // unbuffered: hands a request to a parked worker (workers.go)
 	idle      atomic.Int32   // parked workers
 	workers   sync.WaitGroup // request workers (workers.go)
 	subWG     sync.WaitGroup // subscription pumps
@@ -177,7 +177,7 @@ func connect(ctx context.Context, servers []string, opts []Option) (*Session, er
 		kick:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
-		jobs:      make(chan func()),
+		jobs:      make(chan job),
 		force:     make(chan struct{}),
 		changed:   make(chan struct{}),
 		subs:      make(map[subscriber]struct{}),

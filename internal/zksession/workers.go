@@ -16,35 +16,39 @@ package zksession
 // garbage collector shrinks it while it is parked).
 const maxIdleWorkers = 4
 
-// runJob runs job on a worker of the Session. The caller holds a count of
+// job is a request for a worker: a pending call (see start), which is its
+// own job, so that a request costs no closure.
+type job interface{ run() }
+
+// runJob runs j on a worker of the Session. The caller holds a count of
 // s.wg for the job (taken while the Session was not closing), which keeps
 // Close from waiting on s.workers before this worker is counted.
-func (s *Session) runJob(job func()) {
+func (s *Session) runJob(j job) {
 	select {
-	case s.jobs <- job:
+	case s.jobs <- j:
 		return
 	default:
 	}
 	s.workers.Add(1)
-	go s.worker(job)
+	go s.worker(j)
 }
 
-// worker runs job, then the jobs it is handed while parked.
-func (s *Session) worker(job func()) {
+// worker runs j, then the jobs it is handed while parked.
+func (s *Session) worker(j job) {
 	defer s.workers.Done()
 	for {
-		job()
-		job = nil // keep nothing of the last request while parked
+		j.run()
+		j = nil // keep nothing of the last request while parked
 		if s.idle.Add(1) > maxIdleWorkers {
 			s.idle.Add(-1)
 			return
 		}
 		select {
-		case job = <-s.jobs:
+		case j = <-s.jobs:
 		case <-s.done:
 		}
 		s.idle.Add(-1)
-		if job == nil {
+		if j == nil {
 			return // the Session is closing
 		}
 	}
