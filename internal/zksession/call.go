@@ -30,9 +30,10 @@ type pending[T any] struct {
 	ready     chan struct{} // closed when done is set
 
 	// What run does, on a worker; cleared once it has run.
-	s    *Session
-	op   func(*zk.Conn) (T, error)
-	late func(T, error)
+	s     *Session
+	op    func(*zk.Conn) (T, error)
+	opErr func(*zk.Conn) error // instead of op (callErrEnded)
+	late  func(T, error)
 }
 
 // call runs op once on the connection and returns its result, or returns
@@ -67,6 +68,26 @@ func callEnded[T any](ctx context.Context, s *Session, op func(*zk.Conn) (T, err
 	if err != nil {
 		return zero, err, callNotStarted
 	}
+	return p.await(ctx, s)
+}
+
+// callErrEnded is callEnded for an op with only an error and no late
+// function, without wrapping op in a closure of callEnded's shape.
+func callErrEnded(ctx context.Context, s *Session, op func(*zk.Conn) error) (error, callEnd) {
+	if err := ctx.Err(); err != nil {
+		return err, callNotStarted
+	}
+	p, err := launch(s, &pending[struct{}]{ready: make(chan struct{}), opErr: op})
+	if err != nil {
+		return err, callNotStarted
+	}
+	_, err, end := p.await(ctx, s)
+	return err, end
+}
+
+// await waits for p's result within ctx and s's life (see callEnded).
+func (p *pending[T]) await(ctx context.Context, s *Session) (T, error, callEnd) {
+	var zero T
 	var why error
 	select {
 	case <-p.ready:
@@ -85,6 +106,11 @@ func callEnded[T any](ctx context.Context, s *Session, op func(*zk.Conn) (T, err
 // start runs op once on a worker of the Session and returns at once; the
 // result is in p once p.ready is closed, unless the caller abandons it.
 func start[T any](s *Session, op func(*zk.Conn) (T, error), late func(T, error)) (*pending[T], error) {
+	return launch(s, &pending[T]{ready: make(chan struct{}), op: op, late: late})
+}
+
+// launch is start for a pending request made by the caller.
+func launch[T any](s *Session, p *pending[T]) (*pending[T], error) {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -92,7 +118,7 @@ func start[T any](s *Session, op func(*zk.Conn) (T, error), late func(T, error))
 	}
 	s.wg.Add(1)
 	s.mu.Unlock()
-	p := &pending[T]{ready: make(chan struct{}), s: s, op: op, late: late}
+	p.s = s
 	s.runJob(p)
 	return p, nil
 }
@@ -100,10 +126,16 @@ func start[T any](s *Session, op func(*zk.Conn) (T, error), late func(T, error))
 // run runs the request on a worker (see start) and keeps nothing of op and
 // late afterwards: a caller may hold p long after.
 func (p *pending[T]) run() {
-	s, op, late := p.s, p.op, p.late
-	p.s, p.op, p.late = nil, nil, nil
+	s, op, opErr, late := p.s, p.op, p.opErr, p.late
+	p.s, p.op, p.opErr, p.late = nil, nil, nil, nil
 	defer s.wg.Done()
-	v, err := op(s.conn)
+	var v T
+	var err error
+	if opErr != nil {
+		err = opErr(s.conn)
+	} else {
+		v, err = op(s.conn)
+	}
 	p.mu.Lock()
 	if p.abandoned {
 		p.mu.Unlock()

@@ -91,7 +91,7 @@ func (s *Session) retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) e
 			return retryStopped(err, last)
 		}
 		sent := s.wire.writes.Load()
-		_, err, end := callEnded(ctx, s, func(c *zk.Conn) (struct{}, error) { return struct{}{}, op(c) }, nil)
+		err, end := callErrEnded(ctx, s, op)
 		if end == callAbandoned {
 			w.abandoned(err)
 		}
