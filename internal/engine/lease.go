@@ -542,7 +542,8 @@ func (l *Lease) Release(ctx context.Context) error {
 		err = l.releaseMonitored(ctx)
 	}
 	if err != nil {
-		l.relErr = &err
+		kept := err // a copy: &err would put err on the heap at every Release
+		l.relErr = &kept
 	}
 	return err
 }
