@@ -1,9 +1,11 @@
 # zkrecipes build entry points.
 #
 #   make demo   install ZooKeeper if needed, then run the leader-election demo on an embedded server
-#   make test   install ZooKeeper if needed, then go vet and go test -race over the whole module
-#               and over the OpenTelemetry adapter's module (session/zkotel), then the short
-#               chaos run without -race (see internal/testkit/chaos/chaos_test.go)
+#   make test   install ZooKeeper and Curator if needed, then go vet and go test -race over the
+#               whole module and over the modules of its own (the OpenTelemetry adapter
+#               session/zkotel and its Prometheus example, the gRPC resolver
+#               recipes/discovery/zkgrpc), then the short chaos run without -race (see
+#               internal/testkit/chaos/chaos_test.go)
 #   make chaos  install ZooKeeper if needed, then run the chaos run (ROUNDS=200 by default,
 #               SEED=<n> to replay a run's fault schedule) and print its report
 #

@@ -74,6 +74,6 @@
 // without an exists watch, which could not be removed at Close. Events not
 // yet received are kept in memory: receive them, or pass WithEvents(false).
 // BenchmarkTreeVsCurator measures a tree of 10,101 nodes beside Curator's
-// TreeCache: about 210 bytes per node against 1,030, as many watches, a
+// TreeCache: about 220 bytes per node against 1,030, as many watches, a
 // first load as long, a change seen sooner (docs/design.md has the figures).
 package cache

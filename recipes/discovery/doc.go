@@ -60,14 +60,14 @@
 // # Costs
 //
 // A Registration holds one data watch on its node. A Cache of n instances
-// holds one child watch and n data watches (shared with the session's other
-// users), the goroutines of its cache.ChildrenCache and two of its own; its
-// first load and a reconnect cost one list and n reads, a change one read, a
-// join one list and one read. Measured with
-// 1,000 instances of 469-byte JSON beside Curator 5.4's ServiceCache on one
-// server (BenchmarkCacheVsCurator, a loaded 2-core machine): 0.1 to 0.2 s to
-// load against Curator's 0.3 to 0.8 s, 2.2 to 2.5 KB of heap per instance
-// against 1.7 KB, 1,001 watches and 25
-// goroutines against one persistent recursive watch, and about a millisecond
-// from a write to the event on both sides.
+// holds one child watch and n data watches, which only the server keeps
+// (see recipes/cache), the two goroutines of its cache.ChildrenCache and two
+// of its own; its first load and a reconnect cost one list and n reads, a
+// change one read, a join one list and one read. Measured with 1,000
+// instances of 469-byte JSON beside Curator 5.4's ServiceCache on one server
+// (BenchmarkCacheVsCurator, a shared 2-core machine): 0.1 to 0.2 s to load
+// against Curator's 0.4 to 0.6 s, about 1.2 KB of heap per instance against
+// 1.7 KB, 1,000 data watches on the server against Curator's one persistent
+// recursive watch, and about a millisecond from a write to the event on
+// both sides (docs/performance.md).
 package discovery

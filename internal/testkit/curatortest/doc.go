@@ -17,8 +17,8 @@
 // "NOTLEADER", "STATUS ...", "PARTICIPANTS ...", "CLOSED", "ERR ..."). The Go
 // side keeps every line with the time it was read; Process.Expect takes the
 // earliest line not yet taken that starts with a given word, waiting under a
-// context, and fails on an "ERR" line. Mutex, Latch, RWLock and Group wrap
-// the programs:
+// context, and fails on an "ERR" line. The Start functions wrap the
+// programs:
 //
 //   - CuratorMutex: an InterProcessMutex on a full server path, with a loop
 //     mode that increments a counter znode under the lock without version
@@ -32,7 +32,18 @@
 //   - CuratorGroup (Group): a GroupMember with an id and data, answering
 //     getCurrentMembers, and on demand a PersistentNode (EPHEMERAL, with or
 //     without protection, or EPHEMERAL_SEQUENTIAL with protection) reporting
-//     its actual path.
+//     its actual path;
+//   - CuratorSemaphore, CuratorCounter, CuratorBarrier: an
+//     InterProcessSemaphoreV2 (or its mutex, or a SharedCount), a
+//     DistributedAtomicLong or DistributedAtomicInteger, a DistributedBarrier
+//     or DistributedDoubleBarrier (StartSemaphore, StartCounter,
+//     StartBarrier, StartDoubleBarrier);
+//   - CuratorDiscovery (StartDiscovery): a ServiceDiscovery that registers,
+//     updates and unregisters instances and answers queries, a ServiceCache
+//     and a ServiceProvider, with Spring Cloud Zookeeper's payload class
+//     (ZookeeperInstance.java, Spring's package and fields) or raw JSON;
+//   - CuratorTreeCache (StartTreeCache): a TreeCache whose load, events and
+//     heap are measured beside recipes/cache's.
 //
 // The programs' Curator clients ask for a session timeout of SessionTimeout
 // (10 s), so that a stalled JVM on a loaded machine keeps its session; a test

@@ -9,7 +9,8 @@
 //	internal/engine, internal/keeper       the engine behind the recipes; what the
 //	                                       keepers of a node that stays share
 //	mutex, rwlock, semaphore, leader,      the recipes (never each other)
-//	recipes/cache
+//	recipes/cache, recipes/group,
+//	recipes/barrier, recipes/counter
 //	zktest, recipes/discovery              real ZooKeeper for tests and demos; service
 //	                                       discovery, built on recipes/cache and recipes/group
 //	internal/testkit/...                   test tooling (chaos run, Curator programs)
