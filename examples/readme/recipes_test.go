@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/recipes"
 	"github.com/zkrecipes/zkrecipes/recipes/barrier"
 	"github.com/zkrecipes/zkrecipes/recipes/counter"
 	"github.com/zkrecipes/zkrecipes/session"
@@ -138,4 +139,20 @@ func runBatchStep(ctx context.Context, d *barrier.DoubleBarrier, step func(ctx c
 		return err
 	}
 	return errors.Join(step(ctx), d.Leave(ctx))
+}
+
+// nextInvoiceNumber (the pattern of recipes/counter's package doc) returns a number that no other process (Go, or Java on
+// Curator's DistributedAtomicLong) gets from ids, such as
+// counter.New(sess, "/ids/invoices"). After a lost answer it writes again
+// only if nothing was written since, so no number is handed out twice (one
+// may be skipped).
+func nextInvoiceNumber(ctx context.Context, ids *counter.Counter[int64]) (int64, error) {
+	v, err := ids.Increment(ctx)
+	for errors.Is(err, recipes.ErrUnknownOutcome) {
+		var ok bool
+		if v, ok, err = ids.TrySet(ctx, v, v.Value+1); err == nil && !ok {
+			v, err = ids.Increment(ctx) // someone wrote since, perhaps this call: take another
+		}
+	}
+	return v.Value, err
 }
