@@ -134,9 +134,7 @@ func (t *Term) Err() error {
 // TermFromContext recovers the term from it and from contexts derived from it.
 func (t *Term) Context() context.Context {
 	if t == nil {
-		ctx, cancel := context.WithCancelCause(context.Background())
-		cancel(errNilTerm())
-		return ctx
+		return engine.EndedContext(errNilTerm())
 	}
 	return t.ctx
 }

@@ -57,7 +57,7 @@ func (l *Lease) Err() error {
 // reason as its cause.
 func (l *Lease) Context() context.Context {
 	if l == nil {
-		return endedContext(errNilLease())
+		return engine.EndedContext(errNilLease())
 	}
 	return l.l.Context()
 }
@@ -152,10 +152,3 @@ func (l *Lease) Commit(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 
 // errNilLease is the error of a nil *Lease.
 func errNilLease() error { return fmt.Errorf("mutex: %w: nil lease", session.ErrBadArgument) }
-
-// endedContext returns a context that is already canceled with cause.
-func endedContext(cause error) context.Context {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	cancel(cause)
-	return ctx
-}

@@ -58,7 +58,7 @@ func (l *Lease) Err() error {
 // context.Cause(ctx) == Err().
 func (l *Lease) Context() context.Context {
 	if l == nil {
-		return endedContext(errNilLease())
+		return engine.EndedContext(errNilLease())
 	}
 	return l.l.Context()
 }
@@ -154,7 +154,7 @@ func (w *WriteLease) Err() error {
 // context.Cause(ctx) == Err().
 func (w *WriteLease) Context() context.Context {
 	if w == nil {
-		return endedContext(errNilWriteLease())
+		return engine.EndedContext(errNilWriteLease())
 	}
 	return w.Lease.Context()
 }
@@ -189,13 +189,6 @@ func errNilLease() error { return fmt.Errorf("rwlock: %w: nil lease", session.Er
 // errNilWriteLease is the error of a nil *WriteLease.
 func errNilWriteLease() error {
 	return fmt.Errorf("rwlock: %w: nil write lease", session.ErrBadArgument)
-}
-
-// endedContext returns a context that is already canceled with cause.
-func endedContext(cause error) context.Context {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	cancel(cause)
-	return ctx
 }
 
 // Commit runs ops in one ZooKeeper transaction behind a check that the write

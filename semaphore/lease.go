@@ -44,7 +44,7 @@ func (l *Lease) Err() error {
 // context.Cause(ctx) == Err().
 func (l *Lease) Context() context.Context {
 	if l == nil {
-		return endedContext(errNilLease())
+		return engine.EndedContext(errNilLease())
 	}
 	return l.l.Context()
 }
@@ -117,10 +117,3 @@ func (l *Lease) Commit(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 
 // errNilLease is the error of a nil *Lease.
 func errNilLease() error { return fmt.Errorf("semaphore: %w: nil lease", session.ErrBadArgument) }
-
-// endedContext returns a context that is already canceled with cause.
-func endedContext(cause error) context.Context {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	cancel(cause)
-	return ctx
-}

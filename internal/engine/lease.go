@@ -400,9 +400,7 @@ func (l *Lease) Err() error {
 // example session.ErrLost after session.ErrSuspended).
 func (l *Lease) Context() context.Context {
 	if l == nil {
-		ctx, cancel := context.WithCancelCause(context.Background())
-		cancel(errNilLease())
-		return ctx
+		return EndedContext(errNilLease())
 	}
 	if lc := l.own.Load(); lc != nil {
 		return lc.ctx
@@ -429,6 +427,14 @@ func (l *Lease) Context() context.Context {
 
 // errNilLease is the error of a nil *Lease.
 func errNilLease() error { return fmt.Errorf("%w: nil lease", ErrBadArgument) }
+
+// EndedContext returns a context that is already canceled with cause: the
+// Context of a nil lease or term of every recipe.
+func EndedContext(cause error) context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(cause)
+	return ctx
+}
 
 // Token returns the fencing token: the czxid of our node. It grows across the
 // whole ensemble and survives the recipe directory being deleted and
