@@ -153,7 +153,7 @@ func (ml *MultiLease) Err() error {
 // context.Cause(ctx) == Err().
 func (ml *MultiLease) Context() context.Context {
 	if ml == nil {
-		return endedContext(errNilMultiLease())
+		return engine.EndedContext(errNilMultiLease())
 	}
 	return ml.ctx
 }
