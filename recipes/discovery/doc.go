@@ -59,11 +59,11 @@
 //
 // # Costs
 //
-// A Registration holds one data watch on its node. A Cache of n instances
-// holds one child watch and n data watches, which only the server keeps
-// (see recipes/cache), the two goroutines of its cache.ChildrenCache and two
-// of its own; its first load and a reconnect cost one list and n reads, a
-// change one read, a join one list and one read. Measured with 1,000
+// A Dynamic Registration holds one data watch on its node. A Cache of n
+// instances holds one child watch and n data watches, which only the server
+// keeps (see recipes/cache), the two goroutines of its cache.ChildrenCache
+// and two of its own; its first load costs one list and n reads, a change
+// one read, and a reconnect what its ChildrenCache's costs (recipes/cache). Measured with 1,000
 // instances of 469-byte JSON beside Curator 5.4's ServiceCache on one server
 // (BenchmarkCacheVsCurator, a shared 2-core machine): 0.1 to 0.2 s to load
 // against Curator's 0.4 to 0.6 s, about 1.2 KB of heap per instance against

@@ -216,10 +216,10 @@ func (r *Registration) Wait(ctx context.Context) error {
 // connection was down all along). The write is conditional on the node's
 // version as last read, so it never overwrites a change it has not read; a
 // write whose answer was lost on a connection that came back is read back
-// and sent again as needed, not reported. It returns session.ErrClosed after Close, the error that stopped the
-// registration (see Wait), and session.ErrBadArgument for a nil ctx or an
-// instance Register would refuse or of another Name, ID or Type. Safe to
-// call concurrently: the data of the call that came last wins.
+// and sent again as needed, not reported. It returns session.ErrClosed
+// after Close, the error that stopped the registration (see Wait), and
+// session.ErrBadArgument for a nil ctx or an instance Register would refuse
+// or of another Name, ID or Type. Safe to call concurrently.
 func (r *Registration) Update(ctx context.Context, inst Instance) error {
 	if ctx == nil {
 		return r.errf(fmt.Errorf("%w: nil context", session.ErrBadArgument))
