@@ -62,8 +62,7 @@ func measureWaiters(tb testing.TB, waiters int) footprint {
 	}, "waiters not queued")
 	// Let the waiters settle in their wait (the last few may still be
 	// between their watch and their select). Each watches one node: the
-	// first two the holder's (one watch on the server: one connection), the
-	// others the node two places ahead (see Driver.LookAhead).
+	// first the holder's, the others their predecessor's.
 	zktest.Eventually(tb, time.Minute, func() bool {
 		m, err := zktest.Mntr(ctx, ns.Server.Addr())
 		return err == nil && m["zk_watch_count"] != "" && atoi(m["zk_watch_count"]) >= waiters-1

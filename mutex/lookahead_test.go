@@ -12,14 +12,14 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// Tests of the fair mutex's look-ahead (Driver.LookAhead): a waiter with
+// Tests of the fair mutex's look-ahead (WithLookAhead): a waiter with
 // two or more nodes before its own watches the node two places ahead, reads
 // the children when that node goes, then watches its predecessor, and takes
 // over on that predecessor's deletion notice with no read.
 
 // lookAheadQueue is a lock held by H, with waiters queued behind it in the
-// order given, one session each; the last waiter's session is tapped and
-// goes through a fault proxy.
+// order given, one session each; the last waiter looks ahead, and its
+// session is tapped and goes through a fault proxy.
 type lookAheadQueue struct {
 	ns    *zktest.Namespace
 	tap   *zktest.Tap
@@ -55,7 +55,7 @@ func newLookAheadQueueCtx(t *testing.T, waiters int, lastCtx context.Context) *l
 		if i == waiters-1 {
 			// A session timeout well past the partition test's ctx.
 			q.sess, q.proxy, q.tap = sessiontest.ConnectProxyTap(t, ns, session.WithSessionTimeout(10*time.Second))
-			if m, err = mutex.New(q.sess, lockPath); err != nil {
+			if m, err = mutex.New(q.sess, lockPath, mutex.WithLookAhead(true)); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { m.Close() })

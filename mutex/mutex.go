@@ -13,12 +13,25 @@ import (
 // Curator's InterProcessMutex.
 const marker = "lock-"
 
-// driver is the fair mutex's queue: one holder, waiters look ahead.
-var driver = func() *engine.Driver {
-	d := engine.Standard(marker, 1)
-	d.LookAhead = true
-	return d
-}()
+// driver is the fair mutex's queue: one holder, each waiter watching its
+// predecessor; lookAheadDriver is that queue with look-ahead
+// (WithLookAhead).
+var (
+	driver          = engine.Standard(marker, 1)
+	lookAheadDriver = func() *engine.Driver {
+		d := engine.Standard(marker, 1)
+		d.LookAhead = true
+		return d
+	}()
+)
+
+// driver returns the queue's driver for c.
+func (c *config) driver() *engine.Driver {
+	if c.lookAhead {
+		return lookAheadDriver
+	}
+	return driver
+}
 
 // Locker is what the lock kinds of this package have in common; NewMulti
 // takes Lockers.
@@ -46,6 +59,7 @@ type Locker interface {
 type Mutex struct {
 	e    *engine.Engine
 	data []byte // the participant id, the data of our nodes (never written)
+	drv  *engine.Driver
 	held engine.HeldLeases
 }
 
@@ -57,7 +71,7 @@ func New(sess *session.Session, path string, opts ...Option) (*Mutex, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Mutex{e: e, data: c.bytes()}, nil
+	return &Mutex{e: e, data: c.bytes(), drv: c.driver()}, nil
 }
 
 // Path returns the lock's path as given to New.
@@ -80,7 +94,7 @@ func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
 	if ctx == nil {
 		return nil, errNilContext(m.e.UserPath())
 	}
-	l, err := m.e.Acquire(ctx, driver, m.data)
+	l, err := m.e.Acquire(ctx, m.drv, m.data)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +109,7 @@ func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
 	if ctx == nil {
 		return nil, errNilContext(m.e.UserPath())
 	}
-	l, err := m.e.TryAcquire(ctx, driver, m.data)
+	l, err := m.e.TryAcquire(ctx, m.drv, m.data)
 	if err != nil {
 		return nil, err
 	}

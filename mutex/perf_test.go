@@ -197,9 +197,9 @@ func TestPerfNextInLineEarlyDelete(t *testing.T) {
 
 // TestPerfDeepWaiterNoOwnWatch: a waiter third in line does not watch its own
 // node while it waits (the next decision reads the children anyway); it
-// watches the holder, two places ahead (see Driver.LookAhead), still gets
-// the lock in order once both before it are gone, and a third party's delete
-// of its node while it waits still ends its Lock with ErrNodeDeleted.
+// watches its predecessor, still gets the lock in order once both before it
+// are gone, and a third party's delete of its node while it waits still ends
+// its Lock with ErrNodeDeleted.
 func TestPerfDeepWaiterNoOwnWatch(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	raw := ns.Conn(t)
@@ -220,8 +220,8 @@ func TestPerfDeepWaiterNoOwnWatch(t *testing.T) {
 	var names []string
 	zktest.Eventually(t, wait, func() bool {
 		names = lockKids(t, raw, ns)
-		return len(names) == 3 && perfWatched(tap, dir+names[0])
-	}, "B watches H's node")
+		return len(names) == 3 && perfWatched(tap, dir+names[1])
+	}, "B watches A's node")
 	// B decided before it set that watch (see attempt.wait).
 	if perfWatched(tap, dir+names[2]) {
 		t.Fatalf("the third waiter watches its own node (watches %v)", tap.Watches())
@@ -265,7 +265,7 @@ func TestPerfDeepWaiterNoOwnWatch(t *testing.T) {
 	bGot = perfLockAsync(ctx, bm)
 	zktest.Eventually(t, wait, func() bool {
 		names = lockKids(t, raw, ns)
-		return len(names) == 3 && perfWatched(tap, dir+names[0])
+		return len(names) == 3 && perfWatched(tap, dir+names[1])
 	}, "B queued again")
 	if err := raw.Delete(dir+names[2], -1); err != nil {
 		t.Fatal(err)

@@ -27,6 +27,7 @@ import (
 type Reentrant struct {
 	e    *engine.Engine
 	data []byte // id, the data of our nodes (one copy for every Lock; never written)
+	drv  *engine.Driver
 	re   engine.GoroutineHolds
 	held engine.HeldLeases
 }
@@ -40,7 +41,7 @@ func NewReentrant(sess *session.Session, path string, opts ...Option) (*Reentran
 	if err != nil {
 		return nil, err
 	}
-	return &Reentrant{e: e, data: c.bytes()}, nil
+	return &Reentrant{e: e, data: c.bytes(), drv: c.driver()}, nil
 }
 
 // Path returns the lock's path as given to NewReentrant.
@@ -84,9 +85,9 @@ func (m *Reentrant) lock(ctx context.Context, try bool) (*Lease, error) {
 	var l *engine.Lease
 	var err error
 	if try {
-		l, err = m.e.TryAcquire(ctx, driver, m.data)
+		l, err = m.e.TryAcquire(ctx, m.drv, m.data)
 	} else {
-		l, err = m.e.Acquire(ctx, driver, m.data)
+		l, err = m.e.Acquire(ctx, m.drv, m.data)
 	}
 	if err != nil {
 		return nil, err

@@ -69,21 +69,20 @@ func tappedSession(t testing.TB, ns *zktest.Namespace) (*session.Session, *zktes
 }
 
 // TestWatchesPerRelease: 100 waiters queue on one fair lock; each unlocks as
-// soon as it holds. The test proves that a release wakes at most two
-// waiters, the two queued right behind the releaser (no herd effect),
-// counting every watch notification on the client side (each session's
-// connection is tapped) and attributing it: a NodeDeleted notification about
-// a node, sent to the session that owned that node, is the releaser's own
-// node watch (WithNodeWatch) fired by its own delete; every other
-// notification went to a waiter, and must have gone to the session of one
-// of the two nodes that follow the released one (the next in line, which
-// takes over, and the one after it, which looks ahead, see
-// Driver.LookAhead, with the node watch only). For every release but the
-// last it asserts one or two notifications to waiters with the node watch
-// (at most one for the second to last), exactly one without (none at the
-// last), and at most one (node watch on:
-// only if the watch was armed before the release) or zero (off) to the
-// releaser. The server's own counters must agree with the client-side total.
+// soon as it holds. The test proves that a release wakes exactly one waiter,
+// the next in line (at most two with WithLookAhead: the next and the one
+// after it), counting every watch notification on the client side (each
+// session's connection is tapped) and attributing it: a NodeDeleted
+// notification about a node, sent to the session that owned that node, is
+// the releaser's own node watch (WithNodeWatch) fired by its own delete;
+// every other notification went to a waiter, and must have gone to the
+// session of the node that follows the released one (or, looking ahead, of
+// one of the two nodes that follow it). For every release but the last it
+// asserts exactly one notification to waiters (one or two looking ahead, at
+// most one for the second to last), none at the last, and at most one (node
+// watch on: only if the watch was armed before the release) or zero (off)
+// to the releaser. The server's own counters must agree with the
+// client-side total.
 //
 // The waiters are spread over 10 sessions so that neighbours in the queue
 // never share a connection (the server keeps one watcher per connection and
@@ -94,18 +93,19 @@ func tappedSession(t testing.TB, ns *zktest.Namespace) (*session.Session, *zktes
 // all watch the one lock node by design.
 func TestWatchesPerRelease(t *testing.T) {
 	for _, watch := range []bool{false, true} {
-		t.Run(fmt.Sprintf("nodewatch=%v", watch), func(t *testing.T) { testWatchesPerRelease(t, watch) })
+		t.Run(fmt.Sprintf("nodewatch=%v", watch), func(t *testing.T) { testWatchesPerRelease(t, watch, false) })
 	}
+	t.Run("lookahead=true", func(t *testing.T) { testWatchesPerRelease(t, true, true) })
 	t.Run("control=nonfair", testHerdControl)
 }
 
-func testWatchesPerRelease(t *testing.T, watch bool) {
+func testWatchesPerRelease(t *testing.T, watch, lookAhead bool) {
 	const waiters, sessions = 100, 10
 	ns := zktest.NewNamespace(t)
 	raw := ns.Conn(t)
 	addr := ns.Server.Addr()
 	ctx := ctxT(t)
-	opt := mutex.WithNodeWatch(watch)
+	opts := []mutex.Option{mutex.WithNodeWatch(watch), mutex.WithLookAhead(lookAhead)}
 
 	var taps []*zktest.Tap
 	var sids []int64
@@ -114,10 +114,10 @@ func testWatchesPerRelease(t *testing.T, watch bool) {
 		taps, sids = append(taps, w), append(sids, s.SessionID())
 		return s
 	}
-	holder := newMutex(t, tapped(), opt)
+	holder := newMutex(t, tapped(), opts...)
 	var ms []*mutex.Reentrant
 	for i := 0; i < sessions; i++ {
-		ms = append(ms, newMutex(t, tapped(), opt))
+		ms = append(ms, newMutex(t, tapped(), opts...))
 	}
 	hl, err := holder.Lock(ctx)
 	if err != nil {
@@ -145,7 +145,8 @@ func testWatchesPerRelease(t *testing.T, watch bool) {
 		waitKids(t, raw, ns, i+2) // queue order = start order
 	}
 	// Before the first release, the first waiter watches the holder, every
-	// other waiter the node two places ahead of its own and, with the node
+	// other waiter its predecessor (with look-ahead, the node two places
+	// ahead of its own) and, with the node
 	// watch, the holder watches its own node (once it has held 100 ms) and
 	// so does the first waiter (next in line, once it has waited 100 ms: its
 	// watch lets it hold on the holder's deletion notice after that); deeper
@@ -217,8 +218,8 @@ func testWatchesPerRelease(t *testing.T, watch bool) {
 	}
 	var handW, handO int // over the releases that handed the lock over
 	for i, p := range nodes {
-		minW, maxW := 1, 1 // without the node watch, no waiter looks ahead
-		if watch {
+		minW, maxW := 1, 1 // without look-ahead, the next waiter only
+		if lookAhead {
 			// The waiter two places back has watched this node since it
 			// queued (it looks ahead); the next one's watch, set after the
 			// node two places ahead of its own went, may find this node
@@ -243,6 +244,9 @@ func testWatchesPerRelease(t *testing.T, watch bool) {
 				i+1, releases, p, toWaiters[p], minW, maxW, toOwn[p], wantOwn)
 		}
 		for _, sid := range woke[p] {
+			if !lookAhead && (i+1 >= releases || owner[nodes[i+1]] != sid) {
+				t.Fatalf("release %d of %d (%s) notified session 0x%x, which does not own the node behind it", i+1, releases, p, sid)
+			}
 			if (i+1 >= releases || owner[nodes[i+1]] != sid) && (i+2 >= releases || owner[nodes[i+2]] != sid) {
 				t.Fatalf("release %d of %d (%s) notified session 0x%x, which owns neither of the two nodes behind it", i+1, releases, p, sid)
 			}
@@ -258,8 +262,8 @@ func testWatchesPerRelease(t *testing.T, watch bool) {
 		return fired >= total
 	}, "the server never counted the %d notifications the clients received", total)
 	hand := releases - 1
-	t.Logf("nodewatch=%v: %d releases, %d of them hand the lock to a waiter; per handing release: %.2f to waiters, %.2f to the releaser's own watch (%.2f in all); last release: %d to waiters, %d to its own watch",
-		watch, releases, hand, float64(handW)/float64(hand), float64(handO)/float64(hand),
+	t.Logf("nodewatch=%v lookahead=%v: %d releases, %d of them hand the lock to a waiter; per handing release: %.2f to waiters, %.2f to the releaser's own watch (%.2f in all); last release: %d to waiters, %d to its own watch",
+		watch, lookAhead, releases, hand, float64(handW)/float64(hand), float64(handO)/float64(hand),
 		float64(handW+handO)/float64(hand), toWaiters[last], toOwn[last])
 	t.Logf("nodewatch=%v: server: %d watchers notified by %d events (%.2f per handing release); clients received %d",
 		watch, fired, events, float64(fired-int64(toOwn[last]))/float64(hand), total)

@@ -30,12 +30,16 @@ func (b *bench) herd(ctx context.Context) error {
 		return nil
 	}
 	rows := [][]string{{"variant", "handoffs", "notifications", "per handoff", "mntr deltas (sum/cnt per event type)"}}
-	for _, watch := range []bool{true, false} {
-		label := "mutex, node watch on"
-		if !watch {
-			label = "mutex, node watch off"
-		}
-		res, err := b.herdRun(ctx, sessions, fmt.Sprintf("%s/herd-%v", *root, watch), watch)
+	for i, v := range []struct {
+		label            string
+		watch, lookAhead bool
+	}{
+		{"mutex, node watch on", true, false},
+		{"mutex, node watch off", false, false},
+		{"mutex, look-ahead", true, true},
+	} {
+		label, watch := v.label, v.watch
+		res, err := b.herdRun(ctx, sessions, fmt.Sprintf("%s/herd-%d", *root, i), watch, v.lookAhead)
 		if err != nil {
 			return fmt.Errorf("%s: %w", label, err)
 		}
@@ -44,9 +48,9 @@ func (b *bench) herd(ctx context.Context) error {
 	}
 	b.table(rows)
 	b.out.Plain("    (notifications: deltas of the server's zk_sum_node_*_watch_count, watchers fired, over the %d releases", *nWaiters+1)
-	b.out.Plain("     of a chain of %d handoffs; sum/cnt: watchers fired / events that had watchers. Without the node watch a", *nWaiters)
-	b.out.Plain("     waiter watches only its predecessor: 1 per handoff. With it, the waiter two places back is woken too, to")
-	b.out.Plain("     read the directory before its turn (look-ahead): up to 2, plus the holder's own watch on its node)")
+	b.out.Plain("     of a chain of %d handoffs; sum/cnt: watchers fired / events that had watchers. A waiter watches only its", *nWaiters)
+	b.out.Plain("     predecessor: 1 per handoff, plus, with the node watch, the holder's own watch on its node once armed.")
+	b.out.Plain("     Looking ahead, the waiter two places back is woken too, to read the directory before its turn: up to 2)")
 	return nil
 }
 
@@ -55,10 +59,10 @@ type herdResult struct {
 	detail string
 }
 
-func (b *bench) herdRun(ctx context.Context, sessions []*session.Session, path string, watch bool) (*herdResult, error) {
+func (b *bench) herdRun(ctx context.Context, sessions []*session.Session, path string, watch, lookAhead bool) (*herdResult, error) {
 	ms := make([]*mutex.Reentrant, len(sessions))
 	for i, s := range sessions {
-		m, err := mutex.NewReentrant(s, path, mutex.WithNodeWatch(watch), mutex.WithID(fmt.Sprintf("s%d", i)))
+		m, err := mutex.NewReentrant(s, path, mutex.WithNodeWatch(watch), mutex.WithLookAhead(lookAhead), mutex.WithID(fmt.Sprintf("s%d", i)))
 		if err != nil {
 			return nil, err
 		}
@@ -90,7 +94,7 @@ func (b *bench) herdRun(ctx context.Context, sessions []*session.Session, path s
 	// Every waiter must have its watch set before the releases begin (else it
 	// finds the node it waits on gone and fires nothing): wait for the
 	// server's watch gauge. Every waiter watches one node (its predecessor;
-	// with the node watch, the node two places ahead from the third on), and
+	// looking ahead, the node two places ahead from the third on), and
 	// with the node watch the holder and the first waiter also watch their
 	// own node once they have held or waited 100 ms.
 	want := float64(*nWaiters)

@@ -90,6 +90,19 @@ func vsVariants() []vsVariant {
 				return func() error { return l.Release(context.WithoutCancel(ctx)) }, nil
 			}, nil
 		})},
+		{"lookahead", ours(func(s *session.Session, path string) (func(context.Context) (func() error, error), error) {
+			m, err := mutex.New(s, path, mutex.WithLookAhead(true))
+			if err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context) (func() error, error) {
+				l, err := m.Lock(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return func() error { return l.Release(context.WithoutCancel(ctx)) }, nil
+			}, nil
+		})},
 		{"watchoff", ours(func(s *session.Session, path string) (func(context.Context) (func() error, error), error) {
 			m, err := mutex.New(s, path, mutex.WithNodeWatch(false))
 			if err != nil {
@@ -122,6 +135,7 @@ func vsVariants() []vsVariant {
 var vsLabels = map[string]string{
 	"zk":        "zk.NewLock (go-zookeeper)",
 	"default":   "mutex.New",
+	"lookahead": "mutex.New, WithLookAhead(true)",
 	"watchoff":  "mutex.New, WithNodeWatch(false)",
 	"reentrant": "mutex.NewReentrant",
 }

@@ -9,8 +9,10 @@ import (
 // machinery. The recipes beyond the core have theirs in recipePackages.
 const (
 	// 260: recipes.ErrUnknownOutcome, the one sentinel for a write sent
-	// whose answer was lost, shared by every recipe that writes.
-	libraryBudget = 260
+	// whose answer was lost, shared by every recipe that writes. 261:
+	// mutex.WithLookAhead, the choice between a lock that costs the server
+	// what its peers' cost and one whose handoff is a round trip shorter.
+	libraryBudget = 261
 	zktestBudget  = 110
 )
 
