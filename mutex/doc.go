@@ -51,13 +51,17 @@
 //
 // An uncontended Lock and Release cost three requests in two round trips:
 // the create (whose reply carries the fencing token), the children read
-// pipelined behind it, and the delete. A waiter sets one data watch; a
-// release wakes at most two waiters whatever the queue's length (the next in
-// line, which takes over on the deletion notice without a read, and the one
-// behind it, which reads while the next one holds). A hold or a wait next in
-// line longer than 100 ms adds the node watch: one request and one
-// notification. Without WithNodeWatch a release wakes exactly one waiter,
-// which reads the directory before it holds. A lock on a new key pays for
+// pipelined behind it, and the delete. A waiter sets one data watch, on its
+// predecessor, and a release wakes exactly one waiter, the next in line: a
+// contended lock costs the server five requests and one notification, as
+// Curator's and go-zookeeper's locks do. The next waiter reads the children
+// before it holds, unless its last read showed only its predecessor ahead:
+// with the node watch, it then takes over on the deletion notice without a
+// read. With WithLookAhead, a waiter further back watches the node two
+// places ahead and reads while its predecessor holds, so that a handoff
+// needs no read: one more request per lock, and a release wakes two
+// waiters. A hold or a wait next in line longer than 100 ms adds the node
+// watch: one request and one notification. A lock on a new key pays for
 // its directory: a failed create, then one create per missing level. A held
 // lease of New or NewReentrant costs no goroutine (a NonFair lease has one)
 // and, with its Mutex, less than 2 KB of heap (about 0.9 KB measured for
