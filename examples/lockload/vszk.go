@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,7 +29,7 @@ var (
 	vsRounds   = flag.Int("vs-rounds", 3, "(-vs-zk) rounds; each round runs every variant on every workload, in a rotating order")
 	vsHerd     = flag.Int("vs-herd", 50, "(-vs-zk) sessions of the herd workload")
 	vsOnly     = flag.String("vs-only", "", "(-vs-zk) run only these variants (comma-separated names, e.g. zk,default)")
-	vsWork     = flag.String("vs-workloads", "uncontended,contended,herd", "(-vs-zk) run only these workloads (comma-separated)")
+	vsWork     = flag.String("vs-workloads", "uncontended,contended,counter,herd", "(-vs-zk) run only these workloads (comma-separated)")
 	vsByOp     = flag.Bool("vs-byop", false, "(-vs-zk) also print the requests per op by type")
 	vsJSON     = flag.Bool("vs-json", false, "(-vs-zk) after each workload's table, print its figures as one line of JSON")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -195,6 +197,7 @@ func (b *bench) vsCompare(ctx context.Context) error {
 	}{
 		{"uncontended", "uncontended, 1 session", 1},
 		{"contended", "contended, 8 sessions, shared counter", 8},
+		{"counter", "contended, 8 sessions, a counter znode read and written inside the lock", 8},
 		{"herd", fmt.Sprintf("herd, %d sessions", *vsHerd), *vsHerd},
 	}
 	b.out.Printf("vs zk.NewLock: %d rounds x %d workloads x %d variants, %v each; GOMAXPROCS %d",
@@ -222,6 +225,31 @@ func (b *bench) vsCompare(ctx context.Context) error {
 		zkDir := *root + fmt.Sprintf("/vs-%d-zk", wi)
 		if err := b.rawDir(w.conns[0], zkDir); err != nil {
 			return err
+		}
+		// The counter workload's work inside the lock: a read and a
+		// conditional write of a znode, on the locker's own connection.
+		var work func(variant string, i int) error
+		if wl.key == "counter" {
+			cpath := *root + fmt.Sprintf("/vs-%d-counter", wi)
+			if err := b.rawDir(w.conns[0], cpath); err != nil {
+				return err
+			}
+			work = func(variant string, i int) error {
+				c := w.conns[i]
+				if variant != "zk" {
+					c = w.ours[i].Conn()
+				}
+				data, st, err := c.Get(cpath)
+				if err != nil {
+					return err
+				}
+				n, _ := strconv.ParseInt(string(data), 10, 64)
+				_, err = c.Set(cpath, strconv.AppendInt(nil, n+1, 10), st.Version)
+				if errors.Is(err, zk.ErrBadVersion) {
+					return fmt.Errorf("the counter changed under the lock: %w", err)
+				}
+				return err
+			}
 		}
 		lockers := make(map[string][]func(context.Context) (func() error, error))
 		for _, v := range variants {
@@ -259,7 +287,12 @@ func (b *bench) vsCompare(ctx context.Context) error {
 						return fmt.Errorf("%s, %s: warm-up: %w", wl.name, v.name, err)
 					}
 				}
-				res, err := vsRun(ctx, w, lockers[v.name])
+				var vwork func(int) error
+				if work != nil {
+					name := v.name
+					vwork = func(i int) error { return work(name, i) }
+				}
+				res, err := vsRun(ctx, w, lockers[v.name], vwork)
 				if err != nil {
 					return fmt.Errorf("%s, %s: %w", wl.name, v.name, err)
 				}
@@ -277,9 +310,10 @@ func (b *bench) vsCompare(ctx context.Context) error {
 	return nil
 }
 
-// vsRun runs one goroutine per locker, each looping lock, counter++,
-// unlock, for -vs-time; it checks that no two holders overlap.
-func vsRun(ctx context.Context, w *vsWorld, lockers []func(context.Context) (func() error, error)) (vsResult, error) {
+// vsRun runs one goroutine per locker, each looping lock, counter++ (and
+// work(i), if not nil, with the locker's index), unlock, for -vs-time; it
+// checks that no two holders overlap.
+func vsRun(ctx context.Context, w *vsWorld, lockers []func(context.Context) (func() error, error), work func(i int) error) (vsResult, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -301,9 +335,9 @@ func vsRun(ctx context.Context, w *vsWorld, lockers []func(context.Context) (fun
 	runtime.ReadMemStats(&ms0)
 	cpu0 := processCPU()
 	t0 := time.Now()
-	for _, lock := range lockers {
+	for li, lock := range lockers {
 		wg.Add(1)
-		go func(lock func(context.Context) (func() error, error)) {
+		go func(li int, lock func(context.Context) (func() error, error)) {
 			defer wg.Done()
 			for cctx.Err() == nil {
 				start := time.Now()
@@ -319,6 +353,11 @@ func vsRun(ctx context.Context, w *vsWorld, lockers []func(context.Context) (fun
 					report(errs, fmt.Errorf("two holders at once"))
 				}
 				counter++ // the shared counter: the lock is its only guard
+				if work != nil {
+					if err := work(li); err != nil && cctx.Err() == nil {
+						report(errs, err)
+					}
+				}
 				mu.Lock()
 				if stopped {
 					// After the stop: leave the figures alone.
@@ -347,7 +386,7 @@ func vsRun(ctx context.Context, w *vsWorld, lockers []func(context.Context) (fun
 					return
 				}
 			}
-		}(lock)
+		}(li, lock)
 	}
 	timer := time.NewTimer(*vsTime)
 	defer timer.Stop()
