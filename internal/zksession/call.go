@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -21,19 +22,71 @@ import (
 
 // pending is one request in flight: its result, or the news that the
 // caller has left and the result goes to the late function.
+//
+// The hand-off takes no lock: state moves once, from pendRunning to
+// pendDone (the worker, with v and err set) or to pendAbandoned (the
+// caller, leaving early), whichever comes first. A pending made by call
+// (pooled) signals pendDone with one token on its ready channel (buffered,
+// so the send never blocks) and goes back to a pool with that channel once
+// its last user is done with it: the caller that took the token, or the
+// worker that found it abandoned. A pending made by Start closes ready
+// instead (Done may be read more than once) and is never pooled.
 type pending[T any] struct {
-	mu        sync.Mutex
-	done      bool // v and err are set
-	abandoned bool // the caller left; the goroutine hands the result to late
-	v         T
-	err       error
-	ready     chan struct{} // closed when done is set
+	state  atomic.Int32
+	pooled bool // ready gets a token (not closed), and p goes back to a pool
+	v      T
+	err    error
+	ready  chan struct{} // see pooled
 
 	// What run does, on a worker; cleared once it has run.
 	s     *Session
 	op    func(*zk.Conn) (T, error)
 	opErr func(*zk.Conn) error // instead of op (callErrEnded)
 	late  func(T, error)
+}
+
+// The states of a pending.
+const (
+	pendRunning   int32 = iota
+	pendDone            // v and err are set; ready is signalled
+	pendAbandoned       // the caller left; the worker hands the result to late
+)
+
+// readyChans holds the ready channels of pooled pendings (buffered, empty):
+// a channel goes back only when nobody can send on it or receive from it any
+// more, and it is empty then (its one token was taken, or never sent).
+var readyChans = sync.Pool{New: func() any { return make(chan struct{}, 1) }}
+
+// errPendings holds pendings of callErrEnded, with their ready channels.
+var errPendings = sync.Pool{New: func() any {
+	return &pending[struct{}]{pooled: true, ready: make(chan struct{}, 1)}
+}}
+
+// newPooled returns a pooled pending for op and late, on a pooled channel.
+func newPooled[T any](op func(*zk.Conn) (T, error), late func(T, error)) *pending[T] {
+	return &pending[T]{pooled: true, ready: readyChans.Get().(chan struct{}), op: op, late: late}
+}
+
+// recycle gives a pooled p (and its channel) back once nobody can touch it:
+// its caller took its result (the token was received), or its worker found
+// it abandoned. Only pendings of callErrEnded are kept whole; the others
+// keep their channel only (a pool cannot be declared per type argument).
+func (p *pending[T]) recycle() {
+	if !p.pooled {
+		return
+	}
+	if ep, ok := any(p).(*pending[struct{}]); ok {
+		ep.state.Store(pendRunning)
+		ep.err = nil
+		ep.s, ep.op, ep.opErr, ep.late = nil, nil, nil, nil
+		errPendings.Put(ep)
+		return
+	}
+	var zero T
+	p.v, p.err = zero, nil
+	p.s, p.op, p.late = nil, nil, nil
+	readyChans.Put(p.ready)
+	p.ready = nil
 }
 
 // call runs op once on the connection and returns its result, or returns
@@ -64,67 +117,73 @@ func callEnded[T any](ctx context.Context, s *Session, op func(*zk.Conn) (T, err
 	if err := ctx.Err(); err != nil {
 		return zero, err, callNotStarted
 	}
-	p, err := start(s, op, late)
-	if err != nil {
+	p := newPooled(op, late)
+	if err := launch(s, p); err != nil {
+		p.recycle()
 		return zero, err, callNotStarted
 	}
 	return p.await(ctx, s)
 }
 
 // callErrEnded is callEnded for an op with only an error and no late
-// function, without wrapping op in a closure of callEnded's shape.
+// function, without wrapping op in a closure of callEnded's shape, on a
+// pending from a pool.
 func callErrEnded(ctx context.Context, s *Session, op func(*zk.Conn) error) (error, callEnd) {
 	if err := ctx.Err(); err != nil {
 		return err, callNotStarted
 	}
-	p, err := launch(s, &pending[struct{}]{ready: make(chan struct{}), opErr: op})
-	if err != nil {
+	p := errPendings.Get().(*pending[struct{}])
+	p.opErr = op
+	if err := launch(s, p); err != nil {
+		p.recycle()
 		return err, callNotStarted
 	}
 	_, err, end := p.await(ctx, s)
 	return err, end
 }
 
-// await waits for p's result within ctx and s's life (see callEnded).
+// await waits for the result of a pooled p within ctx and s's life (see
+// callEnded). p is not to be touched after it returns.
 func (p *pending[T]) await(ctx context.Context, s *Session) (T, error, callEnd) {
 	var zero T
 	var why error
 	select {
 	case <-p.ready:
-		return p.v, p.err, callDone
+		v, err := p.v, p.err
+		p.recycle()
+		return v, err, callDone
 	case <-ctx.Done():
 		why = ctx.Err()
 	case <-s.done:
 		why = ErrClosed
 	}
-	if v, err, ok := p.abandon(); ok { // the result came at the same moment: take it
+	if v, err, ok := p.abandon(); ok {
+		// The result came at the same moment: take it. Its token may not be
+		// on ready yet, so p is left to the garbage collector.
 		return v, err, callDone
 	}
 	return zero, why, callAbandoned
 }
 
-// start runs op once on a worker of the Session and returns at once; the
-// result is in p once p.ready is closed, unless the caller abandons it.
-func start[T any](s *Session, op func(*zk.Conn) (T, error), late func(T, error)) (*pending[T], error) {
-	return launch(s, &pending[T]{ready: make(chan struct{}), op: op, late: late})
-}
-
-// launch is start for a pending request made by the caller.
-func launch[T any](s *Session, p *pending[T]) (*pending[T], error) {
+// launch runs p on a worker of the Session and returns at once (ErrClosed
+// once Close has begun): the result is in p once p.ready is signalled,
+// unless the caller abandons it.
+func launch[T any](s *Session, p *pending[T]) error {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	s.wg.Add(1)
 	s.mu.Unlock()
 	p.s = s
 	s.runJob(p)
-	return p, nil
+	return nil
 }
 
-// run runs the request on a worker (see start) and keeps nothing of op and
-// late afterwards: a caller may hold p long after.
+// run runs the request on a worker (see launch) and keeps nothing of op and
+// late afterwards: a caller may hold p long after. Once it has signalled
+// pendDone it does not touch p again: the caller may reuse it at once.
 func (p *pending[T]) run() {
 	s, op, opErr, late := p.s, p.op, p.opErr, p.late
 	p.s, p.op, p.opErr, p.late = nil, nil, nil, nil
@@ -136,33 +195,35 @@ func (p *pending[T]) run() {
 	} else {
 		v, err = op(s.conn)
 	}
-	p.mu.Lock()
-	if p.abandoned {
-		p.mu.Unlock()
-		if late != nil {
-			late(v, err)
+	p.v, p.err = v, err // read by the caller only once it sees pendDone
+	if p.state.CompareAndSwap(pendRunning, pendDone) {
+		if p.pooled {
+			p.ready <- struct{}{} // buffered and empty: never blocks
+		} else {
+			close(p.ready)
 		}
 		return
 	}
-	p.v, p.err, p.done = v, err, true
-	p.mu.Unlock()
-	close(p.ready)
+	// Abandoned: the caller is gone, and p is ours alone.
+	var zero T
+	p.v, p.err = zero, nil
+	if late != nil {
+		late(v, err)
+	}
+	p.recycle()
 }
 
 // abandon hands the result, when it comes, to the late function; if it has
 // come already, it returns it instead (ok).
 func (p *pending[T]) abandon() (v T, err error, ok bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.done {
-		return p.v, p.err, true
+	if p.state.CompareAndSwap(pendRunning, pendAbandoned) {
+		return v, nil, false
 	}
-	p.abandoned = true
-	return v, nil, false
+	return p.v, p.err, true
 }
 
 // Pending is a request started with Start.
-type Pending[T any] struct{ p *pending[T] }
+type Pending[T any] struct{ p pending[T] } // one allocation with its request
 
 // Start runs op once on the Session's connection, as Call does, without
 // waiting: the caller picks the result up from the Pending, within its own
@@ -178,11 +239,12 @@ func Start[T any](s *Session, op func(*zk.Conn) (T, error), late func(T, error))
 	if op == nil {
 		return nil, fmt.Errorf("%w: nil op", ErrBadArgument)
 	}
-	p, err := start(s, op, late)
-	if err != nil {
+	pp := &Pending[T]{}
+	pp.p.ready, pp.p.op, pp.p.late = make(chan struct{}), op, late
+	if err := launch(s, &pp.p); err != nil {
 		return nil, err
 	}
-	return &Pending[T]{p}, nil
+	return pp, nil
 }
 
 // Done returns a channel closed when the result is in.

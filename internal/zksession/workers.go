@@ -16,7 +16,7 @@ package zksession
 // garbage collector shrinks it while it is parked).
 const maxIdleWorkers = 4
 
-// job is a request for a worker: a pending call (see start), which is its
+// job is a request for a worker: a pending call (see launch), which is its
 // own job, so that a request costs no closure.
 type job interface{ run() }
 
