@@ -454,7 +454,7 @@ func (l *Lease) forget() {
 		return
 	}
 	l.relErr = &noErr
-	mine := l.e.errf(ErrReleased)
+	mine := l.e.releasedErr()
 	if l.x == nil {
 		l.end(mine)
 		l.finish()

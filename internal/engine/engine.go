@@ -46,6 +46,12 @@ type Engine struct {
 	closedFlag atomic.Bool
 	dirReady   atomic.Bool // the directory was seen to exist (cache; redone on ErrNoNode)
 	noMulti    atomic.Bool // create with a plain create (see createNode)
+
+	// The cause of a lease ended by its own Release (errf(ErrReleased)),
+	// made with the Engine, and an error holding it whose address a lease
+	// keeps as its end cause (see Lease.end): a Release allocates neither.
+	released      Error
+	releasedCause error
 }
 
 // New returns the engine for the recipe directory path (a recipe path,
@@ -66,6 +72,8 @@ func New(sess *session.Session, path string, opts ...Option) (*Engine, error) {
 	}
 	e := &Engine{zs: zs, hooks: hooksOf(zs), path: full, userPath: path, cfg: cfg}
 	e.noMulti.Store(cfg.create == createPlain)
+	e.released = Error{Recipe: cfg.name, Path: path, Err: ErrReleased}
+	e.releasedCause = &e.released
 	return e, nil
 }
 
@@ -130,6 +138,11 @@ func (e *Engine) NodeWatch() bool { return e.cfg.nodeWatch }
 // closedErr returns the error for use after Close: it matches ErrClosed
 // (zksession.ErrClosed).
 func (e *Engine) closedErr() error { return e.errf(errClosed) }
+
+// releasedErr is errf(ErrReleased), the same value for every lease of the
+// Engine: only a lease's own Release (or forget), which runs once, ends it
+// with this cause, so a lease may still compare its cause with it.
+func (e *Engine) releasedErr() error { return e.releasedCause }
 
 // errf wraps err with the recipe name and the path as the caller gave it.
 func (e *Engine) errf(err error) error { return NewError(e.cfg.name, e.userPath, err) }

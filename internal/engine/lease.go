@@ -107,13 +107,27 @@ func (l *Lease) end(cause error) {
 	if l.lctx.Err() != nil {
 		cause = context.Cause(l.lctx)
 	}
-	if !l.endCause.CompareAndSwap(nil, &cause) {
+	if !l.endCause.CompareAndSwap(nil, l.e.causeRef(cause)) {
 		return
 	}
 	if lc := l.own.Load(); lc != nil {
 		lc.cancel(cause)
 	}
 }
+
+// causeRef returns a pointer to cause for Lease.endCause: the Engine's own
+// for its released error, a new one for any other cause.
+func (e *Engine) causeRef(cause error) *error {
+	if r, ok := cause.(*Error); ok && r == &e.released {
+		return &e.releasedCause
+	}
+	return boxError(cause)
+}
+
+// boxError returns a pointer to a copy of err.
+//
+//go:noinline
+func boxError(err error) *error { return &err }
 
 // ended reports whether the lease has ended.
 func (l *Lease) ended() bool {
@@ -559,7 +573,7 @@ var noErr error
 
 // releaseLight is Release for a light lease.
 func (l *Lease) releaseLight(ctx context.Context) error {
-	mine := l.e.errf(ErrReleased)
+	mine := l.e.releasedErr()
 	l.end(mine)
 	// Unhooks the lease; if it had ended earlier, queues its delete.
 	l.finish()
@@ -576,7 +590,7 @@ func (l *Lease) releaseLight(ctx context.Context) error {
 // releaseMonitored is Release for a lease with a monitor goroutine.
 func (l *Lease) releaseMonitored(ctx context.Context) error {
 	x := l.x
-	mine := l.e.errf(ErrReleased)
+	mine := l.e.releasedErr()
 	claimed := l.claimMonitor()
 	l.end(mine)
 	l.settleMonitor(claimed, mine)
