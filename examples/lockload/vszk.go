@@ -79,6 +79,21 @@ func vsVariants() []vsVariant {
 			}
 			return out, nil
 		}},
+		{"floor", func(_ context.Context, w *vsWorld, path string) ([]func(context.Context) (func() error, error), error) {
+			// Not a lock: the create and delete of an ephemeral sequential
+			// node, the two writes no lock can do without. Uncontended only.
+			out := make([]func(context.Context) (func() error, error), len(w.conns))
+			for i, c := range w.conns {
+				out[i] = func(context.Context) (func() error, error) {
+					p, err := c.Create(path+"/floor-", nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+					if err != nil {
+						return nil, err
+					}
+					return func() error { return c.Delete(p, -1) }, nil
+				}
+			}
+			return out, nil
+		}},
 		{"default", ours(func(s *session.Session, path string) (func(context.Context) (func() error, error), error) {
 			m, err := mutex.New(s, path)
 			if err != nil {
@@ -136,6 +151,7 @@ func vsVariants() []vsVariant {
 
 var vsLabels = map[string]string{
 	"zk":        "zk.NewLock (go-zookeeper)",
+	"floor":     "floor: create and delete (go-zookeeper)",
 	"default":   "mutex.New",
 	"lookahead": "mutex.New, WithLookAhead(true)",
 	"watchoff":  "mutex.New, WithNodeWatch(false)",
@@ -205,9 +221,20 @@ func (b *bench) vsCompare(ctx context.Context) error {
 	if l, err := os.ReadFile("/proc/loadavg"); err == nil {
 		b.out.Printf("load average at start: %s", strings.TrimSpace(string(l)))
 	}
+	all := variants
 	for wi, wl := range workloads {
 		if !strings.Contains(","+*vsWork+",", ","+wl.key+",") {
 			continue
+		}
+		variants := all
+		if wl.n > 1 {
+			// The floor excludes nobody: uncontended only.
+			variants = nil
+			for _, v := range all {
+				if v.name != "floor" {
+					variants = append(variants, v)
+				}
+			}
 		}
 		w := &vsWorld{ctr: newCounter()}
 		var err error
@@ -254,8 +281,11 @@ func (b *bench) vsCompare(ctx context.Context) error {
 		lockers := make(map[string][]func(context.Context) (func() error, error))
 		for _, v := range variants {
 			path := *root + fmt.Sprintf("/vs-%d-%s", wi, v.name)
-			if v.name == "zk" {
+			switch v.name {
+			case "zk":
 				path = zkDir + "/lock"
+			case "floor":
+				path = zkDir
 			}
 			if lockers[v.name], err = v.lockers(ctx, w, path); err != nil {
 				return err
