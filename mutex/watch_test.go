@@ -119,6 +119,7 @@ func testWatchesPerRelease(t *testing.T, watch, lookAhead bool) {
 	for i := 0; i < sessions; i++ {
 		ms = append(ms, newMutex(t, tapped(), opts...))
 	}
+	reqs0, _ := requestsOf(taps)
 	hl, err := holder.Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -254,6 +255,25 @@ func testWatchesPerRelease(t *testing.T, watch, lookAhead bool) {
 	}
 	last := nodes[releases-1]
 
+	// The requests per lock: a create, the children read behind it, the
+	// watch on the predecessor, the children read on its deletion notice
+	// and the delete; looking ahead, one more watch. A little more in all:
+	// the directory's creation, the node watches armed after 100 ms, and a
+	// read sent behind a create that overtook it on its way into
+	// go-zookeeper (it is sent again: it does not show our node), which a
+	// busy machine makes frequent.
+	reqs, byOp := requestsOf(taps)
+	reqs -= reqs0
+	perLock := 5.5
+	if lookAhead {
+		perLock = 6.5
+	}
+	t.Logf("nodewatch=%v lookahead=%v: %.2f requests per lock (%v, by opcode, pings excluded, from the sessions' start)",
+		watch, lookAhead, float64(reqs)/float64(releases), byOp)
+	if float64(reqs) > perLock*float64(releases)+10 {
+		t.Fatalf("%d requests for %d locks, want at most %.1f per lock (and 10 more in all)", reqs, releases, perLock)
+	}
+
 	// The server's count must match what the clients received.
 	var fired, events int64
 	zktest.Eventually(t, wait, func() bool {
@@ -273,6 +293,23 @@ func testWatchesPerRelease(t *testing.T, watch, lookAhead bool) {
 	if k := lockKids(t, raw, ns); len(k) != 0 {
 		t.Fatalf("nodes left: %q", k)
 	}
+}
+
+// requestsOf returns the requests the taps' clients wrote, pings excluded:
+// their number, and by operation.
+func requestsOf(taps []*zktest.Tap) (int64, map[string]int64) {
+	const opPing = 11
+	var n int64
+	byOp := map[string]int64{}
+	for _, w := range taps {
+		for op, k := range w.Requests() {
+			if op != opPing {
+				n += k
+				byOp[zktest.OpName(op)] += k
+			}
+		}
+	}
+	return n, byOp
 }
 
 // testHerdControl runs the same measurement on NonFair, whose waiters all
