@@ -113,7 +113,11 @@ type specWatch struct {
 
 func (a *attempt) run() (*Lease, error) {
 	e := a.e
-	a.prefix = newProtectedPrefix()
+	// Our node's create path (see newNodeBase), with the protected prefix and
+	// the UUID in it: one string (ownCreate moves both to the node's name).
+	seq, _ := anchorSeq(a.d) // checked by checkDriver
+	base, at := newNodeBase(e.path, a.d.Marker, seq)
+	a.prefix = base[at : at+len(protectedMarker)+uuidLen+1]
 	a.uuid = a.prefix[len(protectedMarker) : len(a.prefix)-1]
 	if err := a.connect(); err != nil {
 		return nil, a.fail(err)
@@ -126,7 +130,7 @@ func (a *attempt) run() (*Lease, error) {
 			return nil, a.fail(err)
 		}
 	}
-	if err := a.createAndList(); err != nil {
+	if err := a.createAndList(base); err != nil {
 		return nil, a.fail(err)
 	}
 	for {
@@ -200,11 +204,18 @@ func (a *attempt) decide() (self int, held bool, watch string, err error) {
 	*buf = sorted
 	a.kids = nil
 	self = indexOf(sorted, a.name)
-	a.keepPrefix(sorted, self)
 	if self < 0 {
+		a.prev = nil
 		return self, false, "", nil
 	}
 	held, watch, err = a.d.Decide(sorted, self)
+	if held && err == nil {
+		// Nothing reads the prefix before the next decision (a grant, or
+		// a fresh read after won's retry): spare the copy.
+		a.prev = nil
+	} else {
+		a.keepPrefix(sorted, self)
+	}
 	a.looking, a.pred = false, ""
 	if err == nil && !held && self >= 2 && a.e.cfg.nodeWatch && watch == sorted[self-1].Name && looksAhead(a.d) {
 		a.looking, a.pred = true, watch

@@ -100,16 +100,16 @@ type listResult struct {
 	stat *zk.Stat
 }
 
-// createAndList creates our protected node, recovering from lost replies,
+// createAndList creates our protected node (base: see newNodeBase), recovering
+// from lost replies,
 // and, on the first try and after creating a missing directory, reads the
 // directory in parallel: go-zookeeper sends
 // requests in order on one connection and the server answers a session's
 // requests in order, so a children list read after the create already
 // contains our node (recognised by our UUID) and the first decision costs no
 // extra round trip.
-func (a *attempt) createAndList() error {
+func (a *attempt) createAndList(base string) error {
 	e := a.e
-	base := a.nodeBase()
 	pipelined := true
 	for tries := 0; ; tries++ {
 		if tries > 10 {
@@ -240,8 +240,10 @@ func (a *attempt) ownCreate(created string) error {
 	a.node, a.name, a.seq = created, name, c.Seq
 	if u := len(protectedMarker); len(name) > u+len(a.uuid) && name[:u] == protectedMarker &&
 		name[u:u+len(a.uuid)] == a.uuid && name[u+len(a.uuid)] == '-' {
-		// Share the node name's copy of the UUID: a waiter keeps less.
+		// Share the node name's copy of the UUID and the prefix: a waiter
+		// keeps less.
 		a.uuid = name[u : u+len(a.uuid)]
+		a.prefix = name[:u+len(a.uuid)+1]
 	}
 	return nil
 }

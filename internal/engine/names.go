@@ -34,14 +34,24 @@ func NewUUID() string {
 	return string(out[:])
 }
 
-// newProtectedPrefix returns ProtectedPrefix(NewUUID()), built in one
-// string.
-func newProtectedPrefix() string {
-	var out [len(protectedMarker) + uuidLen + 1]byte
-	copy(out[:], protectedMarker)
-	putUUID(out[len(protectedMarker):])
-	out[len(out)-1] = '-'
-	return string(out[:])
+// newNodeBase returns the path of a new attempt's create, with a new UUID:
+// dir + "/" + ProtectedPrefix(NewUUID()) + marker + seq, built in one string
+// (one allocation), and the offset of the protected prefix in it. The server
+// appends the sequence to it, except for a placed node (seq is its anchor's),
+// whose name is complete.
+func newNodeBase(dir, marker, seq string) (base string, at int) {
+	var pre [len(protectedMarker) + uuidLen + 1]byte
+	copy(pre[:], protectedMarker)
+	putUUID(pre[len(protectedMarker):])
+	pre[len(pre)-1] = '-'
+	var b strings.Builder
+	b.Grow(len(dir) + 1 + len(pre) + len(marker) + len(seq))
+	b.WriteString(dir)
+	b.WriteByte('/')
+	b.Write(pre[:])
+	b.WriteString(marker)
+	b.WriteString(seq)
+	return b.String(), len(dir) + 1
 }
 
 // putUUID writes a random UUID (see NewUUID) to out[:uuidLen].

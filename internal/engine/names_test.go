@@ -280,16 +280,18 @@ func TestSortPrefixInto(t *testing.T) {
 	}
 }
 
-// TestNewProtectedPrefix: newProtectedPrefix is ProtectedPrefix of a new
-// version 4 UUID, and an attempt's protectedPrefix follows its UUID.
-func TestNewProtectedPrefix(t *testing.T) {
-	p := newProtectedPrefix()
+// TestNewNodeBase: newNodeBase is the directory, ProtectedPrefix of a new
+// version 4 UUID, the marker and the sequence, and an attempt's
+// protectedPrefix follows its UUID.
+func TestNewNodeBase(t *testing.T) {
+	base, at := newNodeBase("/app/lock", "lock-", "0000000007")
+	p := base[at : at+len(protectedMarker)+uuidLen+1]
 	u := p[len(protectedMarker) : len(p)-1]
-	if !uuidRE.MatchString(u) || p != ProtectedPrefix(u) {
-		t.Fatalf("newProtectedPrefix() = %q", p)
+	if !uuidRE.MatchString(u) || p != ProtectedPrefix(u) || base != "/app/lock/"+p+"lock-0000000007" {
+		t.Fatalf("newNodeBase() = %q, %d", base, at)
 	}
-	if q := newProtectedPrefix(); q == p {
-		t.Fatalf("two prefixes are both %q", p)
+	if q, _ := newNodeBase("/app/lock", "lock-", ""); q[at:at+len(p)] == p || q != "/app/lock/"+q[at:at+len(p)]+"lock-" {
+		t.Fatalf("newNodeBase() = %q after %q", q, base)
 	}
 	a := &attempt{prefix: p, uuid: u}
 	if got := a.protectedPrefix(); got != p {

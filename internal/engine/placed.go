@@ -44,13 +44,6 @@ func anchorSeq(d *Driver) (string, error) {
 	return anchor[strings.LastIndex(anchor, c.Marker)+len(c.Marker):], nil
 }
 
-// nodeBase returns the path of our node's create: the server appends the
-// sequence to it, except for a placed node, whose name is complete.
-func (a *attempt) nodeBase() string {
-	seq, _ := anchorSeq(a.d) // checked by checkDriver
-	return a.e.path + "/" + a.protectedPrefix() + a.d.Marker + seq
-}
-
 // protectedPrefix returns ProtectedPrefix(a.uuid), built at most once for
 // a UUID: run builds it with the UUID, other attempts (fixed, counted) set
 // only the UUID. Called on the attempt's goroutine only.
