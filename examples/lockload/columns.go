@@ -32,7 +32,7 @@ var columns = map[string][]column{
 		{"variant", "the mutex with its node watch on or off"},
 		{"handoffs", "releases in a chain: each holder unlocks and the next waiter takes the lock"},
 		{"notifications", "watch notifications the server sent during the chain (deltas of mntr zk_sum_node_*_watch_count)"},
-		{"per handoff", "notifications divided by handoffs: 1.00 means every release woke exactly one waiter; with the node watch up to 2.00 (the next waiter and, looking ahead, the one after it); a herd effect shows as many more"},
+		{"per handoff", "notifications divided by handoffs: 1.00 means every release woke exactly one waiter; looking ahead up to 2.00 (the next waiter and the one after it); a herd effect shows as many more"},
 		{"mntr deltas", "the same per event type, as watchers fired / events that had watchers"},
 	},
 	"d": {

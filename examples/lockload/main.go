@@ -38,10 +38,13 @@
 //
 //	go run ./examples/lockload -vs-zk
 //
-// zk.NewLock, mutex.New (the default), mutex.New with WithNodeWatch(false)
-// and mutex.NewReentrant on three workloads: uncontended Lock+Unlock on one
-// session; 8 sessions contending, each looping Lock, counter++ on a shared
-// counter, Unlock; the same with 50 sessions (-vs-herd). Every round
+// zk.NewLock, mutex.New (the default), mutex.New with WithLookAhead(true),
+// mutex.New with WithNodeWatch(false), mutex.NewReentrant and, uncontended
+// only, the floor (the bare create and delete of an ephemeral sequential
+// node) on four workloads: uncontended Lock+Unlock on one session; 8
+// sessions contending, each looping Lock, counter++ on a shared counter,
+// Unlock; the same with a counter znode read and written inside the lock
+// (counter); 50 sessions as the first (herd, -vs-herd). Every round
 // (-vs-rounds, 3) runs every variant on the workload for -vs-time (1 s), in
 // a rotating order, after an untimed Lock+Unlock of every locker. Per
 // variant it prints ops/s (the median of the rounds), the ratio of ops/s to
@@ -52,8 +55,10 @@
 // (a zktest.Tap; -vs-byop splits the requests by type), the CPU time this
 // process used per lock (user and system; the clients, go-zookeeper and the
 // tap, not the server) and, uncontended, heap allocations per cycle (the
-// whole process: go-zookeeper and the tap included). -vs-workloads runs only
-// some of the workloads (uncontended, contended, herd); -cpuprofile writes a
+// whole process: go-zookeeper and the tap included). -vs-only runs only some
+// of the variants (zk, floor, default, lookahead, watchoff, reentrant),
+// -vs-workloads only some of the workloads (uncontended, contended, counter,
+// herd); -cpuprofile writes a
 // CPU profile of the run, -memprofile an allocation profile of it; -vs-json
 // prints, after each workload's table, the same figures as one line of JSON
 // (internal/tools/perfreport reads them).
@@ -91,8 +96,9 @@
 // waiter taking the lock. notifications: watch notifications the server sent
 // during the chain (deltas of mntr zk_sum_node_*_watch_count). per handoff:
 // notifications divided by handoffs; 1.00 means every release woke exactly
-// one waiter; with the node watch up to 2.00 (the next waiter and, looking
-// ahead, the one after it); a herd effect shows as many more. mntr deltas: the same per event type, as
+// one waiter; looking ahead up to 2.00 (the next waiter and the one after
+// it); the holder's own node watch, once armed, adds one; a herd effect
+// shows as many more. mntr deltas: the same per event type, as
 // watchers fired / events that had watchers.
 //
 // (d) per waiting acquirer: what one goroutine blocked in Lock costs this
