@@ -464,32 +464,45 @@ type frameCursor struct {
 	head  [replyErrEnd]byte
 }
 
-// advance moves the cursor over b, calling at(i, pos) for each byte i of b
-// that is at one of the packet's first len(head) positions (after recording
-// it in head), and returns when b is used up.
-func (f *frameCursor) advance(b []byte, at func(i, pos int)) {
-	for i := 0; i < len(b); {
-		if f.pos < len(f.head) {
-			f.head[f.pos] = b[i]
-			f.pos++
-			if f.pos == framePrefixLength {
-				f.size = framePrefixLength + int(int32(binary.BigEndian.Uint32(f.head[:4])))
-			}
-			at(i, f.pos-1)
-			i++
-		} else {
-			skip := len(b) - i
-			if f.size-f.pos < skip {
-				skip = f.size - f.pos
-			}
-			f.pos += skip
-			i += skip
+// step moves the cursor over the start of b, as far as the end of the
+// current packet, and records the bytes at the packet's first len(head)
+// positions in head. It returns how many bytes of b it took (at least one
+// if b is not empty), the position in the packet of the first of them, and
+// whether the packet is the connection's first. The bytes taken are the
+// packet's positions [from, from+n); the packet ends at max(size, 4).
+func (f *frameCursor) step(b []byte) (n, from int, first bool) {
+	from, first = f.pos, f.first
+	if f.pos < framePrefixLength {
+		n = copy(f.head[f.pos:framePrefixLength], b)
+		f.pos += n
+		if f.pos < framePrefixLength {
+			return n, from, first
 		}
-		if f.pos >= framePrefixLength && f.pos >= f.size {
-			f.pos, f.size, f.first = 0, 0, false
-		}
+		f.size = framePrefixLength + int(int32(binary.BigEndian.Uint32(f.head[:framePrefixLength])))
 	}
+	if m := min(len(b)-n, f.size-f.pos); m > 0 {
+		if f.pos < len(f.head) {
+			copy(f.head[f.pos:], b[n:n+m])
+		}
+		f.pos += m
+		n += m
+	}
+	if f.pos >= f.size {
+		f.pos, f.size, f.first = 0, 0, false
+	}
+	return n, from, first
 }
+
+// covers returns the part of the positions [lo, hi) of a packet that a step
+// which took its positions [from, from+n) covered, as offsets in the bytes
+// of that step: [i, j), empty if i >= j.
+func covers(from, n, lo, hi int) (i, j int) {
+	return max(lo, from) - from, min(hi, from+n) - from
+}
+
+// crossed reports whether a step which took the positions [from, from+n)
+// of a packet took the byte at position at.
+func crossed(from, n, at int) bool { return from <= at && at < from+n }
 
 type wireConn struct {
 	net.Conn
@@ -521,10 +534,12 @@ type wireConn struct {
 	onSocket bool
 
 	// What the server has certainly heard (see heardDeadline): the requests
-	// written and not yet answered, in order, with their send times, and
+	// written and not yet answered, in order, with their send times
+	// (sent[sentHead:]; the answered ones before sentHead are cleared), and
 	// when the ConnectRequest was written.
 	sentMu      sync.Mutex
 	sent        []sentRequest
+	sentHead    int
 	connectSent atomic.Int64
 	// heardBy is the send time (monoNow) of the newest request answered on
 	// this connection.
@@ -564,6 +579,15 @@ type sentRequest struct {
 // create is the path a create asks for, else "".
 func (c *wireConn) noteSent(xid, op int32, at int64, create string) {
 	c.sentMu.Lock()
+	if h := c.sentHead; h > 0 && len(c.sent) == cap(c.sent) && 2*h >= len(c.sent) {
+		// The array is full and at least half of it answered: move the
+		// requests in flight down rather than grow it, so that recording
+		// requests allocates nothing. Answers come in order, so a move
+		// costs no more than the answers since the last one.
+		n := copy(c.sent, c.sent[h:])
+		clear(c.sent[n:])
+		c.sent, c.sentHead = c.sent[:n], 0
+	}
 	c.sent = append(c.sent, sentRequest{xid, op, at, create})
 	c.sentMu.Unlock()
 }
@@ -576,18 +600,20 @@ func (c *wireConn) noteSent(xid, op int32, at int64, create string) {
 func (c *wireConn) noteAnswered(xid int32, zxid int64, errCode int32) {
 	var done sentRequest
 	c.sentMu.Lock()
-	for i, r := range c.sent {
+	for i, r := range c.sent[c.sentHead:] {
 		if r.xid == xid {
 			done = r
-			// Few requests are in flight: moving the rest down keeps the
-			// array, so that recording requests allocates nothing.
-			n := copy(c.sent, c.sent[i+1:])
-			clear(c.sent[n:])
-			c.sent = c.sent[:n]
-			if n == 0 && cap(c.sent) > maxKeptSent {
-				// A burst (a thousand waiters setting their watches at
-				// once) is over: do not keep its array for good.
-				c.sent = nil
+			// The answered requests leave from the front (cleared, so
+			// that no create's path is kept); the array stays.
+			clear(c.sent[c.sentHead : c.sentHead+i+1])
+			c.sentHead += i + 1
+			if c.sentHead == len(c.sent) {
+				c.sent, c.sentHead = c.sent[:0], 0
+				if cap(c.sent) > maxKeptSent {
+					// A burst (a thousand waiters setting their watches
+					// at once) is over: do not keep its array for good.
+					c.sent = nil
+				}
 			}
 			break
 		}
@@ -612,8 +638,8 @@ func (c *wireConn) noteLost() {
 		return
 	}
 	c.sentMu.Lock()
-	lost := c.sent
-	c.sent = nil
+	lost := c.sent[c.sentHead:]
+	c.sent, c.sentHead = nil, 0
 	c.sentMu.Unlock()
 	now := monoNow()
 	for _, r := range lost {
@@ -793,44 +819,59 @@ func handshakeBound(timeout time.Duration, n int) time.Duration {
 }
 
 // scanReplies reads the ConnectResponse (timeout, session id) and takes the
-// zxid out of each reply header (zxidBook).
+// zxid out of each reply header (zxidBook), in b as go-zookeeper is given
+// it: a header may be cut anywhere (go-zookeeper reads each packet's length
+// first, then the rest), so the cursor keeps its bytes until it has all.
 func (c *wireConn) scanReplies(b []byte) {
-	c.in.advance(b, func(i, pos int) {
-		h := &c.in.head
-		if c.in.first {
-			if pos == connectResponsePrefix-1 {
-				timeoutMs := int32(binary.BigEndian.Uint32(h[8:12]))
-				id := int64(binary.BigEndian.Uint64(h[12:20]))
-				c.gotInfo = true
-				if id == 0 {
-					c.w.lastZxid.Store(0)
-				}
-				c.w.info.Store(&connectInfo{sessionID: id, timeout: time.Duration(timeoutMs) * time.Millisecond})
-				if timeoutMs > 0 {
-					// A session accepted (a reconnecting one revalidated
-					// on the ensemble's leader): the server heard us when
-					// we asked, or later. Not an expired one's answer,
-					// which must not move a lease deadline (leaseDeadline).
-					c.heard(c.connectSent.Load())
-				}
-				c.answered.Store(true)
+	for len(b) > 0 {
+		n, from, first := c.in.step(b)
+		if first {
+			if crossed(from, n, connectResponsePrefix-1) {
+				c.connectAnswered(&c.in.head)
 			}
-			return
-		}
-		if pos >= replyZxidAt && pos < replyZxidAt+zxidFieldLen {
-			b[i] = 0
-		}
-		if pos == replyErrEnd-1 && c.in.size >= replyErrEnd {
-			xid := int32(binary.BigEndian.Uint32(h[replyXidAt:replyZxidAt]))
-			zxid := int64(binary.BigEndian.Uint64(h[replyZxidAt:replyHeaderEnd]))
-			if xid >= 0 && zxid > 0 {
-				c.w.lastZxid.Store(zxid)
+		} else {
+			if i, j := covers(from, n, replyZxidAt, replyZxidAt+zxidFieldLen); i < j {
+				clear(b[i:j])
 			}
-			if xid != xidNotification {
-				c.noteAnswered(xid, zxid, int32(binary.BigEndian.Uint32(h[replyHeaderEnd:replyErrEnd])))
+			if crossed(from, n, replyErrEnd-1) {
+				c.replied(&c.in.head)
 			}
 		}
-	})
+		b = b[n:]
+	}
+}
+
+// connectAnswered takes the ConnectResponse's header h (length,
+// protocolVersion, timeOut, sessionId).
+func (c *wireConn) connectAnswered(h *[replyErrEnd]byte) {
+	timeoutMs := int32(binary.BigEndian.Uint32(h[8:12]))
+	id := int64(binary.BigEndian.Uint64(h[12:20]))
+	c.gotInfo = true
+	if id == 0 {
+		c.w.lastZxid.Store(0)
+	}
+	c.w.info.Store(&connectInfo{sessionID: id, timeout: time.Duration(timeoutMs) * time.Millisecond})
+	if timeoutMs > 0 {
+		// A session accepted (a reconnecting one revalidated on the
+		// ensemble's leader): the server heard us when we asked, or
+		// later. Not an expired one's answer, which must not move a lease
+		// deadline (leaseDeadline).
+		c.heard(c.connectSent.Load())
+	}
+	c.answered.Store(true)
+}
+
+// replied takes a reply's header h as the server sent it (length, xid,
+// zxid, err).
+func (c *wireConn) replied(h *[replyErrEnd]byte) {
+	xid := int32(binary.BigEndian.Uint32(h[replyXidAt:replyZxidAt]))
+	zxid := int64(binary.BigEndian.Uint64(h[replyZxidAt:replyHeaderEnd]))
+	if xid >= 0 && zxid > 0 {
+		c.w.lastZxid.Store(zxid)
+	}
+	if xid != xidNotification {
+		c.noteAnswered(xid, zxid, int32(binary.BigEndian.Uint32(h[replyHeaderEnd:replyErrEnd])))
+	}
 }
 
 // Write sends p, with the wire's zxid written into a ConnectRequest and into
@@ -840,15 +881,6 @@ func (c *wireConn) Write(p []byte) (int, error) {
 	c.wmu.Lock()
 	var create string
 	var out []byte // a patched copy of p, if any byte changes
-	put := func(i int, v byte) {
-		if out == nil {
-			if p[i] == v {
-				return
-			}
-			out = append([]byte(nil), p...)
-		}
-		out[i] = v
-	}
 	if !c.out.first && c.out.pos == 0 && len(p) >= requestPathAt+4 {
 		n := int(int32(binary.BigEndian.Uint32(p[requestPathAt : requestPathAt+4])))
 		switch int32(binary.BigEndian.Uint32(p[8:requestOpcodeEnd])) {
@@ -863,35 +895,69 @@ func (c *wireConn) Write(p []byte) (int, error) {
 			end := requestPathAt + 4 + n
 			if n > 0 && end+1 == len(p) && int(binary.BigEndian.Uint32(p[:framePrefixLength])) == len(p)-framePrefixLength &&
 				p[end] == 0 && c.w.isServerOnly(p[requestPathAt+4:end]) {
-				put(end, 1)
+				out = patch(out, p, end, 1)
 			}
 		}
 	}
-	c.out.advance(p, func(i, pos int) {
+	// The packets in p, or the parts of them, one at a time; a header may
+	// be cut anywhere, and the cursor keeps its bytes until it has all.
+	for off := 0; off < len(p); {
+		n, from, first := c.out.step(p[off:])
 		h := &c.out.head
-		switch {
-		case c.out.first && pos == 0:
-			c.outZxid = c.w.lastZxid.Load()
-			c.connectSent.Store(now)
-		case !c.out.first && pos == requestOpcodeEnd-1:
-			op := int32(binary.BigEndian.Uint32(h[requestXidEnd:requestOpcodeEnd]))
-			if isWriteOp(op) {
-				c.w.writes.Add(1) // before the socket sees a byte of it (outcome.go)
+		if first {
+			if from == 0 {
+				c.outZxid = c.w.lastZxid.Load()
+				c.connectSent.Store(now)
 			}
-			c.noteSent(int32(binary.BigEndian.Uint32(h[framePrefixLength:requestXidEnd])), op, now, create)
-			create = "" // a later packet in p is not this create
-		case c.out.first && pos >= connectReqZxidAt && pos < connectReqZxidAt+zxidFieldLen:
-			put(i, zxidByte(c.outZxid, pos-connectReqZxidAt))
-		case !c.out.first && pos >= setWatchesZxidAt && pos < setWatchesZxidAt+zxidFieldLen &&
-			int32(binary.BigEndian.Uint32(h[8:requestOpcodeEnd])) == opSetWatches:
-			put(i, zxidByte(c.outZxid, pos-setWatchesZxidAt))
+			out = c.patchZxid(out, p, off, from, n, connectReqZxidAt)
+		} else {
+			if crossed(from, n, requestOpcodeEnd-1) {
+				op := int32(binary.BigEndian.Uint32(h[requestXidEnd:requestOpcodeEnd]))
+				if isWriteOp(op) {
+					c.w.writes.Add(1) // before the socket sees a byte of it (outcome.go)
+				}
+				c.noteSent(int32(binary.BigEndian.Uint32(h[framePrefixLength:requestXidEnd])), op, now, create)
+				create = "" // a later packet in p is not this create
+			}
+			// Positions 8 to 11 (the opcode) are in head once the step
+			// reached position 12.
+			if from < setWatchesZxidAt+zxidFieldLen && from+n > setWatchesZxidAt &&
+				int32(binary.BigEndian.Uint32(h[8:requestOpcodeEnd])) == opSetWatches {
+				out = c.patchZxid(out, p, off, from, n, setWatchesZxidAt)
+			}
 		}
-	})
+		off += n
+	}
 	c.wmu.Unlock()
 	if out == nil {
 		return c.Conn.Write(p)
 	}
 	return c.Conn.Write(out)
+}
+
+// patchZxid writes the connection's frozen zxid (outZxid) into the bytes
+// of a packet's zxid field at positions [at, at+8) that a step took: the
+// step took the packet's positions [from, from+n) from p at offset off. out
+// and the result are as for patch.
+func (c *wireConn) patchZxid(out, p []byte, off, from, n, at int) []byte {
+	i, j := covers(from, n, at, at+zxidFieldLen)
+	for k := i; k < j; k++ {
+		out = patch(out, p, off+k, zxidByte(c.outZxid, from+k-at))
+	}
+	return out
+}
+
+// patch returns out with byte i set to v, where out is nil or a copy of p
+// being patched: a copy of p is made only when a byte differs from p's.
+func patch(out, p []byte, i int, v byte) []byte {
+	if out == nil {
+		if p[i] == v {
+			return nil
+		}
+		out = append([]byte(nil), p...)
+	}
+	out[i] = v
+	return out
 }
 
 // zxidByte is byte k (0: most significant) of z in big-endian order.
