@@ -94,6 +94,7 @@ type attempt struct {
 	pred string
 	spec *specWatch
 
+	cop        createOp        // the create in flight or last sent (see create)
 	lateCreate <-chan struct{} // see create
 	obs        *Observation    // the hooks' view of this acquire, nil if none
 

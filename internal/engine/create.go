@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
@@ -181,44 +182,79 @@ func (a *attempt) createAndList(base string) error {
 	}
 }
 
-// created is the outcome of createNode.
-type created struct {
+// createOp is an attempt's create on a worker of the session
+// (zksession.CallOp): the request, its result and what its late end needs,
+// kept in the attempt (see create), so that a create costs no closure.
+type createOp struct {
+	a      *attempt
+	base   string
+	ep     *zksession.Epoch
+	prefix string
+
+	// Run's result, read by create only after a CallOp that ended.
 	path  string
 	czxid int64
+
+	mu      sync.Mutex
+	settled chan struct{} // made by the first to need it (see settledChan)
+}
+
+// Run sends the create (see attempt.create).
+func (op *createOp) Run(c *zk.Conn) error {
+	p, z, err := op.a.createOn(c, op.base)
+	op.path, op.czxid = p, z
+	return err
+}
+
+// Late settles a create whose caller has left (see attempt.create).
+func (op *createOp) Late(err error) {
+	settled := op.settledChan()
+	if err == nil || zksession.IsConnectionError(err) || errors.Is(err, zk.ErrSessionExpired) {
+		swept := op.a.e.zs.GuaranteedSweep(op.ep, op.a.e.path, op.prefix)
+		go func() {
+			<-swept
+			close(settled)
+		}()
+		return
+	}
+	close(settled)
+}
+
+// settledChan returns the channel closed once a left create is settled,
+// made at its first use: by Late, or by create when it left the request.
+func (op *createOp) settledChan() chan struct{} {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if op.settled == nil {
+		op.settled = make(chan struct{})
+	}
+	return op.settled
 }
 
 // create sends our protected create and waits for it within the attempt's
-// ctx, the only bound (zksession.Call). If ctx ends first, the request goes on
-// without us, and once it has completed the session's queue sweeps the
+// ctx, the only bound (zksession.CallOp). If ctx ends first, the request goes
+// on without us, and once it has completed the session's queue sweeps the
 // directory for our UUID, whatever the outcome: a late success leaves a node
 // nobody waits on, and a connection error may have left a ghost. The attempt
 // then keeps a channel (lateCreate) closed once that is settled, which fail
 // waits for as for its own deletes, and so does Close: a node that a Close
-// raced with the create's reply is gone when Close returns.
+// raced with the create's reply is gone when Close returns. The request is
+// the attempt's createOp: an attempt sends a create only after the last one
+// ended (one left behind ends the attempt).
 func (a *attempt) create(base string) (string, int64, error) {
-	e := a.e
-	ep, prefix := a.ep, a.protectedPrefix()
-	settled := make(chan struct{})
-	r, err := zksession.Call(a.ctx, e.zs, func(c *zk.Conn) (created, error) {
-		p, z, err := a.createOn(c, base)
-		return created{p, z}, err
-	}, func(_ created, err error) {
-		if err == nil || zksession.IsConnectionError(err) || errors.Is(err, zk.ErrSessionExpired) {
-			swept := e.zs.GuaranteedSweep(ep, e.path, prefix)
-			go func() {
-				<-swept
-				close(settled)
-			}()
-			return
+	op := &a.cop
+	op.a, op.base, op.ep, op.prefix = a, base, a.ep, a.protectedPrefix()
+	op.path, op.czxid = "", 0
+	err, ended := zksession.CallOp(a.ctx, a.e.zs, op)
+	if !ended {
+		if ce := a.ctx.Err(); ce != nil && err == ce {
+			// CallOp left the request behind (an answer it had would
+			// have been returned instead): Late runs.
+			a.lateCreate = op.settledChan()
 		}
-		close(settled)
-	})
-	if ce := a.ctx.Err(); ce != nil && err == ce {
-		// Call left the request behind (an answer it had would have been
-		// returned instead): the late function runs.
-		a.lateCreate = settled
+		return "", 0, err
 	}
-	return r.path, r.czxid, err
+	return op.path, op.czxid, err
 }
 
 // ownCreate checks that a successful create ran on our epoch's session:

@@ -42,6 +42,7 @@ type pending[T any] struct {
 	s     *Session
 	op    func(*zk.Conn) (T, error)
 	opErr func(*zk.Conn) error // instead of op (callErrEnded)
+	iop   Op                   // instead of op (CallOp)
 	late  func(T, error)
 }
 
@@ -78,7 +79,7 @@ func (p *pending[T]) recycle() {
 	if ep, ok := any(p).(*pending[struct{}]); ok {
 		ep.state.Store(pendRunning)
 		ep.err = nil
-		ep.s, ep.op, ep.opErr, ep.late = nil, nil, nil, nil
+		ep.s, ep.op, ep.opErr, ep.iop, ep.late = nil, nil, nil, nil, nil
 		errPendings.Put(ep)
 		return
 	}
@@ -142,6 +143,45 @@ func callErrEnded(ctx context.Context, s *Session, op func(*zk.Conn) error) (err
 	return err, end
 }
 
+// Op is a request for CallOp, made by its caller without a closure: Run
+// runs once on a goroutine of the Session; once CallOp has returned early,
+// Late gets Run's error on that goroutine. Run returns results by writing
+// them to the Op, which the caller reads only after a CallOp that did not
+// return early: CallOp's ended result.
+type Op interface {
+	Run(c *zk.Conn) error
+	Late(err error)
+}
+
+// CallOp is Call for an Op: it runs op.Run once on the Session's connection
+// and waits for it within ctx and until Close begins, the same bounds; when
+// it returns early (ctx's error or ErrClosed, and ended false), Run goes on
+// and its error goes to op.Late. ended reports that Run ran to its end and
+// err is its error (its results are in op). It costs no allocation of its
+// own. Safe for concurrent use (each call with an Op of its own).
+func CallOp(ctx context.Context, s *Session, op Op) (err error, ended bool) {
+	if s == nil {
+		return fmt.Errorf("%w: nil session", ErrBadArgument), false
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrBadArgument), false
+	}
+	if op == nil {
+		return fmt.Errorf("%w: nil op", ErrBadArgument), false
+	}
+	if err := ctx.Err(); err != nil {
+		return err, false
+	}
+	p := errPendings.Get().(*pending[struct{}])
+	p.iop = op
+	if err := launch(s, p); err != nil {
+		p.recycle()
+		return err, false
+	}
+	_, err, end := p.await(ctx, s)
+	return err, end == callDone
+}
+
 // await waits for the result of a pooled p within ctx and s's life (see
 // callEnded). p is not to be touched after it returns.
 func (p *pending[T]) await(ctx context.Context, s *Session) (T, error, callEnd) {
@@ -185,12 +225,14 @@ func launch[T any](s *Session, p *pending[T]) error {
 // late afterwards: a caller may hold p long after. Once it has signalled
 // pendDone it does not touch p again: the caller may reuse it at once.
 func (p *pending[T]) run() {
-	s, op, opErr, late := p.s, p.op, p.opErr, p.late
-	p.s, p.op, p.opErr, p.late = nil, nil, nil, nil
+	s, op, opErr, iop, late := p.s, p.op, p.opErr, p.iop, p.late
+	p.s, p.op, p.opErr, p.iop, p.late = nil, nil, nil, nil, nil
 	defer s.wg.Done()
 	var v T
 	var err error
-	if opErr != nil {
+	if iop != nil {
+		err = iop.Run(s.conn)
+	} else if opErr != nil {
 		err = opErr(s.conn)
 	} else {
 		v, err = op(s.conn)
@@ -207,7 +249,9 @@ func (p *pending[T]) run() {
 	// Abandoned: the caller is gone, and p is ours alone.
 	var zero T
 	p.v, p.err = zero, nil
-	if late != nil {
+	if iop != nil {
+		iop.Late(err)
+	} else if late != nil {
 		late(v, err)
 	}
 	p.recycle()
