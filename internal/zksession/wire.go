@@ -69,6 +69,12 @@ type wire struct {
 	// requests in flight for each.
 	serverOnlyMu sync.Mutex
 	serverOnly   map[string]int
+	// serverOnlyLen is len(serverOnly), written under serverOnlyMu: most
+	// of the time no such request is in flight, and a request's Write
+	// then needs neither the lock nor a lookup. An addServerOnly happens
+	// before the request it is for reaches the Write (go-zookeeper hands it
+	// to its send loop through a channel), so that Write sees it.
+	serverOnlyLen atomic.Int32
 
 	// current is the connection dialed last: go-zookeeper reads one at a
 	// time and dials the next only after the previous one's reader ended.
@@ -393,6 +399,7 @@ func (w *wire) addServerOnly(path string) {
 		w.serverOnly = make(map[string]int)
 	}
 	w.serverOnly[path]++
+	w.serverOnlyLen.Store(int32(len(w.serverOnly)))
 	w.serverOnlyMu.Unlock()
 }
 
@@ -404,11 +411,15 @@ func (w *wire) removeServerOnly(path string) {
 	} else {
 		w.serverOnly[path]--
 	}
+	w.serverOnlyLen.Store(int32(len(w.serverOnly)))
 	w.serverOnlyMu.Unlock()
 }
 
 // isServerOnly reports whether getData requests of path set a watch.
 func (w *wire) isServerOnly(path []byte) bool {
+	if w.serverOnlyLen.Load() == 0 {
+		return false
+	}
 	w.serverOnlyMu.Lock()
 	defer w.serverOnlyMu.Unlock()
 	return w.serverOnly[string(path)] > 0 // no allocation for the lookup

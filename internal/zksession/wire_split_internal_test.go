@@ -506,3 +506,45 @@ func TestWireSentQueue(t *testing.T) {
 		t.Errorf("%v allocations per request in a steady flow, want 0", n)
 	}
 }
+
+// A getData written whole gets the watch flag while its path has more
+// addServerOnly than removeServerOnly calls, and only then.
+func TestWireServerOnlyCounts(t *testing.T) {
+	m := &memConn{keep: true}
+	c := memWire(t, m)
+	if _, err := c.Write(frame(i32(0), i64(0), i32(4000), i64(0), zkString("0123456789abcdef"))); err != nil {
+		t.Fatal(err)
+	}
+	flag := func(path string) byte {
+		t.Helper()
+		m.out = m.out[:0]
+		req := request(1, opGetData, zkString(path), []byte{0})
+		if _, err := c.Write(req); err != nil {
+			t.Fatal(err)
+		}
+		return m.out[len(req)-1]
+	}
+	w := c.w
+	for _, tc := range []struct {
+		do       func()
+		a, other byte
+	}{
+		{func() {}, 0, 0},
+		{func() { w.addServerOnly("/a") }, 1, 0},
+		{func() { w.addServerOnly("/a") }, 1, 0},
+		{func() { w.removeServerOnly("/a") }, 1, 0},
+		{func() { w.removeServerOnly("/a") }, 0, 0},
+		{func() { w.removeServerOnly("/a") }, 0, 0}, // one too many
+		{func() { w.addServerOnly("/b") }, 0, 0},
+		{func() { w.addServerOnly("/a") }, 1, 0},
+		{func() { w.removeServerOnly("/b"); w.removeServerOnly("/a") }, 0, 0},
+	} {
+		tc.do()
+		if a, other := flag("/a"), flag("/other"); a != tc.a || other != tc.other {
+			t.Fatalf("watch flags /a %d, /other %d, want %d and %d (%d paths held)", a, other, tc.a, tc.other, w.serverOnlyLen.Load())
+		}
+	}
+	if n := w.serverOnlyLen.Load(); n != 0 {
+		t.Errorf("%d paths held after as many removes as adds", n)
+	}
+}
