@@ -95,6 +95,7 @@ type attempt struct {
 	spec *specWatch
 
 	cop        createOp        // the create in flight or last sent (see create)
+	lop        listOp          // the first read pipelined with it (see createAndList)
 	lateCreate <-chan struct{} // see create
 	obs        *Observation    // the hooks' view of this acquire, nil if none
 

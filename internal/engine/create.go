@@ -95,11 +95,28 @@ func (e *Engine) createNode(conn *zk.Conn, p string, data []byte, flags int32) (
 	return path, e.zs.CreatedZxid(p), nil
 }
 
-// listResult is the pipelined children read of createAndList.
-type listResult struct {
+// listOp is the children read that createAndList pipelines with the create
+// (zksession.StartOp): the first is kept in the attempt, so that it costs no
+// closure; a later one (after creating a missing directory) is made anew,
+// since a read left behind may still be writing to the first.
+type listOp struct {
+	e    *Engine
 	kids []string
 	stat *zk.Stat
 }
+
+// Run reads the children.
+func (op *listOp) Run(c *zk.Conn) error {
+	// Let the create be queued first; if this read still wins, our node is
+	// missing from it and we read again.
+	runtime.Gosched()
+	kids, st, err := c.Children(op.e.path)
+	op.kids, op.stat = kids, st
+	return err
+}
+
+// Late drops the result of a read left behind.
+func (op *listOp) Late(error) { op.kids, op.stat = nil, nil }
 
 // createAndList creates our protected node (base: see newNodeBase), recovering
 // from lost replies,
@@ -122,16 +139,19 @@ func (a *attempt) createAndList(base string) error {
 		if err := a.ctx.Err(); err != nil {
 			return err
 		}
-		var listed *zksession.Pending[listResult]
+		var listed zksession.Started
+		var lop *listOp
 		if pipelined {
 			pipelined = false
-			listed, _ = zksession.Start(e.zs, func(c *zk.Conn) (listResult, error) {
-				// Let the create be queued first; if this read still wins,
-				// our node is missing from it and we read again.
-				runtime.Gosched()
-				kids, st, err := c.Children(e.path)
-				return listResult{kids: kids, stat: st}, err
-			}, nil)
+			lop = &a.lop
+			if tries > 0 {
+				lop = &listOp{}
+			}
+			lop.e = e
+			var err error
+			if listed, err = zksession.StartOp(e.zs, lop); err != nil {
+				lop = nil
+			}
 		}
 		created, czxid, err := a.create(base)
 		switch {
@@ -140,16 +160,15 @@ func (a *attempt) createAndList(base string) error {
 				return err2
 			}
 			a.czxid = czxid
-			if listed != nil {
-				select {
-				case <-listed.Done():
-					if r, err := listed.Result(); err == nil && contains(r.kids, a.name) {
-						a.kids = r.kids
-						e.checkDirData(r.stat)
+			if lop != nil {
+				// If ctx ends first, the read is left behind: the next
+				// step fails on ctx.
+				if err, ended := listed.Wait(a.ctx); ended {
+					if err == nil && contains(lop.kids, a.name) {
+						a.kids = lop.kids
+						e.checkDirData(lop.stat)
 					}
-				case <-a.ctx.Done():
-					// Leave the read behind: the next step fails on ctx.
-					listed.Abandon()
+					lop.kids, lop.stat = nil, nil // a waiter keeps no snapshot here
 				}
 			}
 			return nil

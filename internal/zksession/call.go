@@ -123,7 +123,7 @@ func callEnded[T any](ctx context.Context, s *Session, op func(*zk.Conn) (T, err
 		p.recycle()
 		return zero, err, callNotStarted
 	}
-	return p.await(ctx, s)
+	return p.await(ctx, s.done)
 }
 
 // callErrEnded is callEnded for an op with only an error and no late
@@ -139,7 +139,7 @@ func callErrEnded(ctx context.Context, s *Session, op func(*zk.Conn) error) (err
 		p.recycle()
 		return err, callNotStarted
 	}
-	_, err, end := p.await(ctx, s)
+	_, err, end := p.await(ctx, s.done)
 	return err, end
 }
 
@@ -178,13 +178,50 @@ func CallOp(ctx context.Context, s *Session, op Op) (err error, ended bool) {
 		p.recycle()
 		return err, false
 	}
-	_, err, end := p.await(ctx, s)
+	_, err, end := p.await(ctx, s.done)
 	return err, end == callDone
 }
 
-// await waits for the result of a pooled p within ctx and s's life (see
-// callEnded). p is not to be touched after it returns.
-func (p *pending[T]) await(ctx context.Context, s *Session) (T, error, callEnd) {
+// Started is a request started with StartOp, for its caller to wait for
+// once (Wait).
+type Started struct{ p *pending[struct{}] }
+
+// StartOp runs op.Run once on the Session's connection, as CallOp does,
+// without waiting: the caller then waits for it with Wait, exactly once, or
+// drops it (Run still runs to its end, and op.Late is not called). It lets
+// one goroutine send a request and go on with another (go-zookeeper sends
+// them in order on the connection). It returns ErrClosed once Close has
+// begun. It costs no allocation of its own.
+func StartOp(s *Session, op Op) (Started, error) {
+	if s == nil {
+		return Started{}, fmt.Errorf("%w: nil session", ErrBadArgument)
+	}
+	if op == nil {
+		return Started{}, fmt.Errorf("%w: nil op", ErrBadArgument)
+	}
+	p := errPendings.Get().(*pending[struct{}])
+	p.iop = op
+	if err := launch(s, p); err != nil {
+		p.recycle()
+		return Started{}, err
+	}
+	return Started{p}, nil
+}
+
+// Wait waits for a request of StartOp within ctx alone (Close fails the
+// request itself): ended reports that Run ran to its end and err is its
+// error (its results are in the Op); otherwise err is ctx's error, Run goes
+// on and its error goes to the Op's Late. Call it once; the Started is
+// spent then.
+func (h Started) Wait(ctx context.Context) (err error, ended bool) {
+	_, err, end := h.p.await(ctx, nil)
+	return err, end == callDone
+}
+
+// await waits for the result of a pooled p within ctx and until closed is
+// closed (the Session's done; nil: ctx alone), see callEnded. p is not to be
+// touched after it returns.
+func (p *pending[T]) await(ctx context.Context, closed <-chan struct{}) (T, error, callEnd) {
 	var zero T
 	var why error
 	select {
@@ -194,7 +231,7 @@ func (p *pending[T]) await(ctx context.Context, s *Session) (T, error, callEnd) 
 		return v, err, callDone
 	case <-ctx.Done():
 		why = ctx.Err()
-	case <-s.done:
+	case <-closed:
 		why = ErrClosed
 	}
 	if v, err, ok := p.abandon(); ok {
