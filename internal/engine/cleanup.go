@@ -258,17 +258,28 @@ func (e *Engine) deleteNode(ctx context.Context, ep *zksession.Epoch, node strin
 	e.awaitCleanup(ctx, e.zs.GuaranteedDelete(ep, node, -1))
 }
 
-// deleteRetry deletes node within ep, retrying connection errors; a missing
-// node counts as deleted.
-func (e *Engine) deleteRetry(ctx context.Context, ep *zksession.Epoch, node string) error {
-	return e.zs.Retry(ctx, ep, func(c *zk.Conn) error {
-		err := c.Delete(node, -1)
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil
-		}
-		return zksession.Refused("delete", node, err)
-	})
+// deleteRetry deletes l's node within its epoch, retrying connection
+// errors; a missing node counts as deleted.
+func (e *Engine) deleteRetry(ctx context.Context, l *Lease) error {
+	return e.zs.RetryOp(ctx, l.ep, (*leaseDelete)(l))
 }
+
+// leaseDelete is a Lease seen as the request that deletes its node (see
+// deleteRetry): a conversion of the Lease's pointer, so that the delete
+// costs no closure. It reads only the lease's node.
+type leaseDelete Lease
+
+// Run deletes the node; a missing node counts as deleted.
+func (d *leaseDelete) Run(c *zk.Conn) error {
+	err := c.Delete(d.node, -1)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	return zksession.Refused("delete", d.node, err)
+}
+
+// Late drops the outcome of an attempt left behind, as Retry does.
+func (d *leaseDelete) Late(error) {}
 
 // up reports whether the connection is up (the lease context of a
 // standard-policy session is a cheaper proxy, but not under SessionOnly).

@@ -580,7 +580,7 @@ func (l *Lease) releaseLight(ctx context.Context) error {
 	if l.cause() != mine {
 		return nil // ended earlier; finish (or the server, or a third party) removes the node
 	}
-	err := l.e.release(ctx, l.ep, l.node)
+	err := l.e.release(ctx, l)
 	if ce := l.e.check(zap.DebugLevel, "released"); ce != nil {
 		ce.Write(zap.String("node", l.Node()), zap.Error(err))
 	}
@@ -605,7 +605,7 @@ func (l *Lease) releaseMonitored(ctx context.Context) error {
 		if x.fixed == nil {
 			var err error
 			if x.delClaimed.CompareAndSwap(false, true) {
-				err = l.e.release(ctx, l.ep, l.node)
+				err = l.e.release(ctx, l)
 				if ce := l.e.check(zap.DebugLevel, "released an ended lease"); ce != nil {
 					ce.Write(zap.String("node", l.Node()), zap.NamedError("ended", cause), zap.Error(err))
 				}
@@ -628,22 +628,23 @@ func (l *Lease) releaseMonitored(ctx context.Context) error {
 		x.fixedGaveUp = true
 		return nil
 	}
-	err := l.e.release(ctx, l.ep, l.node)
+	err := l.e.release(ctx, l)
 	if ce := l.e.check(zap.DebugLevel, "released"); ce != nil {
 		ce.Write(zap.String("node", l.Node()), zap.Error(err))
 	}
 	return err
 }
 
-// release deletes a released node (see Lease.Release). With ctx already
-// ended it sends nothing and queues the delete.
-func (e *Engine) release(ctx context.Context, ep *zksession.Epoch, node string) error {
+// release deletes the node of a released lease l (see Lease.Release). With
+// ctx already ended it sends nothing and queues the delete.
+func (e *Engine) release(ctx context.Context, l *Lease) error {
+	ep, node := l.ep, l.node
 	if ep.Err() != nil || !up(e.zs) || ctx.Err() != nil {
 		// See deleteNode for a lost epoch.
 		e.zs.GuaranteedDelete(ep, node, -1)
 		return nil
 	}
-	err := e.deleteRetry(ctx, ep, node)
+	err := e.deleteRetry(ctx, l)
 	switch {
 	case err == nil, errors.Is(err, zksession.ErrClosed):
 		return nil

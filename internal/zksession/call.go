@@ -127,14 +127,14 @@ func callEnded[T any](ctx context.Context, s *Session, op func(*zk.Conn) (T, err
 }
 
 // callErrEnded is callEnded for an op with only an error and no late
-// function, without wrapping op in a closure of callEnded's shape, on a
-// pending from a pool.
-func callErrEnded(ctx context.Context, s *Session, op func(*zk.Conn) error) (error, callEnd) {
+// function (or for iop, when op is nil), without wrapping op in a closure
+// of callEnded's shape, on a pending from a pool.
+func callErrEnded(ctx context.Context, s *Session, op func(*zk.Conn) error, iop Op) (error, callEnd) {
 	if err := ctx.Err(); err != nil {
 		return err, callNotStarted
 	}
 	p := errPendings.Get().(*pending[struct{}])
-	p.opErr = op
+	p.opErr, p.iop = op, iop
 	if err := launch(s, p); err != nil {
 		p.recycle()
 		return err, callNotStarted
@@ -169,16 +169,7 @@ func CallOp(ctx context.Context, s *Session, op Op) (err error, ended bool) {
 	if op == nil {
 		return fmt.Errorf("%w: nil op", ErrBadArgument), false
 	}
-	if err := ctx.Err(); err != nil {
-		return err, false
-	}
-	p := errPendings.Get().(*pending[struct{}])
-	p.iop = op
-	if err := launch(s, p); err != nil {
-		p.recycle()
-		return err, false
-	}
-	_, err, end := p.await(ctx, s.done)
+	err, end := callErrEnded(ctx, s, nil, op)
 	return err, end == callDone
 }
 

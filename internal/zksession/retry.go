@@ -71,11 +71,27 @@ func (s *Session) waitUp(ctx context.Context, ep *Epoch) error {
 // retry implements Session.Retry and, with w, RetryWrite: w (nil for a
 // read) learns of every attempt that may have reached the server unanswered.
 func (s *Session) retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) error, w *Write) error {
-	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrBadArgument)
-	}
 	if op == nil {
 		return fmt.Errorf("%w: nil op", ErrBadArgument)
+	}
+	return s.retryOn(ctx, ep, op, nil, w)
+}
+
+// RetryOp is Retry for an Op, made by its caller without a closure: each
+// attempt runs op.Run, and op.Late gets the error of an attempt left
+// running when ctx ended or Close began (its result is discarded). The same
+// rules as Retry's apply.
+func (s *Session) RetryOp(ctx context.Context, ep *Epoch, op Op) error {
+	if op == nil {
+		return fmt.Errorf("%w: nil op", ErrBadArgument)
+	}
+	return s.retryOn(ctx, ep, nil, op, nil)
+}
+
+// retryOn is retry of op, or of iop when op is nil.
+func (s *Session) retryOn(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) error, iop Op, w *Write) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrBadArgument)
 	}
 	if err := s.checkEpoch(ep); err != nil {
 		return err
@@ -91,7 +107,7 @@ func (s *Session) retry(ctx context.Context, ep *Epoch, op func(conn *zk.Conn) e
 			return retryStopped(err, last)
 		}
 		sent := s.wire.writes.Load()
-		err, end := callErrEnded(ctx, s, op)
+		err, end := callErrEnded(ctx, s, op, iop)
 		if end == callAbandoned {
 			w.abandoned(err)
 		}
