@@ -41,7 +41,9 @@ func (e *Engine) CloseWithin(ctx context.Context) error {
 		closeCancel := e.closeCancel
 		var cancels []context.CancelCauseFunc
 		for s := e.scopes; s != nil; s = s.next {
-			cancels = append(cancels, s.cancel)
+			if s.cancel != nil { // else its ctx is the closing context's (scopeCtx)
+				cancels = append(cancels, s.cancel)
+			}
 		}
 		var light []*Lease
 		for l := e.leases; l != nil; l = l.next {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -79,8 +80,9 @@ func New(sess *session.Session, path string, opts ...Option) (*Engine, error) {
 
 // closing returns a context canceled by Close (at once if Close has begun),
 // made at its first use: a light lease needs none (see Lease), and a
-// service that makes a lock per key pays for it only when an acquire waits
-// or a lease has a monitor.
+// service that makes a lock per key pays for it (once) only when an acquire
+// waits, an acquire's ctx cannot be canceled (see scopeCtx) or a lease has a
+// monitor.
 func (e *Engine) closing() context.Context {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -166,6 +168,41 @@ type scope struct {
 	ctx        context.Context // the caller's ctx, also canceled by Close
 	cancel     context.CancelCauseFunc
 	prev, next *scope
+	held       scopeCtx // ctx, when the caller's ctx cannot be canceled (see begin)
+}
+
+// scopeCtx is the context of an acquire whose caller's ctx cannot be
+// canceled (its Done is nil: context.Background, WithoutCancel...): only
+// Close ends it, so it is the Engine's closing context (see closing) with
+// the caller's values, kept in the acquire's scope: it costs the acquire no
+// allocation, where a context of its own would cost three. Its Done, Err and
+// cause (context.Cause) are the closing context's, which Close cancels with
+// the same cause as it cancels the other acquires; a context derived from
+// it is a child of the closing context, with no goroutine, as a context
+// derived from a cancelable context is. Unlike a context of its own, it is
+// not canceled when the acquire returns: nothing uses it after that.
+type scopeCtx struct {
+	user    context.Context // Done is nil, and so no deadline
+	closing context.Context
+}
+
+// Deadline returns the caller's ctx's (none).
+func (c *scopeCtx) Deadline() (time.Time, bool) { return c.user.Deadline() }
+
+// Done returns the closing context's.
+func (c *scopeCtx) Done() <-chan struct{} { return c.closing.Done() }
+
+// Err returns the closing context's.
+func (c *scopeCtx) Err() error { return c.closing.Err() }
+
+// Value returns the closing context's value for key (the context package's
+// own, which gives it the closing context's cause and children), else the
+// caller's ctx's.
+func (c *scopeCtx) Value(key any) any {
+	if v := c.closing.Value(key); v != nil {
+		return v
+	}
+	return c.user.Value(key)
 }
 
 // begin registers an acquire, s, with the Engine: Close waits for it and
@@ -178,7 +215,16 @@ func (e *Engine) begin(ctx context.Context, s *scope) error {
 		return e.closedErr()
 	}
 	e.wg.Add(1)
-	s.ctx, s.cancel = context.WithCancelCause(ctx)
+	if ctx.Done() == nil {
+		// Only Close can end it: see scopeCtx.
+		if e.closeCtx == nil {
+			e.closeCtx, e.closeCancel = context.WithCancelCause(context.Background())
+		}
+		s.held = scopeCtx{user: ctx, closing: e.closeCtx}
+		s.ctx, s.cancel = &s.held, nil
+	} else {
+		s.ctx, s.cancel = context.WithCancelCause(ctx)
+	}
 	s.prev, s.next = nil, e.scopes
 	if e.scopes != nil {
 		e.scopes.prev = s
@@ -200,6 +246,8 @@ func (e *Engine) end(s *scope) {
 	}
 	s.prev, s.next = nil, nil
 	e.mu.Unlock()
-	s.cancel(nil)
+	if s.cancel != nil {
+		s.cancel(nil)
+	}
 	e.wg.Done()
 }
