@@ -63,8 +63,14 @@ var errPendings = sync.Pool{New: func() any {
 	return &pending[struct{}]{pooled: true, ready: make(chan struct{}, 1)}
 }}
 
-// newPooled returns a pooled pending for op and late, on a pooled channel.
+// newPooled returns a pooled pending for op and late, on a pooled channel:
+// for a T of struct{}, a whole one from errPendings, where recycle puts it.
 func newPooled[T any](op func(*zk.Conn) (T, error), late func(T, error)) *pending[T] {
+	if _, ok := any((*pending[T])(nil)).(*pending[struct{}]); ok {
+		p := any(errPendings.Get()).(*pending[T])
+		p.op, p.late = op, late
+		return p
+	}
 	return &pending[T]{pooled: true, ready: readyChans.Get().(chan struct{}), op: op, late: late}
 }
 
