@@ -25,12 +25,14 @@ import (
 //
 // The hand-off takes no lock: state moves once, from pendRunning to
 // pendDone (the worker, with v and err set) or to pendAbandoned (the
-// caller, leaving early), whichever comes first. A pending made by call
-// (pooled) signals pendDone with one token on its ready channel (buffered,
-// so the send never blocks) and goes back to a pool with that channel once
-// its last user is done with it: the caller that took the token, or the
-// worker that found it abandoned. A pending made by Start closes ready
-// instead (Done may be read more than once) and is never pooled.
+// caller, leaving early), whichever comes first. A pending made by call,
+// CallOp, StartOp or a retry (pooled) signals pendDone with one token on its
+// ready channel (buffered, so the send never blocks) and goes back to a pool
+// with that channel once its last user is done with it: the caller that took
+// the token, or the worker that found it abandoned (a caller that finds the
+// result in as it leaves, or drops a StartOp's, leaves it to the garbage
+// collector). A pending made by Start closes ready instead (Done may be read
+// more than once) and is never pooled.
 type pending[T any] struct {
 	state  atomic.Int32
 	pooled bool // ready gets a token (not closed), and p goes back to a pool
@@ -58,7 +60,8 @@ const (
 // more, and it is empty then (its one token was taken, or never sent).
 var readyChans = sync.Pool{New: func() any { return make(chan struct{}, 1) }}
 
-// errPendings holds pendings of callErrEnded, with their ready channels.
+// errPendings holds whole pendings of a struct{} result (callErrEnded,
+// CallOp, StartOp, a call of struct{}), with their ready channels.
 var errPendings = sync.Pool{New: func() any {
 	return &pending[struct{}]{pooled: true, ready: make(chan struct{}, 1)}
 }}
@@ -76,8 +79,9 @@ func newPooled[T any](op func(*zk.Conn) (T, error), late func(T, error)) *pendin
 
 // recycle gives a pooled p (and its channel) back once nobody can touch it:
 // its caller took its result (the token was received), or its worker found
-// it abandoned. Only pendings of callErrEnded are kept whole; the others
-// keep their channel only (a pool cannot be declared per type argument).
+// it abandoned. Only pendings of a struct{} result are kept whole; the
+// others keep their channel only (a pool cannot be declared per type
+// argument).
 func (p *pending[T]) recycle() {
 	if !p.pooled {
 		return
