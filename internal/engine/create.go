@@ -268,7 +268,8 @@ func (a *attempt) create(base string) (string, int64, error) {
 	if !ended {
 		if ce := a.ctx.Err(); ce != nil && err == ce {
 			// CallOp left the request behind (an answer it had would
-			// have been returned instead): Late runs.
+			// have been returned instead), or never sent it: Late runs,
+			// and in the second case has run already.
 			a.lateCreate = op.settledChan()
 		}
 		return "", 0, err

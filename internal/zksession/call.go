@@ -155,7 +155,8 @@ func callErrEnded(ctx context.Context, s *Session, op func(*zk.Conn) error, iop 
 
 // Op is a request for CallOp, made by its caller without a closure: Run
 // runs once on a goroutine of the Session; once CallOp has returned early,
-// Late gets Run's error on that goroutine. Run returns results by writing
+// Late gets Run's error on that goroutine, or, if Run never started, CallOp's
+// own error before CallOp returns. Run returns results by writing
 // them to the Op, which the caller reads only after a CallOp that did not
 // return early: CallOp's ended result.
 type Op interface {
@@ -166,7 +167,10 @@ type Op interface {
 // CallOp is Call for an Op: it runs op.Run once on the Session's connection
 // and waits for it within ctx and until Close begins, the same bounds; when
 // it returns early (ctx's error or ErrClosed, and ended false), Run goes on
-// and its error goes to op.Late. ended reports that Run ran to its end and
+// and its error goes to op.Late; if ctx had ended or Close had begun before
+// Run started, Run never runs and op.Late gets that error before CallOp
+// returns. So Late is called exactly once whenever ended is false, and never
+// when it is true. ended reports that Run ran to its end and
 // err is its error (its results are in op). It costs no allocation of its
 // own. Safe for concurrent use (each call with an Op of its own).
 func CallOp(ctx context.Context, s *Session, op Op) (err error, ended bool) {
@@ -180,6 +184,9 @@ func CallOp(ctx context.Context, s *Session, op Op) (err error, ended bool) {
 		return fmt.Errorf("%w: nil op", ErrBadArgument), false
 	}
 	err, end := callErrEnded(ctx, s, nil, op)
+	if end == callNotStarted {
+		op.Late(err)
+	}
 	return err, end == callDone
 }
 
