@@ -169,8 +169,8 @@ type Op interface {
 // it returns early (ctx's error or ErrClosed, and ended false), Run goes on
 // and its error goes to op.Late; if ctx had ended or Close had begun before
 // Run started, Run never runs and op.Late gets that error before CallOp
-// returns. So Late is called exactly once whenever ended is false, and never
-// when it is true. ended reports that Run ran to its end and
+// returns. So, its arguments valid, Late is called exactly once whenever
+// ended is false, and never when it is true. ended reports that Run ran to its end and
 // err is its error (its results are in op). It costs no allocation of its
 // own. Safe for concurrent use (each call with an Op of its own).
 func CallOp(ctx context.Context, s *Session, op Op) (err error, ended bool) {
@@ -191,7 +191,8 @@ func CallOp(ctx context.Context, s *Session, op Op) (err error, ended bool) {
 }
 
 // Started is a request started with StartOp, for its caller to wait for
-// once (Wait).
+// once (Wait). Do not copy it: its request goes back to a pool once waited
+// for.
 type Started struct{ p *pending[struct{}] }
 
 // StartOp runs op.Run once on the Session's connection, as CallOp does,
@@ -220,9 +221,15 @@ func StartOp(s *Session, op Op) (Started, error) {
 // request itself): ended reports that Run ran to its end and err is its
 // error (its results are in the Op); otherwise err is ctx's error, Run goes
 // on and its error goes to the Op's Late. Call it once; the Started is
-// spent then.
-func (h Started) Wait(ctx context.Context) (err error, ended bool) {
-	_, err, end := h.p.await(ctx, nil)
+// spent then, and a second Wait (or one on a zero Started) returns an error
+// matching ErrBadArgument.
+func (h *Started) Wait(ctx context.Context) (err error, ended bool) {
+	p := h.p
+	if p == nil {
+		return fmt.Errorf("%w: Wait on a spent or zero Started", ErrBadArgument), false
+	}
+	h.p = nil
+	_, err, end := p.await(ctx, nil)
 	return err, end == callDone
 }
 

@@ -3,8 +3,11 @@ package zksession_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -47,5 +50,115 @@ func TestCallOpNotStartedCallsLate(t *testing.T) {
 	}
 	if r, l := op.runs.Load(), op.lates.Load(); r != 1 || l != 0 {
 		t.Fatalf("Run %d times, Late %d times; want 1, 0", r, l)
+	}
+}
+
+// raceOp records its Run (a real request) and its Late calls.
+type raceOp struct {
+	ran   atomic.Bool
+	lates atomic.Int32
+}
+
+func (o *raceOp) Run(c *zk.Conn) error {
+	_, _, err := c.Exists("/")
+	o.ran.Store(true)
+	return err
+}
+
+func (o *raceOp) Late(error) { o.lates.Add(1) }
+
+// TestOpsRacingCancel runs CallOps and StartOps whose ctx is canceled while
+// they run, hundreds of times, under the pooled hand-off: a call that says
+// its Op ended has seen that Op's own Run finish (a result never comes from
+// another request), and once the Session has closed (its workers joined),
+// every Op whose call did not end got exactly one Late, and every other
+// none.
+func TestOpsRacingCancel(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	sess := sessiontest.Connect(t, ns)
+	s := sessiontest.Core(sess)
+	const n = 400
+	// Cancel after a delay spread over about twice the time a request
+	// takes here, so that some calls end first and some are left behind,
+	// and some results come just as ctx ends.
+	var took []time.Duration
+	for i := 0; i < 20; i++ {
+		t0 := time.Now()
+		if _, ended := zksession.CallOp(context.Background(), s, &raceOp{}); !ended {
+			t.Fatal("a CallOp without a deadline did not end")
+		}
+		took = append(took, time.Since(t0))
+	}
+	slices.Sort(took)
+	spread := 2 * took[len(took)/2]
+	type outcome struct {
+		op    *raceOp
+		ended bool
+	}
+	outs := make([]outcome, 0, 2*n)
+	for i := 0; i < n; i++ {
+		for _, started := range []bool{false, true} {
+			op := &raceOp{}
+			ctx, cancel := context.WithCancel(context.Background())
+			timer := time.AfterFunc(time.Duration(rand.Int64N(int64(spread))), cancel) // races the request
+			var ended bool
+			if started {
+				h, err := zksession.StartOp(s, op)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, ended = h.Wait(ctx)
+			} else {
+				_, ended = zksession.CallOp(ctx, s, op)
+			}
+			timer.Stop()
+			cancel()
+			if ended && !op.ran.Load() {
+				t.Fatalf("call %d (StartOp %v) ended before its own Run did: a result from another request", i, started)
+			}
+			outs = append(outs, outcome{op, ended})
+		}
+	}
+	if err := sess.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var ended, left int
+	for i, o := range outs {
+		want := int32(0)
+		if !o.ended {
+			want = 1
+			left++
+		} else {
+			ended++
+		}
+		if got := o.op.lates.Load(); got != want {
+			t.Fatalf("op %d (ended %v): Late called %d times, want %d", i, o.ended, got, want)
+		}
+	}
+	t.Logf("%d calls ended, %d left behind (each with one Late); cancel within %v", ended, left, spread)
+	if ended == 0 || left == 0 {
+		t.Fatalf("the race went one way only (%d ended, %d left behind): the test did not test it", ended, left)
+	}
+}
+
+// TestStartedWaitOnce: a second Wait on a Started is refused, not a wait on
+// a request that went back to the pool.
+func TestStartedWaitOnce(t *testing.T) {
+	ns := zktest.NewNamespace(t)
+	s := sessiontest.Core(sessiontest.Connect(t, ns))
+	op := &raceOp{}
+	h, err := zksession.StartOp(s, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err, ended := h.Wait(context.Background()); err != nil || !ended {
+		t.Fatalf("Wait: %v, ended %v", err, ended)
+	}
+	if err, ended := h.Wait(context.Background()); !errors.Is(err, zksession.ErrBadArgument) || ended {
+		t.Fatalf("second Wait: %v, ended %v; want ErrBadArgument", err, ended)
+	}
+	var zero zksession.Started
+	if err, _ := zero.Wait(context.Background()); !errors.Is(err, zksession.ErrBadArgument) {
+		t.Fatalf("Wait on a zero Started: %v; want ErrBadArgument", err)
 	}
 }
