@@ -274,6 +274,8 @@ func (a *attempt) create(base string) (string, int64, error) {
 		}
 		return "", 0, err
 	}
+	// Ended: Late will not run. Keep nothing of the request while we wait.
+	op.base, op.prefix, op.ep = "", "", nil
 	return op.path, op.czxid, err
 }
 

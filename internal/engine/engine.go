@@ -180,7 +180,10 @@ type scope struct {
 // the same cause as it cancels the other acquires; a context derived from
 // it is a child of the closing context, with no goroutine, as a context
 // derived from a cancelable context is. Unlike a context of its own, it is
-// not canceled when the acquire returns: nothing uses it after that.
+// not canceled when the acquire returns, so an acquire must leave nothing
+// that uses it behind (a pipelined read is waited for before the acquire
+// returns), and every context derived from it must be canceled (a child of
+// the closing context would stay until Close).
 type scopeCtx struct {
 	user    context.Context // Done is nil, and so no deadline
 	closing context.Context

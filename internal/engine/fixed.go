@@ -180,6 +180,7 @@ func (a *attempt) runFixed(name, id string) (*Lease, error) {
 					// next holder's. fail sweeps it by our data, which is
 					// unique to this acquire.
 					a.ghosts = true
+					awaitRead(a.ctx, got)
 					return nil, a.fail(fmt.Errorf("create ran on another session: %w", errSessionChanged(a.ep)))
 				}
 				a.node, a.name = a.fixed, name
