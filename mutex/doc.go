@@ -59,7 +59,7 @@
 // with the node watch, it then takes over on the deletion notice without a
 // read. With WithLookAhead, a waiter further back watches the node two
 // places ahead and reads while its predecessor holds, so that a handoff
-// needs no read: one more request per lock, and a release wakes two
+// needs no read: one more request per lock, and a release wakes up to two
 // waiters. A hold or a wait next in line longer than 100 ms adds the node
 // watch: one request and one notification. A lock on a new key pays for
 // its directory: a failed create, then one create per missing level. A held

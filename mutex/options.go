@@ -62,11 +62,11 @@ func WithID(id string) Option {
 // recipes.ErrNodeDeleted (default true): at once, or at the latest 100 ms
 // and a round trip after Lock returned. It costs a request and a watch
 // notification per hold (or wait next in line) longer than 100 ms, and it
-// lets a fair waiter take over on its predecessor's deletion notice without
-// reading the children, and so look ahead (see the package documentation).
-// Without it, the holder learns of such a deletion only when its session
-// ends, while the next waiter already holds the lock, and every handoff
-// reads the children.
+// lets a fair waiter that queued right behind the holder take over on the
+// holder's deletion notice without reading the children; WithLookAhead needs
+// it (see the package documentation). Without it, the holder learns of such
+// a deletion only when its session ends, while the next waiter already
+// holds the lock, and every handoff reads the children.
 func WithNodeWatch(on bool) Option {
 	return func(c *config) error {
 		c.nodeWatch = on

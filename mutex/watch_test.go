@@ -255,23 +255,31 @@ func testWatchesPerRelease(t *testing.T, watch, lookAhead bool) {
 	}
 	last := nodes[releases-1]
 
-	// The requests per lock: a create, the children read behind it, the
-	// watch on the predecessor, the children read on its deletion notice
-	// and the delete; looking ahead, one more watch. A little more in all:
-	// the directory's creation, the node watches armed after 100 ms, and a
-	// read sent behind a create that overtook it on its way into
-	// go-zookeeper (it is sent again: it does not show our node), which a
-	// busy machine makes frequent.
+	// The requests per lock, by kind: a create and a delete; a data watch on
+	// the predecessor (looking ahead, one more, on the node two places
+	// ahead), plus the node watches armed after 100 ms and the directory's
+	// data checked once per session; the children read behind the create and
+	// the one on the deletion notice, plus a read sent again when it
+	// overtook its create on its way into go-zookeeper (frequent on a busy
+	// machine), so the reads get a loose bound.
 	reqs, byOp := requestsOf(taps)
 	reqs -= reqs0
-	perLock := 5.5
-	if lookAhead {
-		perLock = 6.5
-	}
-	t.Logf("nodewatch=%v lookahead=%v: %.2f requests per lock (%v, by opcode, pings excluded, from the sessions' start)",
+	per := func(op string) float64 { return float64(byOp[op]) / float64(releases) }
+	t.Logf("nodewatch=%v lookahead=%v: %.2f requests per lock (%v, by kind, pings excluded, from the sessions' start)",
 		watch, lookAhead, float64(reqs)/float64(releases), byOp)
-	if float64(reqs) > perLock*float64(releases)+10 {
-		t.Fatalf("%d requests for %d locks, want at most %.1f per lock (and 10 more in all)", reqs, releases, perLock)
+	minW, maxW := 0.9, 1.5
+	if lookAhead {
+		minW, maxW = 1.5, 2.5
+	}
+	switch {
+	case byOp["delete"] != int64(releases):
+		t.Fatalf("%d deletes for %d locks", byOp["delete"], releases)
+	case per("create") > 1.05:
+		t.Fatalf("%.2f creates per lock", per("create"))
+	case per("getData") < minW || per("getData") > maxW:
+		t.Fatalf("%.2f data watches per lock, want %.1f to %.1f", per("getData"), minW, maxW)
+	case per("getChildren2") > 3:
+		t.Fatalf("%.2f children reads per lock, want at most 3", per("getChildren2"))
 	}
 
 	// The server's count must match what the clients received.
