@@ -34,10 +34,19 @@ func requests(tap *zktest.Tap) int64 {
 }
 
 // BenchmarkUncontended: Lock + Release by one session, nobody else; reports
-// ZooKeeper requests per cycle (req/op) counted on the wire.
+// ZooKeeper requests per cycle (req/op) counted on the wire. The ctx is
+// context.Background(), except in the sub-benchmark named ctx=cancelable (a
+// ctx with a cancel function, as a request's: its acquire makes a context of
+// its own, three allocations more).
 func BenchmarkUncontended(b *testing.B) {
-	for _, watch := range []bool{false, true} {
-		b.Run(fmt.Sprintf("nodewatch=%v", watch), func(b *testing.B) {
+	type variant struct {
+		name       string
+		watch      bool
+		cancelable bool
+	}
+	for _, v := range []variant{{"nodewatch=false", false, false}, {"nodewatch=true", true, false}, {"nodewatch=true,ctx=cancelable", true, true}} {
+		watch := v.watch
+		b.Run(v.name, func(b *testing.B) {
 			ns := zktest.NewNamespace(b)
 			tap := zktest.NewTap()
 			s := sessiontest.Connect(b, ns, session.WithDialer(tap.Dialer()), session.WithSessionTimeout(20*time.Second))
@@ -47,6 +56,11 @@ func BenchmarkUncontended(b *testing.B) {
 			}
 			defer m.Close()
 			ctx := context.Background()
+			if v.cancelable {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				defer cancel()
+			}
 			l, err := m.Lock(ctx) // creates the directory
 			if err != nil {
 				b.Fatal(err)
