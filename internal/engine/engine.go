@@ -48,11 +48,18 @@ type Engine struct {
 	dirReady   atomic.Bool // the directory was seen to exist (cache; redone on ErrNoNode)
 	noMulti    atomic.Bool // create with a plain create (see createNode)
 
-	// The cause of a lease ended by its own Release (errf(ErrReleased)),
-	// made with the Engine, and an error holding it whose address a lease
-	// keeps as its end cause (see Lease.end): a Release allocates neither.
-	released      Error
-	releasedCause error
+	// The cause of a lease ended by its own Release (see releasedErr), made
+	// at the Engine's first Release: a process with a lock per key pays
+	// for it only on the keys it releases.
+	released atomic.Pointer[releasedBox]
+}
+
+// releasedBox is the cause of a lease ended by its own Release
+// (errf(ErrReleased)) and an error holding it, whose address a lease keeps
+// as its end cause (see Lease.end): a Release allocates neither.
+type releasedBox struct {
+	err   Error
+	cause error // &err
 }
 
 // New returns the engine for the recipe directory path (a recipe path,
@@ -73,8 +80,6 @@ func New(sess *session.Session, path string, opts ...Option) (*Engine, error) {
 	}
 	e := &Engine{zs: zs, hooks: hooksOf(zs), path: full, userPath: path, cfg: cfg}
 	e.noMulti.Store(cfg.create == createPlain)
-	e.released = Error{Recipe: cfg.name, Path: path, Err: ErrReleased}
-	e.releasedCause = &e.released
 	return e, nil
 }
 
@@ -144,7 +149,20 @@ func (e *Engine) closedErr() error { return e.errf(errClosed) }
 // releasedErr is errf(ErrReleased), the same value for every lease of the
 // Engine: only a lease's own Release (or forget), which runs once, ends it
 // with this cause, so a lease may still compare its cause with it.
-func (e *Engine) releasedErr() error { return e.releasedCause }
+func (e *Engine) releasedErr() error { return e.releasedBox().cause }
+
+// releasedBox returns the Engine's releasedBox, made at its first use.
+func (e *Engine) releasedBox() *releasedBox {
+	if b := e.released.Load(); b != nil {
+		return b
+	}
+	b := &releasedBox{err: Error{Recipe: e.cfg.name, Path: e.userPath, Err: ErrReleased}}
+	b.cause = &b.err
+	if !e.released.CompareAndSwap(nil, b) {
+		return e.released.Load()
+	}
+	return b
+}
 
 // errf wraps err with the recipe name and the path as the caller gave it.
 func (e *Engine) errf(err error) error { return NewError(e.cfg.name, e.userPath, err) }

@@ -118,8 +118,10 @@ func (l *Lease) end(cause error) {
 // causeRef returns a pointer to cause for Lease.endCause: the Engine's own
 // for its released error, a new one for any other cause.
 func (e *Engine) causeRef(cause error) *error {
-	if r, ok := cause.(*Error); ok && r == &e.released {
-		return &e.releasedCause
+	if b := e.released.Load(); b != nil {
+		if r, ok := cause.(*Error); ok && r == &b.err {
+			return &b.cause
+		}
 	}
 	return boxError(cause)
 }
