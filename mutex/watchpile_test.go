@@ -21,16 +21,17 @@ import (
 // Counts of TestWatchesBounded. Measured on a 2-core machine under -race
 // (shared with other test runs): a failed NonFair.TryLock takes about 1.6 ms,
 // a failed fair TryLock about 2 ms, a fair Lock with a 20 ms ctx about 25 ms,
-// so the full counts take about 45 s and are kept.
+// so these counts take about 25 s; a pile would show as hundreds of watches
+// against a bound of a few.
 const (
-	pileNonFairTries = 10000
-	pileFairTries    = 1000
-	pileFairLocks    = 1000
+	pileNonFairTries = 4000
+	pileFairTries    = 500
+	pileFairLocks    = 500
 	// pileLockWait is the ctx of each timed-out fair Lock: long enough for
 	// the Lock to create its node and queue behind the holder (a create, a
 	// children read and a watch take 3 to 5 ms here under -race; with 10 ms
 	// about 1 % still timed out before creating its node), short enough for
-	// 1,000 of them to run one after the other in about 25 s. They run one
+	// 500 of them to run one after the other in about 12 s. They run one
 	// after the other so that each one waits directly on the holder's node,
 	// as a polling loop against a long-held lock does.
 	pileLockWait = 20 * time.Millisecond
@@ -48,8 +49,8 @@ const (
 )
 
 // TestWatchesBounded: another session holds a fair lock
-// and a NonFair lock for the whole test. Our session then makes 10,000
-// NonFair.TryLock calls and 1,000 fair TryLock calls that fail, and 1,000
+// and a NonFair lock for the whole test. Our session then makes 4,000
+// NonFair.TryLock calls and 500 fair TryLock calls that fail, and 500
 // fair Lock calls whose ctx ends while they are queued behind the holder.
 // With a few Locks still waiting, the watches our session holds must be
 // bounded by the live waiters, not grow with the calls made: in the client

@@ -25,7 +25,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestChaos is the short form of the chaos run (see the package
-// documentation): 75 rounds of random faults against every recipe at once,
+// documentation): 50 rounds of random faults against every recipe at once,
 // failing on any violation of the invariants. ZKRECIPES_CHAOS_ROUNDS and
 // ZKRECIPES_CHAOS_SEED override the rounds and the seed (default: the time).
 // Skipped with -short.
@@ -37,7 +37,7 @@ func TestChaos(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 	cfg := chaos.Config{
-		Rounds:   75,
+		Rounds:   50,
 		Sessions: 8,
 		// Shorter rounds than the program's: the short form must finish in
 		// about two minutes under -race on two cores.

@@ -4,7 +4,7 @@
 // holders and the server saw, not from what the library believes.
 //
 // It is run by the program internal/testkit/chaos/cmd/chaos (`make chaos ROUNDS=1000`)
-// and, in short form (75 rounds, 8 sessions, shorter rounds), by TestChaos in
+// and, in short form (50 rounds, 8 sessions, shorter rounds), by TestChaos in
 // the test suite. Run returns a Report; its String is what both print.
 //
 // # The run

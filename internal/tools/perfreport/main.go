@@ -99,7 +99,7 @@ func measurements() []measurement {
 			title: "Mutex against go-zookeeper's zk.NewLock",
 			what:  "mutex.New, with and without WithLookAhead, against zk.NewLock (and, uncontended, the floor: a bare create and delete) on one server in one process, three rounds with the order rotating, 3 s per variant, workload and round.",
 			args:  []string{"run", "./examples/lockload", "-vs-zk", "-vs-only", "zk,floor,default,lookahead", "-vs-time", "3s", "-vs-json"},
-			quick: []string{"run", "./examples/lockload", "-vs-zk", "-vs-only", "zk,floor,default,lookahead", "-vs-time", "200ms", "-vs-rounds", "1", "-vs-json"},
+			quick: []string{"run", "./examples/lockload", "-vs-zk", "-vs-only", "zk,floor,default,lookahead", "-vs-time", "200ms", "-vs-rounds", "1", "-vs-herd", "10", "-vs-json"},
 			header: []string{"workload", "variant", "ops/s", "vs zk.NewLock per round",
 				"p50 µs", "p99 µs", "requests/lock", "notifications/lock", "cpu µs/lock"},
 			rows: lockloadRows,
