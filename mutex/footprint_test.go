@@ -79,7 +79,7 @@ func measureWaiters(tb testing.TB, waiters int) footprint {
 
 // TestWaiterFootprint: a waiting Lock costs its caller's goroutine and a
 // few KB of heap, whatever the length of the queue. A waiter costs about
-// 2 KB of live heap (go test -bench WaiterFootprint, 1,000 waiters; see
+// 2.3 KB of live heap (go test -bench WaiterFootprint, 1,000 waiters; see
 // docs/performance.md); the bound, 8 KB, fails if a waiter keeps anything in
 // the queue's length, such as a sorted snapshot of the 300 children (32 KB
 // per waiter here), as a sort buffer held across the wait would.
