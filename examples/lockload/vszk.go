@@ -94,58 +94,30 @@ func vsVariants() []vsVariant {
 			}
 			return out, nil
 		}},
-		{"default", ours(func(s *session.Session, path string) (func(context.Context) (func() error, error), error) {
-			m, err := mutex.New(s, path)
+		{"default", ours(lockerOf(mutex.New))},
+		{"lookahead", ours(lockerOf(mutex.New, mutex.WithLookAhead(true)))},
+		{"watchoff", ours(lockerOf(mutex.New, mutex.WithNodeWatch(false)))},
+		{"reentrant", ours(lockerOf(mutex.NewReentrant))},
+	}
+}
+
+// lockerOf returns, for one of the mutex constructors and its options, what
+// makes a lock function on a session: Lock, then a release func.
+func lockerOf[M interface {
+	Lock(context.Context) (*mutex.Lease, error)
+}](mk func(*session.Session, string, ...mutex.Option) (M, error), opts ...mutex.Option) func(*session.Session, string) (func(context.Context) (func() error, error), error) {
+	return func(s *session.Session, path string) (func(context.Context) (func() error, error), error) {
+		m, err := mk(s, path, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) (func() error, error) {
+			l, err := m.Lock(ctx)
 			if err != nil {
 				return nil, err
 			}
-			return func(ctx context.Context) (func() error, error) {
-				l, err := m.Lock(ctx)
-				if err != nil {
-					return nil, err
-				}
-				return func() error { return l.Release(context.WithoutCancel(ctx)) }, nil
-			}, nil
-		})},
-		{"lookahead", ours(func(s *session.Session, path string) (func(context.Context) (func() error, error), error) {
-			m, err := mutex.New(s, path, mutex.WithLookAhead(true))
-			if err != nil {
-				return nil, err
-			}
-			return func(ctx context.Context) (func() error, error) {
-				l, err := m.Lock(ctx)
-				if err != nil {
-					return nil, err
-				}
-				return func() error { return l.Release(context.WithoutCancel(ctx)) }, nil
-			}, nil
-		})},
-		{"watchoff", ours(func(s *session.Session, path string) (func(context.Context) (func() error, error), error) {
-			m, err := mutex.New(s, path, mutex.WithNodeWatch(false))
-			if err != nil {
-				return nil, err
-			}
-			return func(ctx context.Context) (func() error, error) {
-				l, err := m.Lock(ctx)
-				if err != nil {
-					return nil, err
-				}
-				return func() error { return l.Release(context.WithoutCancel(ctx)) }, nil
-			}, nil
-		})},
-		{"reentrant", ours(func(s *session.Session, path string) (func(context.Context) (func() error, error), error) {
-			m, err := mutex.NewReentrant(s, path)
-			if err != nil {
-				return nil, err
-			}
-			return func(ctx context.Context) (func() error, error) {
-				l, err := m.Lock(ctx)
-				if err != nil {
-					return nil, err
-				}
-				return func() error { return l.Release(context.WithoutCancel(ctx)) }, nil
-			}, nil
-		})},
+			return func() error { return l.Release(context.WithoutCancel(ctx)) }, nil
+		}, nil
 	}
 }
 
