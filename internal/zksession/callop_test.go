@@ -77,10 +77,11 @@ func TestOpsRacingCancel(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	sess := sessiontest.Connect(t, ns)
 	s := sessiontest.Core(sess)
-	const n = 400
 	// Cancel after a delay spread over about twice the time a request
 	// takes here, so that some calls end first and some are left behind,
-	// and some results come just as ctx ends.
+	// and some results come just as ctx ends. The spread follows the
+	// machine: a batch whose calls all ended (or all were left) halves (or
+	// doubles) it for the next.
 	var took []time.Duration
 	for i := 0; i < 20; i++ {
 		t0 := time.Now()
@@ -95,9 +96,13 @@ func TestOpsRacingCancel(t *testing.T) {
 		op    *raceOp
 		ended bool
 	}
-	outs := make([]outcome, 0, 2*n)
-	for i := 0; i < n; i++ {
-		for _, started := range []bool{false, true} {
+	const batch, minCalls, maxBatches = 200, 800, 12
+	var outs []outcome
+	var nEnded, nLeft int
+	for b := 0; b < maxBatches && (len(outs) < minCalls || nEnded == 0 || nLeft == 0); b++ {
+		bEnded, bLeft := 0, 0
+		for i := 0; i < batch; i++ {
+			started := i%2 == 1
 			op := &raceOp{}
 			ctx, cancel := context.WithCancel(context.Background())
 			timer := time.AfterFunc(time.Duration(rand.Int64N(int64(spread))), cancel) // races the request
@@ -114,9 +119,21 @@ func TestOpsRacingCancel(t *testing.T) {
 			timer.Stop()
 			cancel()
 			if ended && !op.ran.Load() {
-				t.Fatalf("call %d (StartOp %v) ended before its own Run did: a result from another request", i, started)
+				t.Fatalf("call %d (StartOp %v) ended before its own Run did: a result from another request", len(outs), started)
 			}
 			outs = append(outs, outcome{op, ended})
+			if ended {
+				bEnded++
+			} else {
+				bLeft++
+			}
+		}
+		nEnded, nLeft = nEnded+bEnded, nLeft+bLeft
+		switch {
+		case bEnded == 0:
+			spread *= 2
+		case bLeft == 0:
+			spread /= 2
 		}
 	}
 	if err := sess.Close(); err != nil {
@@ -135,7 +152,7 @@ func TestOpsRacingCancel(t *testing.T) {
 			t.Fatalf("op %d (ended %v): Late called %d times, want %d", i, o.ended, got, want)
 		}
 	}
-	t.Logf("%d calls ended, %d left behind (each with one Late); cancel within %v", ended, left, spread)
+	t.Logf("%d calls ended, %d left behind (each with one Late); cancel within %v at the end", ended, left, spread)
 	if ended == 0 || left == 0 {
 		t.Fatalf("the race went one way only (%d ended, %d left behind): the test did not test it", ended, left)
 	}
