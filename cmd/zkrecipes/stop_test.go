@@ -73,10 +73,15 @@ func TestLockLostContinuesStoppedJob(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	zc := ns.Conn(t)
 	dir := t.TempDir()
+	// The shell forks nothing once it is ready: dash starts a command with
+	// vfork, and a SIGSTOP that lands between a vfork and its exec stops
+	// the child and leaves the shell waiting for it, uninterruptible ('D'),
+	// not stopped. It waits for one child started before instead.
 	job := script(t, dir, "job.sh", `trap 'date +%s.%N > "$1/term"; exit 0' TERM
+sleep 1000 &
 echo $$ > "$1/job.pid"
 echo "$ZKRECIPES_NODE" > "$1/node.tmp"; mv "$1/node.tmp" "$1/node"
-while :; do sleep 0.02; done
+wait
 `)
 	const grace = 2 * time.Second
 	p := start(t, "lock", nil, args([]string{"lock", "-v", "--grace", grace.String()}, conn(ns, 10*time.Second), []string{"/stopped", "--", "sh", job, dir})...)
