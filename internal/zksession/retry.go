@@ -266,7 +266,9 @@ func (s *Session) createDir(p, ns string) error {
 	if len(p) <= len(ns) {
 		_, err = s.conn.Create(p, NodeData(nil), zk.FlagPersistent, s.cfg.acl)
 	} else {
-		_, err = s.conn.CreateContainer(p, NodeData(nil), zk.FlagContainer, s.cfg.acl)
+		// Not CreateContainer: the wire makes this create a container's
+		// (containerBook).
+		_, err = s.conn.Create(p, NodeData(nil), zk.FlagContainer, s.cfg.acl)
 	}
 	if errors.Is(err, zk.ErrNoAuth) {
 		// The server checks the parent's ACL before existence.

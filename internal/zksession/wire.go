@@ -376,6 +376,18 @@ const (
 	maxCreatedPath = 4096
 )
 
+// containerBook: go-zookeeper v1.0.4's CreateContainer reads the reply's
+// path after a request that Close ended early, while its receive goroutine
+// may still be writing that reply into it (a data race that -race reports;
+// its other calls check for ErrConnectionClosed first). The Session
+// therefore creates a container with Create and the container flag, which
+// go-zookeeper sends as a plain create (opcode 1) and the server would take
+// for a persistent node; the wire rewrites the opcode of such a request,
+// whole in one Write as go-zookeeper writes every request (a CreateRequest
+// ends with its flags), to createContainer. The body is the same, and the
+// reply (a path, then a Stat) decodes as a create's (a path).
+const opCreateContainer = 19 // ZooKeeper's createContainer
+
 // serverOnlyBook: a watch that go-zookeeper does not know of. go-zookeeper
 // v1.0.4 keeps a channel and a map entry for every watch it sets (about 290
 // bytes), which is most of what a held lease would cost with ten thousand
@@ -891,11 +903,19 @@ func (c *wireConn) Write(p []byte) (int, error) {
 	now := monoNow()
 	c.wmu.Lock()
 	var create string
-	var out []byte // a patched copy of p, if any byte changes
+	var container bool // p is a container's create, its opcode rewritten
+	var out []byte     // a patched copy of p, if any byte changes
 	if !c.out.first && c.out.pos == 0 && len(p) >= requestPathAt+4 {
 		n := int(int32(binary.BigEndian.Uint32(p[requestPathAt : requestPathAt+4])))
 		switch int32(binary.BigEndian.Uint32(p[8:requestOpcodeEnd])) {
 		case opCreate:
+			if int(binary.BigEndian.Uint32(p[:framePrefixLength])) == len(p)-framePrefixLength &&
+				int32(binary.BigEndian.Uint32(p[len(p)-4:])) == zk.FlagContainer {
+				// A container's create, whole in p (containerBook).
+				out = patch(out, p, requestOpcodeEnd-1, opCreateContainer)
+				container = true
+				break
+			}
 			// A create, whole in p as go-zookeeper writes it (createBook).
 			if n > 0 && n <= maxCreatedPath && requestPathAt+4+n <= len(p) {
 				create = string(p[requestPathAt+4 : requestPathAt+4+n])
@@ -924,6 +944,9 @@ func (c *wireConn) Write(p []byte) (int, error) {
 		} else {
 			if crossed(from, n, requestOpcodeEnd-1) {
 				op := int32(binary.BigEndian.Uint32(h[requestXidEnd:requestOpcodeEnd]))
+				if container {
+					op, container = opCreateContainer, false // as sent
+				}
 				if isWriteOp(op) {
 					c.w.writes.Add(1) // before the socket sees a byte of it (outcome.go)
 				}
