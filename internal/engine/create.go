@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
@@ -103,13 +104,52 @@ type listOp struct {
 	e    *Engine
 	kids []string
 	stat *zk.Stat
+
+	// A gated read waits until the wire has written its create, or the
+	// create has ended (zksession.GateCreate): sent is held locked until
+	// then, and opened says it was unlocked (once).
+	gated  bool
+	sent   sync.Mutex
+	opened atomic.Bool
 }
 
-// Run reads the children.
+// gate makes Run wait for the wire to write the create of path; the create
+// itself opens the gate when it ends (createOp), whatever the outcome.
+func (op *listOp) gate(zs *zksession.Session, path string) {
+	op.gated = true
+	op.opened.Store(false)
+	op.sent.Lock()
+	zs.GateCreate(path, op)
+}
+
+// CreateSent opens the gate: the create is written, and a request sent now
+// goes behind it.
+func (op *listOp) CreateSent() {
+	if op.opened.CompareAndSwap(false, true) {
+		op.sent.Unlock()
+	}
+}
+
+// openGate opens the gate of a create of path that ended (or will never be
+// sent), if the wire has not.
+func (op *listOp) openGate(zs *zksession.Session, path string) {
+	if op == nil || !op.gated || op.opened.Load() {
+		return
+	}
+	zs.UngateCreate(path)
+	op.CreateSent()
+}
+
+// Run reads the children, behind the create.
 func (op *listOp) Run(c *zk.Conn) error {
-	// Let the create be queued first; if this read still wins, our node is
-	// missing from it and we read again.
-	runtime.Gosched()
+	if op.gated {
+		op.sent.Lock()
+		op.sent.Unlock()
+	} else {
+		// Let the create be queued first; if this read still wins, our
+		// node is missing from it and we read again.
+		runtime.Gosched()
+	}
 	kids, st, err := c.Children(op.e.path)
 	op.kids, op.stat = kids, st
 	return err
@@ -148,11 +188,18 @@ func (a *attempt) createAndList(base string) error {
 				lop = &listOp{}
 			}
 			lop.e = e
+			// A plain create tells the read when it is written (a multi
+			// is not recognised on the wire: the read goes as it can).
+			if a.d.Anchor == "" && (e.cfg.create != createMulti || e.noMulti.Load()) {
+				lop.gate(e.zs, base)
+			}
 			var err error
 			if listed, err = zksession.StartOp(e.zs, lop); err != nil {
+				lop.openGate(e.zs, base)
 				lop = nil
 			}
 		}
+		a.cop.gate = lop
 		created, czxid, err := a.create(base)
 		switch {
 		case err == nil:
@@ -214,6 +261,10 @@ type createOp struct {
 	path  string
 	czxid int64
 
+	// gate is the read pipelined behind this create, if any, to be let go
+	// once the create has ended (see listOp.gate).
+	gate *listOp
+
 	mu      sync.Mutex
 	settled chan struct{} // made by the first to need it (see settledChan)
 }
@@ -222,11 +273,22 @@ type createOp struct {
 func (op *createOp) Run(c *zk.Conn) error {
 	p, z, err := op.a.createOn(c, op.base)
 	op.path, op.czxid = p, z
+	op.endGate()
 	return err
+}
+
+// endGate lets the read pipelined behind the create go, if the wire has not
+// (the create ended, or never started).
+func (op *createOp) endGate() {
+	if g := op.gate; g != nil {
+		op.gate = nil
+		g.openGate(op.a.e.zs, op.base)
+	}
 }
 
 // Late settles a create whose caller has left (see attempt.create).
 func (op *createOp) Late(err error) {
+	op.endGate() // Run never started, or has ended
 	settled := op.settledChan()
 	if err == nil || zksession.IsConnectionError(err) || errors.Is(err, zk.ErrSessionExpired) {
 		swept := op.a.e.zs.GuaranteedSweep(op.ep, op.a.e.path, op.prefix)

@@ -63,6 +63,9 @@ type wire struct {
 	created     map[string]createdNode
 	createdRing []string
 	createdNext int
+	// gates, under createdMu: the reads waiting for a create to be
+	// written (see createGateBook).
+	gates createGates
 
 	// serverOnly holds the paths whose getData requests get their watch
 	// flag set on the wire (see serverOnlyBook), with a count of the
@@ -919,6 +922,7 @@ func (c *wireConn) Write(p []byte) (int, error) {
 			// A create, whole in p as go-zookeeper writes it (createBook).
 			if n > 0 && n <= maxCreatedPath && requestPathAt+4+n <= len(p) {
 				create = string(p[requestPathAt+4 : requestPathAt+4+n])
+				c.w.createWritten(p[requestPathAt+4 : requestPathAt+4+n])
 			}
 		case opGetData, opGetChildren2, opExists:
 			// A getData (getChildren2, exists), whole in p: length, xid,
