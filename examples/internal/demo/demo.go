@@ -216,7 +216,12 @@ func mainRun(c config, run func(ctx context.Context, env *Env) error) int {
 			return 2
 		}
 		out.Printf("starting an embedded ZooKeeper (give -zk host:port,... to use your own)")
-		srv, err := zktest.StartServer()
+		// ZooKeeper's own interval for reaping empty containers (a
+		// minute), not zktest's half second for tests: at half a second
+		// the server reaps a busy lock's directory whenever it finds it
+		// between a release and the next create, and every create after
+		// that pays for the directory again.
+		srv, err := zktest.StartServer(zktest.WithJVMFlags("-Dznode.container.checkIntervalMs=60000"))
 		if err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", name, err)
 			return 1
