@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/zap"
@@ -107,48 +106,41 @@ type listOp struct {
 
 	// A gated read waits until the wire has written its create, or the
 	// create has ended (zksession.GateCreate): sent is held locked until
-	// then, and opened says it was unlocked (once).
-	gated  bool
-	sent   sync.Mutex
-	opened atomic.Bool
+	// then. Whoever takes the gate out of the wire's book unlocks it: the
+	// wire, or the create once it has ended.
+	sent sync.Mutex
 }
 
 // gate makes Run wait for the wire to write the create of path; the create
 // itself opens the gate when it ends (createOp), whatever the outcome.
 func (op *listOp) gate(zs *zksession.Session, path string) {
-	op.gated = true
-	op.opened.Store(false)
 	op.sent.Lock()
 	zs.GateCreate(path, op)
 }
 
 // CreateSent opens the gate: the create is written, and a request sent now
 // goes behind it.
-func (op *listOp) CreateSent() {
-	if op.opened.CompareAndSwap(false, true) {
-		op.sent.Unlock()
-	}
-}
+func (op *listOp) CreateSent() { op.sent.Unlock() }
 
 // openGate opens the gate of a create of path that ended (or will never be
 // sent), if the wire has not.
 func (op *listOp) openGate(zs *zksession.Session, path string) {
-	if op == nil || !op.gated || op.opened.Load() {
-		return
+	if zs.UngateCreate(path) {
+		op.sent.Unlock()
 	}
-	zs.UngateCreate(path)
-	op.CreateSent()
 }
 
 // Run reads the children, behind the create.
 func (op *listOp) Run(c *zk.Conn) error {
-	if op.gated {
-		op.sent.Lock()
+	if op.sent.TryLock() {
+		// Not gated (or let go already): let the create be queued first;
+		// if this read still wins, our node is missing from it and we read
+		// again.
 		op.sent.Unlock()
-	} else {
-		// Let the create be queued first; if this read still wins, our
-		// node is missing from it and we read again.
 		runtime.Gosched()
+	} else {
+		op.sent.Lock() // the gate
+		op.sent.Unlock()
 	}
 	kids, st, err := c.Children(op.e.path)
 	op.kids, op.stat = kids, st
@@ -180,7 +172,7 @@ func (a *attempt) createAndList(base string) error {
 			return err
 		}
 		var listed zksession.Started
-		var lop *listOp
+		var lop, gate *listOp
 		if pipelined {
 			pipelined = false
 			lop = &a.lop
@@ -192,14 +184,18 @@ func (a *attempt) createAndList(base string) error {
 			// is not recognised on the wire: the read goes as it can).
 			if a.d.Anchor == "" && (e.cfg.create != createMulti || e.noMulti.Load()) {
 				lop.gate(e.zs, base)
+				gate = lop
 			}
 			var err error
 			if listed, err = zksession.StartOp(e.zs, lop); err != nil {
-				lop.openGate(e.zs, base)
+				if gate != nil {
+					gate.openGate(e.zs, base)
+					gate = nil
+				}
 				lop = nil
 			}
 		}
-		a.cop.gate = lop
+		a.cop.gate = gate
 		created, czxid, err := a.create(base)
 		switch {
 		case err == nil:

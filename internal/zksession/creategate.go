@@ -21,15 +21,17 @@ type CreateGate interface{ CreateSent() }
 // request (opcode 1, a plain create) of exactly path, once, on the send
 // loop's goroutine: a request handed to go-zookeeper after that is written
 // after the create. It must be called before the create is started.
-// UngateCreate forgets g if the create ended without it. One gate per path
-// at a time (paths of protected creates carry a UUID).
+// UngateCreate takes g back if the create ended without it; of the wire's
+// CreateSent and a true UngateCreate, exactly one happens. One gate per
+// path at a time (paths of protected creates carry a UUID).
 func (s *Session) GateCreate(path string, g CreateGate) {
 	s.wire.gateCreate(path, g)
 }
 
-// UngateCreate forgets the gate of path, if the wire has not told it yet.
-func (s *Session) UngateCreate(path string) {
-	s.wire.ungateCreate(path)
+// UngateCreate forgets the gate of path and reports whether it was still
+// there: if not, the wire has told it (or is telling it) already.
+func (s *Session) UngateCreate(path string) bool {
+	return s.wire.ungateCreate(path)
 }
 
 // createGates holds the gates of the wire (see createGateBook).
@@ -48,14 +50,18 @@ func (w *wire) gateCreate(path string, g CreateGate) {
 	w.createdMu.Unlock()
 }
 
-func (w *wire) ungateCreate(path string) {
+func (w *wire) ungateCreate(path string) bool {
 	if w.gates.n.Load() == 0 {
-		return
+		return false
 	}
 	w.createdMu.Lock()
-	delete(w.gates.m, path)
-	w.gates.n.Store(int32(len(w.gates.m)))
+	_, ok := w.gates.m[path]
+	if ok {
+		delete(w.gates.m, path)
+		w.gates.n.Store(int32(len(w.gates.m)))
+	}
 	w.createdMu.Unlock()
+	return ok
 }
 
 // createWritten is called by Write for a create request of path, before its

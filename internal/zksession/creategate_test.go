@@ -20,7 +20,8 @@ func (g *countingGate) CreateSent() { g.n.Add(1) }
 // TestGateCreate checks GateCreate's documentation: the gate of a path is
 // told once, by the time the create of that path has been answered (it is
 // told when the request is written); a create of another path, or of the
-// path after UngateCreate, tells it nothing.
+// path after UngateCreate, tells it nothing; UngateCreate reports whether
+// it took the gate back (false once the wire has told it).
 func TestGateCreate(t *testing.T) {
 	ns := zktest.NewNamespace(t)
 	s := sessiontest.Connect(t, ns)
@@ -47,7 +48,12 @@ func TestGateCreate(t *testing.T) {
 	if n := gb.n.Load(); n != 0 {
 		t.Fatalf("the gate of %s was told %d times by a create of %s", b, n, a)
 	}
-	zs.UngateCreate(b)
+	if !zs.UngateCreate(b) {
+		t.Fatalf("UngateCreate(%s) found no gate, before any create of it", b)
+	}
+	if zs.UngateCreate(a) {
+		t.Fatalf("UngateCreate(%s) found the gate the wire had told", a)
+	}
 	create(b)
 	create(c)
 	create(ns.Path("/d"))
