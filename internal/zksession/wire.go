@@ -919,7 +919,8 @@ func (c *wireConn) Write(p []byte) (int, error) {
 				container = true
 				break
 			}
-			// A create, whole in p as go-zookeeper writes it (createBook).
+			// A create, whole in p as go-zookeeper writes it (createBook,
+			// createGateBook).
 			if n > 0 && n <= maxCreatedPath && requestPathAt+4+n <= len(p) {
 				create = string(p[requestPathAt+4 : requestPathAt+4+n])
 				c.w.createWritten(p[requestPathAt+4 : requestPathAt+4+n])
